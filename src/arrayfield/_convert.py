@@ -1,0 +1,247 @@
+"""(value, ArraySpec) -> array: the per-value hot path.
+
+Pure: knows nothing about classes or fields. A value that cannot become the array
+its spec asks for raises `Rejected` with the reason in words; the module layer adds
+the class, field and annotation to make it a `ConversionError`.
+
+Dtype rule: a value gets the dtype `jnp.asarray` would give it (NumPy's dtype,
+canonicalised by JAX, so `jax_enable_x64` is honoured at conversion time), made
+strong. If the annotation does not allow that dtype, the value takes the default
+dtype of the nearest kind the annotation does allow (bool -> int -> float ->
+complex), and the conversion is checked to be exact.
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from ._spec import ArraySpec
+
+
+class Rejected(Exception):
+    """The value cannot be stored in the field; the message says why."""
+
+
+_PYTHON_SCALARS = (bool, int, float, complex)
+# Order of preference when the annotation does not allow the value's own kind.
+_KIND_FALLBACK = {
+    "b": "biufc",
+    "i": "iufc",
+    "u": "uifc",
+    "f": "fciu",
+    "c": "cfiu",
+}
+_KIND_DEFAULT = {
+    "b": np.dtype(np.bool_),
+    "i": np.dtype(np.int64),
+    "u": np.dtype(np.uint64),
+    "f": np.dtype(np.float64),
+    "c": np.dtype(np.complex128),
+}
+_Tracer = jax.core.Tracer
+
+
+def _x64() -> bool:
+    return bool(jax.config.jax_enable_x64)  # pyright: ignore[reportAttributeAccessIssue]
+
+
+def _canonical(dtype: np.dtype, x64: bool) -> np.dtype:
+    """JAX's canonical dtype: 64-bit types become 32-bit unless x64 is on."""
+    if x64 or dtype.itemsize < 8:
+        return dtype
+    return np.dtype(jax.dtypes.canonicalize_dtype(dtype))
+
+
+def target_dtype(spec: ArraySpec, dtype: np.dtype, x64: bool) -> np.dtype:
+    """The dtype a value of `dtype` is stored as in a field described by `spec`."""
+    key = (dtype, x64)
+    try:
+        return spec.target_cache[key]
+    except KeyError:
+        pass
+    own = _canonical(dtype, x64)
+    allowed = spec.dtypes
+    if allowed is None or own.name in allowed:
+        result = own
+    else:
+        result = _nearest_allowed(allowed, dtype.kind, x64)
+    spec.target_cache[key] = result
+    return result
+
+
+def _nearest_allowed(allowed: frozenset[str], kind: str, x64: bool) -> np.dtype:
+    order = _KIND_FALLBACK.get(kind, "biufc")
+    for k in order:
+        default = _canonical(_KIND_DEFAULT[k], x64)
+        if default.name in allowed:
+            return default
+    for k in order:
+        of_kind = [np.dtype(n) for n in allowed if _dtype_kind(n) == k]
+        if of_kind:
+            return max(of_kind, key=lambda d: d.itemsize)
+    # Only exotic dtypes (float8, int4, ...): take the widest of them.
+    return max((np.dtype(n) for n in allowed), key=lambda d: d.itemsize)
+
+
+def _dtype_kind(name: str) -> str | None:
+    try:
+        return np.dtype(name).kind
+    except TypeError:
+        return None
+
+
+def _check_exact(original: np.ndarray, converted: np.ndarray) -> None:
+    """Raise `Rejected` if casting `original` to `converted.dtype` changed a value.
+
+    Losing float precision (float64 -> float32, JAX's normal behaviour without x64)
+    is allowed; a finite value turning into inf is not.
+    """
+    src, dst = original.dtype, converted.dtype
+    if src == dst:
+        return
+    if (
+        src.kind in "fc"
+        and dst.kind in "fc"
+        and not (src.kind == "c" and dst.kind == "f")
+    ):
+        if not np.all(np.isfinite(converted) | ~np.isfinite(original)):
+            raise Rejected(f"it overflows {dst.name} (the result would be inf)")
+        return
+    with np.errstate(all="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        back = converted.astype(src)
+    if not np.array_equal(back, original, equal_nan=src.kind in "fc"):
+        changed = _first_changed(original, back)
+        raise Rejected(f"converting it to {dst.name} would change {changed}")
+
+
+def _first_changed(original: np.ndarray, back: np.ndarray) -> str:
+    if original.ndim == 0:
+        return f"its value to {back.item()!r}"
+    diff = np.argwhere(back != original)
+    index = tuple(int(i) for i in diff[0]) if len(diff) else ()
+    return f"element {list(index)} from {original[index]!r} to {back[index]!r}"
+
+
+def _from_numpy(array: np.ndarray, spec: ArraySpec, x64: bool):
+    if array.dtype.kind not in "biufc":
+        raise Rejected(f"it is not numeric (NumPy dtype {array.dtype})")
+    target = target_dtype(spec, array.dtype, x64)
+    if target != array.dtype:
+        with np.errstate(all="ignore"), warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            converted = array.astype(target)
+        _check_exact(array, converted)
+        array = converted
+    if spec.kind == "numpy":
+        return array
+    return jnp.asarray(array)
+
+
+def _from_python_scalar(value: Any, spec: ArraySpec, x64: bool):
+    target = target_dtype(spec, _KIND_DEFAULT[_PYTHON_KIND[type(value)]], x64)
+    if type(value) is complex and target.kind != "c":
+        if value.imag != 0:
+            raise Rejected(f"a {target.name} field cannot hold its imaginary part")
+        value = value.real
+    try:
+        array = np.asarray(value, dtype=target)
+    except OverflowError:
+        raise Rejected(f"it does not fit in {target.name}") from None
+    _check_scalar_exact(value, array)
+    if spec.kind == "numpy":
+        return array
+    return jnp.asarray(array)
+
+
+def _check_scalar_exact(value: bool | int | float | complex, array: np.ndarray) -> None:
+    """`_check_exact` for a Python scalar, in Python arithmetic.
+
+    Python compares int with float exactly, and its ints can be wider than int64.
+    """
+    stored = array.item()
+    if isinstance(value, (float, complex)) and array.dtype.kind in "fc":
+        if _finite(value) and not _finite(stored):
+            raise Rejected(f"it overflows {array.dtype.name} (the result would be inf)")
+        return  # float precision may narrow; that is JAX's normal behaviour
+    if stored != value:
+        raise Rejected(
+            f"converting it to {array.dtype.name} would change its value to {stored!r}"
+        )
+
+
+def _finite(number: float | complex) -> bool:
+    return math.isfinite(number.real) and math.isfinite(number.imag)
+
+
+_PYTHON_KIND = {bool: "b", int: "i", float: "f", complex: "c"}
+
+
+def _from_jax(array: jax.Array, spec: ArraySpec, x64: bool):
+    if spec.is_key:
+        return array
+    dtype = array.dtype
+    allowed = spec.dtypes
+    if allowed is None or dtype.name in allowed:
+        if not array.weak_type:
+            return array  # the common case: stored as is, no copy
+        return jax.lax.convert_element_type(array, dtype)  # same dtype, now strong
+    target = target_dtype(spec, np.dtype(dtype), x64)
+    # Rare path (a JAX array of a dtype the annotation does not allow): check the
+    # values on the host with the same rule as NumPy input.
+    host = np.asarray(array)
+    with np.errstate(all="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        _check_exact(host, host.astype(target))
+    return array.astype(target)
+
+
+def to_array(value: Any, spec: ArraySpec) -> Any:
+    """Convert one field value as `spec` says; see the module docstring for the rules.
+
+    Returns the value itself when nothing needs doing: `None` (so the pytree's leaf
+    count never changes), tracers (construction under `jit`/`vmap`/`grad` must work),
+    `jax.ShapeDtypeStruct`, values of other types the annotation's union admits, and
+    JAX arrays that already have an allowed dtype and are strongly typed.
+    """
+    kind = type(value)
+    if kind in _PYTHON_KIND:
+        if spec.is_key:
+            raise Rejected("a PRNG key field needs a key array, e.g. jax.random.key(0)")
+        return _from_python_scalar(value, spec, _x64())
+    if isinstance(value, jax.Array):
+        if isinstance(value, _Tracer):
+            return value
+        return _from_jax(value, spec, _x64())
+    if value is None:
+        return value
+    if isinstance(value, (np.ndarray, np.generic)):
+        if spec.is_key:
+            raise Rejected("a PRNG key field needs a key array, e.g. jax.random.key(0)")
+        return _from_numpy(np.asarray(value), spec, _x64())
+    if isinstance(value, jax.ShapeDtypeStruct):
+        return value
+    if spec.passthrough and isinstance(value, spec.passthrough):
+        return value
+    if isinstance(value, (list, tuple)) and not spec.is_key:
+        return _from_sequence(value, spec)
+    raise Rejected(f"a {type(value).__name__} is not an array")
+
+
+def _from_sequence(value: list | tuple, spec: ArraySpec):
+    leaves = jax.tree_util.tree_leaves(value)
+    if any(isinstance(leaf, _Tracer) for leaf in leaves):
+        # Under a transform: let JAX stack the tracers.
+        stacked = jnp.asarray(value)
+        return _from_jax(stacked, spec, _x64())
+    try:
+        array = np.asarray(value)
+    except (ValueError, TypeError) as error:
+        raise Rejected(f"it is not a rectangular array of numbers ({error})") from None
+    return _from_numpy(array, spec, _x64())

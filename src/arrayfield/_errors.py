@@ -1,0 +1,82 @@
+"""Exception types and the small formatters every error message shares."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import numpy as np
+
+
+class ConversionError(TypeError, ValueError):
+    """A field value could not become the array its annotation asks for.
+
+    Raised when the value is not array-like at all (a string, an arbitrary object, a
+    ragged list) or when converting it would change it (`1.5` into an `Int` field,
+    `2**40` into a 32-bit field, `1+2j` into a `Float` field, `2` into a `Bool`
+    field). It subclasses both `TypeError` and `ValueError`, so existing
+    `except TypeError` / `except ValueError` handlers keep working.
+
+    The message always names `ClassName.field`, the annotation and the value.
+    """
+
+
+class AnnotationWarning(UserWarning):
+    """An annotation could not be resolved, so its field is left unconverted.
+
+    Typical cause: `from __future__ import annotations` together with a name that
+    is only imported under `if TYPE_CHECKING:`.
+    """
+
+
+_MODULE_PREFIXES = re.compile(
+    r"\b(?:jaxlib\._jax|jax\.jaxlib\._jax|jaxlib\.xla_extension|jax\._src\.basearray"
+    r"|jaxtyping|typing)\."
+)
+
+
+_NDARRAY = re.compile(r"(?:\bnumpy\.|(?<![.\w]))ndarray\b")
+
+
+def format_annotation(annotation: Any) -> str:
+    """`Float[Array, 'n'] | None`, not `typing.Optional[jaxtyping.Float[...]]`."""
+    if isinstance(annotation, str):
+        return annotation
+    if isinstance(annotation, type) and annotation.__module__ == "builtins":
+        return annotation.__qualname__
+    if annotation is np.ndarray:
+        return "np.ndarray"
+    text = getattr(annotation, "__name__", None)
+    if text is None or getattr(annotation, "__origin__", None) is not None:
+        text = repr(annotation)
+    text = _MODULE_PREFIXES.sub("", text)
+    return _NDARRAY.sub("np.ndarray", text)
+
+
+def short_repr(value: Any, limit: int = 60) -> str:
+    """A one-line repr: arrays as `f32[3]`, everything else truncated to `limit`."""
+    dtype = getattr(value, "dtype", None)
+    shape = getattr(value, "shape", None)
+    if dtype is not None and shape is not None and not np.isscalar(value):
+        return f"{dtype_shorthand(dtype)}[{','.join(map(str, shape))}]"
+    text = repr(value)
+    if len(text) > limit:
+        text = text[: limit - 3] + "..."
+    return text
+
+
+_KIND_LETTER = {"f": "f", "i": "i", "u": "u", "c": "c", "b": "bool"}
+
+
+def dtype_shorthand(dtype: Any) -> str:
+    """`float32` -> `f32`, `bool` -> `bool`; what `eqx.tree_pformat` writes."""
+    try:
+        dtype = np.dtype(dtype)
+    except TypeError:
+        return str(dtype)
+    letter = _KIND_LETTER.get(dtype.kind)
+    if letter is None or dtype.name == "bfloat16":
+        return dtype.name
+    if letter == "bool":
+        return "bool"
+    return f"{letter}{dtype.itemsize * 8}"

@@ -1,0 +1,286 @@
+"""Which names a file imports, and adding or dropping import statements.
+
+Resolution is per file and ignores shadowing: a codemod only needs to recognise
+`eqx.Module`, `jnp.asarray`, `Float[...]` and friends in the spellings people
+write, and a file that rebinds `eqx` to something else is out of scope.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from collections.abc import Iterable, Sequence
+from typing import TypeVar
+
+import libcst as cst
+from libcst.helpers import get_full_name_for_node
+
+_Item = TypeVar("_Item", cst.ImportAlias, cst.BaseSmallStatement, cst.Arg)
+
+_IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+def dotted_name(expr: cst.BaseExpression) -> str | None:
+    """`a.b.c` for a chain of attribute lookups on a name, else None."""
+    if isinstance(expr, cst.Name):
+        return expr.value
+    if isinstance(expr, cst.Attribute):
+        head = dotted_name(expr.value)
+        return None if head is None else f"{head}.{expr.attr.value}"
+    return None
+
+
+def binding_name(alias: cst.ImportAlias) -> str:
+    """The local name an import alias binds: `jnp` for `import jax.numpy as jnp`,
+    `jax` for `import jax.numpy`."""
+    if alias.asname is not None:
+        return get_full_name_for_node(alias.asname.name) or ""
+    full = get_full_name_for_node(alias.name) or ""
+    return full.split(".")[0]
+
+
+@dataclasses.dataclass(frozen=True)
+class ImportMap:
+    """Local names bound by import statements, mapped to what they refer to.
+
+    `import jax.numpy as jnp` gives ``{"jnp": "jax.numpy"}``,
+    `from equinox import Module as M` gives ``{"M": "equinox.Module"}``.
+    """
+
+    bindings: dict[str, str]
+
+    @classmethod
+    def from_module(cls, module: cst.Module) -> ImportMap:
+        collector = _ImportCollector()
+        module.visit(collector)
+        return cls(collector.bindings)
+
+    def resolve(self, expr: cst.BaseExpression) -> str | None:
+        """The qualified name an expression such as `eqx.Module` refers to."""
+        dotted = dotted_name(expr)
+        if dotted is None:
+            return None
+        head, _, rest = dotted.partition(".")
+        target = self.bindings.get(head)
+        if target is None:
+            return None
+        return f"{target}.{rest}" if rest else target
+
+    def local_name_for(self, qualified: str) -> str | None:
+        """An expression, as source text, that refers to `qualified` in this file.
+
+        `arrayfield.ArrayModule` is found as `ArrayModule` after
+        `from arrayfield import ArrayModule`, or as `af.ArrayModule` after
+        `import arrayfield as af`.
+        """
+        module, _, attr = qualified.rpartition(".")
+        for local, target in self.bindings.items():
+            if target == qualified:
+                return local
+        for local, target in self.bindings.items():
+            if target == module:
+                return f"{local}.{attr}"
+        return None
+
+
+class _ImportCollector(cst.CSTVisitor):
+    def __init__(self) -> None:
+        self.bindings: dict[str, str] = {}
+
+    def visit_Import(self, node: cst.Import) -> bool:
+        for alias in node.names:
+            full = get_full_name_for_node(alias.name) or ""
+            local = binding_name(alias)
+            self.bindings[local] = full if alias.asname is not None else local
+        return False
+
+    def visit_ImportFrom(self, node: cst.ImportFrom) -> bool:
+        if (
+            node.relative
+            or node.module is None
+            or isinstance(node.names, cst.ImportStar)
+        ):
+            return False
+        module = get_full_name_for_node(node.module) or ""
+        for alias in node.names:
+            name = get_full_name_for_node(alias.name) or ""
+            self.bindings[binding_name(alias)] = f"{module}.{name}"
+        return False
+
+
+class _NameCollector(cst.CSTVisitor):
+    """Every identifier the code uses outside import statements.
+
+    Identifiers inside string literals count too (string annotations,
+    `__all__`), so an import stays whenever a string might still need it.
+    """
+
+    def __init__(self) -> None:
+        self.names: set[str] = set()
+
+    def visit_Import(self, node: cst.Import) -> bool:
+        return False
+
+    def visit_ImportFrom(self, node: cst.ImportFrom) -> bool:
+        return False
+
+    def visit_Name(self, node: cst.Name) -> None:
+        self.names.add(node.value)
+
+    def visit_SimpleString(self, node: cst.SimpleString) -> None:
+        self.names.update(_IDENTIFIER.findall(node.value))
+
+
+def used_names(module: cst.Module) -> set[str]:
+    collector = _NameCollector()
+    module.visit(collector)
+    return collector.names
+
+
+def _drop(items: Sequence[_Item], keep: Sequence[bool], separator: str) -> list[_Item]:
+    """`items` where `keep` is true, moving the removed last item's separator
+    (comma or semicolon) onto the new last item so no stray comma is left."""
+    kept = [item for item, flag in zip(items, keep, strict=True) if flag]
+    if kept and not keep[-1]:
+        kept[-1] = kept[-1].with_changes(**{separator: getattr(items[-1], separator)})
+    return kept
+
+
+def _import_lines_in(body: Sequence[cst.BaseStatement]) -> Iterable[int]:
+    for index, statement in enumerate(body):
+        if isinstance(statement, cst.SimpleStatementLine) and any(
+            isinstance(small, (cst.Import, cst.ImportFrom)) for small in statement.body
+        ):
+            yield index
+
+
+class _UnusedImportRemover(cst.CSTTransformer):
+    def __init__(self, removable: set[str]) -> None:
+        self.removable = removable
+
+    def _prune_small(
+        self, small: cst.BaseSmallStatement
+    ) -> cst.BaseSmallStatement | None:
+        if not isinstance(small, (cst.Import, cst.ImportFrom)) or isinstance(
+            small.names, cst.ImportStar
+        ):
+            return small
+        keep = [binding_name(alias) not in self.removable for alias in small.names]
+        if all(keep):
+            return small
+        if not any(keep):
+            return None
+        return small.with_changes(names=_drop(small.names, keep, "comma"))
+
+    def _prune(
+        self, statement: cst.SimpleStatementLine
+    ) -> cst.SimpleStatementLine | None:
+        pruned = [self._prune_small(small) for small in statement.body]
+        keep = [small is not None for small in pruned]
+        if not any(keep):
+            return None
+        merged = [new or old for old, new in zip(statement.body, pruned, strict=True)]
+        return statement.with_changes(body=_drop(merged, keep, "semicolon"))
+
+    def _prune_body(self, body: Sequence[cst.BaseStatement]) -> list[cst.BaseStatement]:
+        pruned: list[cst.BaseStatement] = []
+        orphaned_lines: list[cst.EmptyLine] = []
+        import_lines = set(_import_lines_in(body))
+        for index, statement in enumerate(body):
+            if index in import_lines:
+                assert isinstance(statement, cst.SimpleStatementLine)
+                new = self._prune(statement)
+                if new is None:
+                    # Keep the comments and blank lines that stood above it.
+                    orphaned_lines.extend(statement.leading_lines)
+                    continue
+                statement = new
+            if orphaned_lines:
+                statement = statement.with_changes(
+                    leading_lines=[*orphaned_lines, *statement.leading_lines]
+                )
+                orphaned_lines = []
+            pruned.append(statement)
+        return pruned
+
+    def leave_Module(
+        self, original_node: cst.Module, updated_node: cst.Module
+    ) -> cst.Module:
+        return updated_node.with_changes(body=self._prune_body(updated_node.body))
+
+    def leave_IndentedBlock(
+        self, original_node: cst.IndentedBlock, updated_node: cst.IndentedBlock
+    ) -> cst.IndentedBlock:
+        body = self._prune_body(updated_node.body)
+        if not body:
+            body = [cst.SimpleStatementLine(body=[cst.Pass()])]
+        return updated_node.with_changes(body=body)
+
+
+def remove_unused_imports(module: cst.Module, candidates: set[str]) -> cst.Module:
+    """Drop the imports binding a name in `candidates` that nothing uses any more.
+
+    Only names the codemod itself stopped using are candidates, so an import
+    that was already unused before the rewrite stays where it is.
+    """
+    removable = candidates - used_names(module)
+    if not removable:
+        return module
+    return module.visit(_UnusedImportRemover(removable))
+
+
+def _imports_module(statement: cst.BaseStatement, package: str) -> bool:
+    if not isinstance(statement, cst.SimpleStatementLine):
+        return False
+    for small in statement.body:
+        if isinstance(small, cst.Import):
+            names = [get_full_name_for_node(alias.name) or "" for alias in small.names]
+        elif isinstance(small, cst.ImportFrom) and small.module is not None:
+            names = [get_full_name_for_node(small.module) or ""]
+        else:
+            continue
+        if any(name == package or name.startswith(package + ".") for name in names):
+            return True
+    return False
+
+
+def _is_docstring(statement: cst.BaseStatement) -> bool:
+    return (
+        isinstance(statement, cst.SimpleStatementLine)
+        and len(statement.body) == 1
+        and isinstance(statement.body[0], cst.Expr)
+        and isinstance(
+            statement.body[0].value, (cst.SimpleString, cst.ConcatenatedString)
+        )
+    )
+
+
+def add_import(module: cst.Module, code: str, next_to: str) -> cst.Module:
+    """Insert the statement `code` (e.g. ``import arrayfield as af``).
+
+    It goes just above the first top-level import of `next_to`, taking over
+    the comments and blank lines above it: that keeps it in the same isort
+    section and, for ``arrayfield`` above ``equinox``, in sorted order. Without
+    such an import it goes after the leading docstring and imports.
+    """
+    body = list(module.body)
+    new = cst.parse_statement(code + module.default_newline)
+    assert isinstance(new, cst.SimpleStatementLine)
+    for index, statement in enumerate(body):
+        if _imports_module(statement, next_to):
+            assert isinstance(statement, cst.SimpleStatementLine)
+            body[index] = statement.with_changes(leading_lines=[])
+            body.insert(index, new.with_changes(leading_lines=statement.leading_lines))
+            return module.with_changes(body=body)
+    position = 0
+    import_lines = set(_import_lines_in(body))
+    for index, statement in enumerate(body):
+        if index in import_lines or (index == 0 and _is_docstring(statement)):
+            position = index + 1
+        else:
+            break
+    if position == 1 and _is_docstring(body[0]):
+        # Only a docstring above: separate the import from it like isort does.
+        new = new.with_changes(leading_lines=[cst.EmptyLine()])
+    body.insert(position, new)
+    return module.with_changes(body=body)

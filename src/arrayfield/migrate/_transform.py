@@ -1,0 +1,365 @@
+"""The codemod: equinox `Module` classes become `arrayfield.ArrayModule` classes.
+
+A file goes through three steps. An analysis pass finds the Module classes,
+plans the rewrites and collects diagnostics; a rewrite pass changes only the
+planned nodes, so every other byte of the file survives; a last step adds
+`import arrayfield as af` and drops the imports the rewrite left unused.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import enum
+
+import libcst as cst
+from libcst.metadata import MetadataWrapper, PositionProvider
+
+from . import _diagnostics as diag
+from ._annotations import (
+    is_array_annotation,
+    is_class_var,
+    looks_like_shape,
+    scalar_annotation,
+)
+from ._diagnostics import Diagnostic
+from ._imports import (
+    ImportMap,
+    add_import,
+    dotted_name,
+    remove_unused_imports,
+    used_names,
+)
+
+# Converters the base class makes redundant on an array-annotated field.
+_JAX_CONVERTERS = frozenset({"jax.numpy.asarray", "jax.numpy.array"})
+# Converters to NumPy arrays: removing them would change the array type.
+_NUMPY_CONVERTERS = frozenset({"numpy.asarray", "numpy.array"})
+_FIELD_FUNCTIONS = frozenset({"equinox.field", "arrayfield.field"})
+
+
+@dataclasses.dataclass(frozen=True)
+class MigrationResult:
+    """The outcome of migrating one file.
+
+    **Fields:**
+
+    - `original`: the source text as read.
+    - `code`: the migrated source text; equal to `original` when nothing changed.
+    - `encoding`: the file's encoding, for writing `code` back as bytes.
+    - `diagnostics`: the places that need a human decision, sorted by position.
+    """
+
+    original: str
+    code: str
+    encoding: str
+    diagnostics: tuple[Diagnostic, ...]
+
+    @property
+    def changed(self) -> bool:
+        return self.code != self.original
+
+
+class _FieldEdit(enum.Enum):
+    DROP_CONVERTER = enum.auto()  # eqx.field(converter=jnp.asarray, static=False)
+    DROP_DEFAULT = enum.auto()  # = eqx.field(converter=jnp.asarray)
+
+
+def _root_name(expr: cst.BaseExpression) -> str | None:
+    dotted = dotted_name(expr)
+    return None if dotted is None else dotted.split(".")[0]
+
+
+def _is_true(expr: cst.BaseExpression | None, value: str) -> bool:
+    return isinstance(expr, cst.Name) and expr.value == value
+
+
+def _class_statements(node: cst.ClassDef) -> list[cst.CSTNode]:
+    """The statements of a class body, single-line bodies included."""
+    body = node.body
+    if isinstance(body, cst.SimpleStatementSuite):
+        return list(body.body)
+    statements: list[cst.CSTNode] = []
+    for statement in body.body:
+        if isinstance(statement, cst.SimpleStatementLine):
+            statements.extend(statement.body)
+        else:
+            statements.append(statement)
+    return statements
+
+
+def _snippet(node: cst.CSTNode, limit: int = 40) -> str:
+    text = " ".join(cst.Module(body=[]).code_for_node(node).split())
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+class _SelfAssignments(cst.CSTVisitor):
+    """`self.<attr> = value` statements in a method, nested classes excluded."""
+
+    def __init__(self, self_name: str) -> None:
+        self.self_name = self_name
+        self.found: list[tuple[str, cst.BaseExpression, cst.CSTNode]] = []
+
+    def visit_ClassDef(self, node: cst.ClassDef) -> bool:
+        return False
+
+    def _record(
+        self, target: cst.BaseExpression, value: cst.BaseExpression, node: cst.CSTNode
+    ) -> None:
+        if (
+            isinstance(target, cst.Attribute)
+            and isinstance(target.value, cst.Name)
+            and target.value.value == self.self_name
+        ):
+            self.found.append((target.attr.value, value, node))
+
+    def visit_Assign(self, node: cst.Assign) -> None:
+        for target in node.targets:
+            self._record(target.target, node.value, node)
+
+    def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
+        if node.value is not None:
+            self._record(node.target, node.value, node)
+
+
+class _Analysis(cst.CSTVisitor):
+    """Finds Module classes and plans what to rewrite; changes nothing."""
+
+    METADATA_DEPENDENCIES = (PositionProvider,)
+
+    def __init__(self, imports: ImportMap) -> None:
+        super().__init__()
+        self.imports = imports
+        self.module_classes: set[str] = set()
+        self.base_edits: dict[cst.ClassDef, list[int]] = {}
+        self.field_edits: dict[cst.AnnAssign, _FieldEdit] = {}
+        # Names whose last use may have been rewritten away (`eqx`, `jnp`...).
+        self.released_names: set[str] = set()
+        self.diagnostics: list[Diagnostic] = []
+
+    def _position(self, node: cst.CSTNode) -> tuple[int, int]:
+        start = self.get_metadata(PositionProvider, node).start
+        return start.line, start.column + 1
+
+    def _report(self, node: cst.CSTNode, code: str, message: str) -> None:
+        line, col = self._position(node)
+        self.diagnostics.append(Diagnostic(line, col, code, message))
+
+    def visit_ClassDef(self, node: cst.ClassDef) -> None:
+        equinox_bases = [
+            index
+            for index, base in enumerate(node.bases)
+            if self.imports.resolve(base.value) == "equinox.Module"
+        ]
+        already_migrated = any(
+            self.imports.resolve(base.value) == "arrayfield.ArrayModule"
+            or dotted_name(base.value) in self.module_classes
+            for base in node.bases
+        )
+        if not (equinox_bases or already_migrated):
+            return
+        self.module_classes.add(node.name.value)
+        if equinox_bases:
+            self.base_edits[node] = equinox_bases
+            for index in equinox_bases:
+                self.released_names.add(_root_name(node.bases[index].value) or "")
+        self._analyse_fields(node)
+
+    def _analyse_fields(self, node: cst.ClassDef) -> None:
+        statements = _class_statements(node)
+        assignments: list[tuple[str, cst.BaseExpression, cst.CSTNode]] = []
+        for statement in statements:
+            if isinstance(statement, cst.FunctionDef) and statement.params.params:
+                collector = _SelfAssignments(statement.params.params[0].name.value)
+                statement.body.visit(collector)
+                assignments.extend(collector.found)
+        for statement in statements:
+            if isinstance(statement, cst.AnnAssign) and isinstance(
+                statement.target, cst.Name
+            ):
+                self._analyse_field(node.name.value, statement, assignments)
+
+    def _analyse_field(
+        self,
+        cls: str,
+        field: cst.AnnAssign,
+        assignments: list[tuple[str, cst.BaseExpression, cst.CSTNode]],
+    ) -> None:
+        assert isinstance(field.target, cst.Name)
+        name = field.target.value
+        annotation = field.annotation.annotation
+        if is_class_var(annotation, self.imports):
+            return
+        value = field.value
+        call = None
+        if isinstance(value, cst.Call):
+            function = self.imports.resolve(value.func)
+            if function in _FIELD_FUNCTIONS:
+                call = value
+        keywords = {
+            arg.keyword.value: arg for arg in (call.args if call else ()) if arg.keyword
+        }
+        static = "static" in keywords and _is_true(keywords["static"].value, "True")
+
+        if not is_array_annotation(annotation, self.imports):
+            scalar = scalar_annotation(annotation, self.imports)
+            if scalar is not None and not static:
+                self._report(
+                    field.target, "AF001", diag.scalar_field(cls, name, scalar)
+                )
+            return
+
+        if static:
+            self._report(field.target, "AF003", diag.static_array_field(cls, name))
+            return
+        opted_out = "convert" in keywords and _is_true(
+            keywords["convert"].value, "False"
+        )
+        if not opted_out:
+            self._check_shape_like(cls, field, call, keywords, assignments)
+        if call is None or "converter" not in keywords:
+            return
+        if self.imports.resolve(call.func) != "equinox.field":
+            return
+        converter = keywords["converter"].value
+        qualified = self.imports.resolve(converter)
+        if qualified in _JAX_CONVERTERS:
+            self.released_names.add(_root_name(converter) or "")
+            if len(call.args) == 1:
+                self.field_edits[field] = _FieldEdit.DROP_DEFAULT
+                self.released_names.add(_root_name(call.func) or "")
+            else:
+                self.field_edits[field] = _FieldEdit.DROP_CONVERTER
+        elif qualified in _NUMPY_CONVERTERS:
+            message = diag.numpy_converter_kept(cls, name, _snippet(converter))
+            self._report(keywords["converter"], "AF004", message)
+
+    def _check_shape_like(
+        self,
+        cls: str,
+        field: cst.AnnAssign,
+        call: cst.Call | None,
+        keywords: dict[str, cst.Arg],
+        assignments: list[tuple[str, cst.BaseExpression, cst.CSTNode]],
+    ) -> None:
+        assert isinstance(field.target, cst.Name)
+        name = field.target.value
+        if call is None:
+            default = field.value
+        else:
+            default = keywords["default"].value if "default" in keywords else None
+        evidence = [(default, field)] if default is not None else []
+        evidence += [(value, node) for attr, value, node in assignments if attr == name]
+        for value, node in evidence:
+            if looks_like_shape(value):
+                line, _ = self._position(node)
+                message = diag.shape_like_field(cls, name, _snippet(value), line)
+                self._report(field.target, "AF002", message)
+                return
+
+
+def _without_arg(call: cst.Call, index: int) -> cst.Call:
+    args = list(call.args)
+    removed = args.pop(index)
+    if index == len(args):
+        args[-1] = args[-1].with_changes(comma=removed.comma)
+    return call.with_changes(args=args)
+
+
+class _Rewriter(cst.CSTTransformer):
+    """Applies an `_Analysis` plan; every node it was not told about is kept."""
+
+    def __init__(self, analysis: _Analysis, array_module: cst.BaseExpression) -> None:
+        super().__init__()
+        self.analysis = analysis
+        self.array_module = array_module
+
+    def leave_ClassDef(
+        self, original_node: cst.ClassDef, updated_node: cst.ClassDef
+    ) -> cst.ClassDef:
+        indices = self.analysis.base_edits.get(original_node)
+        if not indices:
+            return updated_node
+        bases = list(updated_node.bases)
+        for index in indices:
+            bases[index] = bases[index].with_changes(value=self.array_module)
+        return updated_node.with_changes(bases=bases)
+
+    def leave_AnnAssign(
+        self, original_node: cst.AnnAssign, updated_node: cst.AnnAssign
+    ) -> cst.AnnAssign:
+        edit = self.analysis.field_edits.get(original_node)
+        if edit is _FieldEdit.DROP_DEFAULT:
+            return updated_node.with_changes(
+                value=None, equal=cst.MaybeSentinel.DEFAULT
+            )
+        if edit is _FieldEdit.DROP_CONVERTER:
+            call = updated_node.value
+            assert isinstance(call, cst.Call)
+            index = next(
+                i
+                for i, arg in enumerate(call.args)
+                if arg.keyword is not None and arg.keyword.value == "converter"
+            )
+            return updated_node.with_changes(value=_without_arg(call, index))
+        return updated_node
+
+
+def _array_module_reference(
+    module: cst.Module, imports: ImportMap
+) -> tuple[str, str | None]:
+    """Source text naming ArrayModule, and the import to add for it (if any)."""
+    existing = imports.local_name_for("arrayfield.ArrayModule")
+    if existing is not None:
+        return existing, None
+    if "af" in used_names(module) or "af" in imports.bindings:
+        return "arrayfield.ArrayModule", "import arrayfield"
+    return "af.ArrayModule", "import arrayfield as af"
+
+
+def migrate_module(module: cst.Module) -> tuple[cst.Module, list[Diagnostic]]:
+    """Migrate a parsed module; see `migrate_source`."""
+    imports = ImportMap.from_module(module)
+    wrapper = MetadataWrapper(module, unsafe_skip_copy=True)
+    analysis = _Analysis(imports)
+    wrapper.visit(analysis)
+    diagnostics = sorted(analysis.diagnostics)
+    if not (analysis.base_edits or analysis.field_edits):
+        return module, diagnostics
+
+    reference, new_import = _array_module_reference(module, imports)
+    rewriter = _Rewriter(analysis, cst.parse_expression(reference))
+    migrated = wrapper.visit(rewriter)
+    if analysis.base_edits and new_import is not None:
+        migrated = add_import(migrated, new_import, next_to="equinox")
+    migrated = remove_unused_imports(migrated, analysis.released_names)
+    return migrated, diagnostics
+
+
+def migrate_source(source: str | bytes) -> MigrationResult:
+    """Rewrite the equinox Module classes of one file to use arrayfield.
+
+    **Arguments:**
+
+    - `source`: the file's contents. Bytes are decoded the way Python would
+        (PEP 263 coding line, else UTF-8) and `MigrationResult.encoding` says how.
+
+    **Returns:**
+
+    A `MigrationResult`. Its `code` is `original` plus the rewrites: classes
+    whose base is equinox's `Module` (any spelling) now subclass
+    `af.ArrayModule`; `eqx.field(converter=jnp.asarray)` on array-annotated
+    fields is dropped; `import arrayfield as af` is added and imports that only
+    the rewritten code used are removed.
+
+    **Raises:**
+
+    `libcst.ParserSyntaxError` if the source does not parse.
+    """
+    module = cst.parse_module(source)
+    migrated, diagnostics = migrate_module(module)
+    return MigrationResult(
+        original=module.code,
+        code=migrated.code,
+        encoding=module.encoding,
+        diagnostics=tuple(diagnostics),
+    )

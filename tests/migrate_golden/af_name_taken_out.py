@@ -1,0 +1,8 @@
+import arrayfield
+import jax
+
+af = "autofocus"
+
+
+class Camera(arrayfield.ArrayModule):
+    focus: jax.Array

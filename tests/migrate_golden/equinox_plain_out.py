@@ -1,0 +1,8 @@
+import arrayfield as af
+import jax
+import jax.numpy
+
+
+class Morphology(af.ArrayModule):
+    radius: jax.Array
+    index: jax.Array

@@ -1,0 +1,24 @@
+"""A scene model written against plain equinox."""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+
+import arrayfield as af
+import equinox as eqx
+
+
+class Source(af.ArrayModule):
+    # Flux in counts; callers pass Python floats.
+    flux: jax.Array
+    position: jax.Array = eqx.field(static=False)
+    size: jax.Array = eqx.field(default=1.0)  # arcsec
+    angle: jax.Array = eqx.field(
+        metadata={"unit": "rad"},
+    )
+    name: str = eqx.field(static=True)
+
+
+def render(source: Source) -> jax.Array:
+    return source.flux * jnp.ones((3, 3))

@@ -1,0 +1,20 @@
+import arrayfield as af
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+
+
+class Base(af.ArrayModule):
+    offset: jax.Array
+
+
+class Child(Base):
+    gain: jax.Array
+
+
+class GrandChild(Child):
+    bias: jax.Array
+
+
+class Unknown(SomethingElse):
+    bias: jax.Array = eqx.field(converter=jnp.asarray)

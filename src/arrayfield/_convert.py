@@ -32,10 +32,10 @@ _PYTHON_SCALARS = (bool, int, float, complex)
 # Order of preference when the annotation does not allow the value's own kind.
 _KIND_FALLBACK = {
     "b": "biufc",
-    "i": "iufc",
-    "u": "uifc",
-    "f": "fciu",
-    "c": "cfiu",
+    "i": "iufcb",
+    "u": "uifcb",
+    "f": "fciub",
+    "c": "cfiub",
 }
 _KIND_DEFAULT = {
     "b": np.dtype(np.bool_),
@@ -117,16 +117,16 @@ def _check_exact(original: np.ndarray, converted: np.ndarray) -> None:
         warnings.simplefilter("ignore")
         back = converted.astype(src)
     if not np.array_equal(back, original, equal_nan=src.kind in "fc"):
-        changed = _first_changed(original, back)
+        changed = _first_changed(original, converted, back)
         raise Rejected(f"converting it to {dst.name} would change {changed}")
 
 
-def _first_changed(original: np.ndarray, back: np.ndarray) -> str:
+def _first_changed(original: np.ndarray, converted: np.ndarray, back: np.ndarray):
     if original.ndim == 0:
-        return f"its value to {back.item()!r}"
-    diff = np.argwhere(back != original)
-    index = tuple(int(i) for i in diff[0]) if len(diff) else ()
-    return f"element {list(index)} from {original[index]!r} to {back[index]!r}"
+        return f"its value to {converted.item()!r}"
+    index = tuple(int(i) for i in np.argwhere(back != original)[0])
+    old, new = original[index].item(), converted[index].item()
+    return f"element {list(index)} from {old!r} to {new!r}"
 
 
 def _from_numpy(array: np.ndarray, spec: ArraySpec, x64: bool):
@@ -150,10 +150,14 @@ def _from_python_scalar(value: Any, spec: ArraySpec, x64: bool):
         if value.imag != 0:
             raise Rejected(f"a {target.name} field cannot hold its imaginary part")
         value = value.real
+    if target.kind in "fc" and type(value) is not int and _overflows(value, target):
+        raise Rejected(f"it overflows {target.name} (the result would be inf)")
     try:
         array = np.asarray(value, dtype=target)
     except OverflowError:
         raise Rejected(f"it does not fit in {target.name}") from None
+    except ValueError:  # nan or inf into an integer dtype
+        raise Rejected(f"{target.name} cannot represent it") from None
     _check_scalar_exact(value, array)
     if spec.kind == "numpy":
         return array
@@ -165,19 +169,25 @@ def _check_scalar_exact(value: bool | int | float | complex, array: np.ndarray) 
 
     Python compares int with float exactly, and its ints can be wider than int64.
     """
-    stored = array.item()
     if isinstance(value, (float, complex)) and array.dtype.kind in "fc":
-        if _finite(value) and not _finite(stored):
-            raise Rejected(f"it overflows {array.dtype.name} (the result would be inf)")
         return  # float precision may narrow; that is JAX's normal behaviour
+    stored = array.item()
     if stored != value:
         raise Rejected(
             f"converting it to {array.dtype.name} would change its value to {stored!r}"
         )
 
 
-def _finite(number: float | complex) -> bool:
-    return math.isfinite(number.real) and math.isfinite(number.imag)
+_FLOAT_MAX: dict[np.dtype, float] = {}
+
+
+def _overflows(number: float | complex, target: np.dtype) -> bool:
+    """Whether a finite `number` is too large for the float/complex `target`."""
+    limit = _FLOAT_MAX.get(target)
+    if limit is None:
+        limit = _FLOAT_MAX[target] = float(np.finfo(target).max)
+    parts = (number.real, number.imag)
+    return any(math.isfinite(p) and abs(p) > limit for p in parts)
 
 
 _PYTHON_KIND = {bool: "b", int: "i", float: "f", complex: "c"}

@@ -113,7 +113,8 @@ class FieldConverter:
         if spec is None and self.dtype is not None:
             raise ConversionError(
                 f"{self.where}: af.field(dtype=...) asks for an array, but the "
-                f"annotation {format_annotation(self.annotation)} does not denote one. "
+                f"annotation {format_annotation(self.annotation)} does not denote an "
+                "array. "
                 'Annotate the field as an array, e.g. Float[Array, ""].'
             )
         if spec is not None and self.dtype is not None:
@@ -146,7 +147,9 @@ class FieldConverter:
 
     @property
     def where(self) -> str:
-        owner = self.owner.__qualname__ if self.owner is not None else "<unbound>"
+        owner = "<unbound>"
+        if self.owner is not None:  # "Outer.Inner", without "f.<locals>."
+            owner = self.owner.__qualname__.rsplit("<locals>.", 1)[-1]
         return f"{owner}.{self.name}"
 
     # -- conversion -------------------------------------------------------------

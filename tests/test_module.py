@@ -1,0 +1,293 @@
+"""ArrayModule, af.field and af.normalize against the real equinox machinery."""
+
+from __future__ import annotations
+
+import dataclasses
+import warnings
+from typing import Optional
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from jaxtyping import Array, Float, Int
+
+import arrayfield as af
+
+
+class Scalars(af.ArrayModule):
+    x: Float[Array, ""]
+    n: Int[Array, ""] = 0
+    flag: bool = True
+    name: str = "star"
+    data: np.ndarray = 1.5
+    maybe: Optional[Float[Array, ""]] = None
+    static_count: int = eqx.field(static=True, default=3)
+
+
+def test_dataclass_init_converts_array_fields_only():
+    m = Scalars(x=1)
+    assert m.x.dtype == jnp.float32 and not m.x.weak_type
+    assert m.n.dtype == jnp.int32
+    assert type(m.data) is np.ndarray and m.data.dtype == np.float32
+    assert m.flag is True and m.name == "star" and m.static_count == 3
+    assert m.maybe is None
+
+
+def test_none_keeps_the_leaf_count_of_plain_module():
+    class Plain(eqx.Module):
+        x: Optional[Float[Array, ""]]
+
+    class Converted(af.ArrayModule):
+        x: Optional[Float[Array, ""]]
+
+    plain = jax.tree_util.tree_structure(Plain(None))
+    converted = jax.tree_util.tree_structure(Converted(None))
+    assert plain.num_leaves == converted.num_leaves == 0
+
+
+def test_custom_init_is_converted_after_it_runs_without_warnings():
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+
+        class Custom(af.ArrayModule):
+            x: np.array
+
+            def __init__(self, start):
+                self.x = start
+                assert self.x == start  # still the raw value inside __init__
+
+    assert isinstance(Custom(0).x, np.ndarray)
+
+
+def test_post_init_sees_raw_values_and_check_init_sees_arrays():
+    seen = {}
+
+    class Checked(af.ArrayModule):
+        x: Float[Array, ""]
+
+        def __post_init__(self):
+            seen["post"] = type(self.x)
+
+        def __check_init__(self):
+            seen["check"] = type(self.x)
+
+    Checked(1.0)
+    assert seen["post"] is float
+    assert issubclass(seen["check"], jax.Array)
+
+
+def test_fields_declared_in_parents_and_child_with_own_init():
+    class Parent(af.ArrayModule):
+        a: Float[Array, "n"]
+
+    class Child(Parent):
+        b: Int[Array, ""]
+
+        def __init__(self, a, b):
+            self.a = a
+            self.b = b
+
+    child = Child([1, 2], 3)
+    assert child.a.dtype == jnp.float32 and child.a.shape == (2,)
+    assert child.b.dtype == jnp.int32
+
+
+def test_fields_inherited_from_a_plain_module_are_converted():
+    class Legacy(eqx.Module):
+        a: Float[Array, ""]
+        flag: int = 0
+
+    class Modern(af.ArrayModule, Legacy):
+        b: Float[Array, ""] = 2.0
+
+    m = Modern(a=1)
+    assert m.a.dtype == jnp.float32 and m.flag == 0
+    assert [f.name for f in dataclasses.fields(Modern)] == ["a", "flag", "b"]
+    assert Legacy(a=1).a == 1 and type(Legacy(a=1).a) is int  # parent untouched
+
+
+def test_abstract_var_is_satisfied_by_a_converted_field():
+    class Abstract(af.ArrayModule):
+        size: eqx.AbstractVar[Float[Array, ""]]
+
+    class Concrete(Abstract):
+        size: Float[Array, ""]
+
+    assert Concrete(size=2).size.dtype == jnp.float32
+    with pytest.raises(TypeError):
+        Abstract()
+
+
+def test_class_made_with_type():
+    Dynamic = type("Dynamic", (af.ArrayModule,), {"__annotations__": {"x": jax.Array}})
+    assert Dynamic(x=3).x.dtype == jnp.int32
+
+
+def test_user_converter_runs_first():
+    class Doubled(af.ArrayModule):
+        x: Float[Array, ""] = eqx.field(converter=lambda v: v * 2)
+
+    result = Doubled(x=2)
+    assert result.x.dtype == jnp.float32 and result.x == 4
+
+
+def test_eqx_field_options_are_kept():
+    class Options(af.ArrayModule):
+        x: Float[Array, ""] = eqx.field(default=1, repr=False)
+
+    assert Options().x.dtype == jnp.float32
+    assert "x=" not in repr(Options())
+
+
+def test_static_array_annotated_field_is_left_alone():
+    class Static(af.ArrayModule):
+        shape: jax.Array = eqx.field(static=True)
+
+    assert Static(shape=(2, 3)).shape == (2, 3)
+
+
+def test_error_names_class_field_annotation_and_value():
+    with pytest.raises(af.ConversionError) as info:
+        Scalars(x=1, n=1.5)
+    message = str(info.value)
+    assert "Scalars.n" in message and "Int[Array, '']" in message and "1.5" in message
+    assert isinstance(info.value, TypeError) and isinstance(info.value, ValueError)
+
+
+def test_string_annotations_from_future_import_resolve():
+    # this module uses `from __future__ import annotations`
+    assert isinstance(Scalars.__annotations__["x"], str)
+    assert Scalars(x=2).x.dtype == jnp.float32
+
+
+class Scene(af.ArrayModule):
+    sources: list[Source]
+    gain: Float[Array, ""] = 1.0
+
+
+class Source(af.ArrayModule):  # defined after Scene: a forward reference
+    flux: Float[Array, ""]
+    parent: Optional[Later] = None
+
+
+class Later(af.ArrayModule):
+    value: Float[Array, ""]
+
+
+def test_forward_references_resolve_lazily_once_per_class():
+    converter = dataclasses.fields(Source)[1].metadata["converter"]
+    scene = Scene(sources=[Source(flux=1, parent=Later(value=2))])
+    assert scene.sources[0].parent.value.dtype == jnp.float32
+    assert converter.resolved_spec() is converter.resolved_spec()
+
+
+def test_unresolvable_annotation_warns_and_leaves_the_field():
+    class Unknown(af.ArrayModule):
+        x: NotImportedAtRuntime
+
+    with pytest.warns(af.AnnotationWarning, match=r"Unknown\.x"):
+        assert Unknown(x=1).x == 1
+
+
+# -- af.field ---------------------------------------------------------------------
+
+
+def test_af_field_opts_a_plain_module_field_in():
+    class Plain(eqx.Module):
+        x: Float[Array, ""] = af.field()
+        y: Float[Array, ""] = 1.0
+
+    p = Plain(x=1)
+    assert p.x.dtype == jnp.float32 and p.y == 1.0 and type(p.y) is float
+
+
+def test_af_field_convert_false_opts_out():
+    class FFT(af.ArrayModule):
+        shape: jnp.array = af.field(convert=False)
+        kernel: jnp.array = 0.0
+
+    fft = FFT(shape=[64, 64])
+    assert fft.shape == [64, 64] and isinstance(fft.kernel, jax.Array)
+
+
+def test_af_field_dtype_overrides_the_annotation():
+    class Override(af.ArrayModule):
+        x: Float[Array, ""] = af.field(dtype=jnp.float16)
+
+    class PlainOverride(eqx.Module):
+        x: jax.Array = af.field(dtype="int8")
+
+    assert Override(x=1).x.dtype == jnp.float16
+    assert PlainOverride(x=3).x.dtype == jnp.int8
+
+
+def test_af_field_dtype_with_static_or_opt_out_is_an_error():
+    with pytest.raises(TypeError, match="dtype"):
+        af.field(dtype=jnp.float32, convert=False)
+    with pytest.raises(TypeError, match="dtype"):
+        af.field(dtype=jnp.float32, static=True)
+
+
+def test_af_field_dtype_on_non_array_annotation_is_an_error():
+    # Python < 3.12 wraps errors raised in __set_name__ in a RuntimeError.
+    with pytest.raises((af.ConversionError, RuntimeError)) as info:
+
+        class Bad(eqx.Module):
+            x: int = af.field(dtype=jnp.float32)
+
+    error = info.value
+    if not isinstance(error, af.ConversionError):
+        error = error.__cause__
+    assert isinstance(error, af.ConversionError)
+    assert "Bad.x" in str(error) and "does not denote an array" in str(error)
+
+
+def test_af_field_passes_converter_and_kwargs_to_eqx_field():
+    class Plain(eqx.Module):
+        x: Float[Array, ""] = af.field(converter=lambda v: v + 1, default=1)
+
+    assert Plain().x == 2 and Plain().x.dtype == jnp.float32
+
+
+# -- normalize ---------------------------------------------------------------------
+
+
+def test_normalize_reconverts_after_tree_at():
+    m = eqx.tree_at(lambda s: s.x, Scalars(x=1), 5)
+    assert m.x == 5 and type(m.x) is int
+    normalized = af.normalize(m)
+    assert normalized.x.dtype == jnp.float32 and normalized.x == 5
+
+
+def test_normalize_is_idempotent_and_returns_the_same_objects():
+    tree = {"scene": [Scalars(x=1), Scalars(x=2)], "lr": 0.1}
+    once = af.normalize(tree)
+    assert once["scene"][0] is tree["scene"][0]  # nothing to do: same object
+    edited = eqx.tree_at(lambda t: t["scene"][1].n, tree, 7)
+    fixed = af.normalize(edited)
+    assert fixed["scene"][1].n.dtype == jnp.int32
+    assert af.normalize(fixed)["scene"][1] is fixed["scene"][1]
+    assert fixed["lr"] == 0.1  # plain leaves outside modules are untouched
+
+
+def test_normalize_after_tree_unflatten_and_in_nested_modules():
+    class Outer(af.ArrayModule):
+        inner: Scalars
+        scale: Float[Array, ""]
+
+    outer = Outer(inner=Scalars(x=1), scale=2)
+    leaves, treedef = jax.tree_util.tree_flatten(outer)
+    rebuilt = jax.tree_util.tree_unflatten(treedef, [1 for _ in leaves])
+    normalized = af.normalize(rebuilt)
+    assert normalized.inner.x.dtype == jnp.float32
+    assert normalized.scale.dtype == jnp.float32
+    assert type(normalized.inner.data) is np.ndarray
+
+
+def test_normalize_does_not_rerun_user_converters():
+    class Doubled(af.ArrayModule):
+        x: Float[Array, ""] = eqx.field(converter=lambda v: v * 2)
+
+    assert af.normalize(Doubled(x=1)).x == 2

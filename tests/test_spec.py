@@ -1,0 +1,140 @@
+"""Annotation -> ArraySpec: which annotations denote arrays, and what they allow."""
+
+from __future__ import annotations
+
+import typing
+from typing import Annotated, Any, Optional, Union
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+import numpy as np
+import numpy.typing as npt
+import pytest
+from jaxtyping import Array, ArrayLike, Bool, Float, Float32, Int, Int8, Key, Shaped
+
+from arrayfield._spec import (
+    Unresolved,
+    array_spec,
+    init_annotation,
+    is_not_a_field,
+    resolve_annotation,
+)
+
+JAX_ARRAY_ANNOTATIONS = [
+    jax.Array,
+    jnp.ndarray,
+    jnp.array,
+    jax.typing.ArrayLike,
+    Float[Array, "n"],
+    Shaped[ArrayLike, "..."],
+    Float32[Array, ""],
+    Optional[Float[Array, ""]],
+    Float[Array, ""] | None,
+    Union[Int[Array, ""], None],
+    Annotated[Float[Array, "n"], "doc"],
+]
+NUMPY_ARRAY_ANNOTATIONS = [np.ndarray, np.array, Int[np.ndarray, ""], npt.NDArray]
+NOT_ARRAYS = [bool, int, float, str, complex, Any, typing.Callable, eqx.Module, list]
+
+
+@pytest.mark.parametrize("annotation", JAX_ARRAY_ANNOTATIONS, ids=repr)
+def test_jax_annotations_give_jax_specs(annotation):
+    spec = array_spec(annotation)
+    assert spec is not None and spec.kind == "jax"
+
+
+@pytest.mark.parametrize("annotation", NUMPY_ARRAY_ANNOTATIONS, ids=repr)
+def test_numpy_annotations_give_numpy_specs(annotation):
+    spec = array_spec(annotation)
+    assert spec is not None and spec.kind == "numpy"
+
+
+@pytest.mark.parametrize("annotation", NOT_ARRAYS, ids=repr)
+def test_non_array_annotations_are_not_fields_to_convert(annotation):
+    assert array_spec(annotation) is None
+
+
+def test_dtype_categories_are_read_from_jaxtyping():
+    assert array_spec(Float32[Array, ""]).dtypes == {"float32"}
+    assert array_spec(Int8[Array, ""]).dtypes == {"int8"}
+    assert "float32" in array_spec(Float[Array, ""]).dtypes
+    assert array_spec(Bool[Array, ""]).dtypes >= {"bool"}
+    assert array_spec(Shaped[Array, ""]).dtypes is None
+    assert array_spec(jax.Array).dtypes is None
+
+
+def test_optional_allows_none_and_union_collects_passthrough_types():
+    assert array_spec(Optional[Float[Array, ""]]).allow_none
+    assert not array_spec(Float[Array, ""]).allow_none
+    spec = array_spec(Float[Array, ""] | eqx.Module | float)
+    assert spec.passthrough == (eqx.Module,)  # numbers only widen the input
+
+
+def test_numpy_typing_dtype_argument_is_honoured():
+    assert array_spec(npt.NDArray[np.float32]).dtypes == {"float32"}
+
+
+def test_key_annotation_is_a_key_spec():
+    spec = array_spec(Key[Array, ""])
+    assert spec.is_key and spec.dtypes is None
+
+
+def test_union_of_jax_and_numpy_prefers_jax():
+    assert array_spec(Float[ArrayLike, "n"]).kind == "jax"
+    assert array_spec(Union[np.ndarray, jax.Array]).kind == "jax"
+
+
+def test_specs_are_cached_per_annotation():
+    annotation = Float[Array, "q"]
+    assert array_spec(annotation) is array_spec(annotation)
+
+
+class _Owner:
+    pass
+
+
+def test_string_annotations_resolve_in_the_owner_module():
+    resolved = resolve_annotation('Float[Array, "n"]', _Owner, None)
+    assert resolved.dim_str == "n" and resolved.dtypes == Float[Array, ""].dtypes
+    with pytest.raises(Unresolved, match="NameError"):
+        resolve_annotation("NotDefinedAnywhere", _Owner, None)
+
+
+def test_forward_refs_inside_optional_resolve():
+    resolved = resolve_annotation(Optional["Float[Array, '']"], _Owner, None)
+    assert array_spec(resolved).allow_none
+
+
+@pytest.mark.parametrize(
+    "annotation",
+    [
+        typing.ClassVar[int],
+        "ClassVar[int]",
+        eqx.AbstractVar[int],
+        "typing.InitVar[int]",
+    ],
+    ids=repr,
+)
+def test_classvars_and_abstract_vars_are_not_fields(annotation):
+    assert is_not_a_field(annotation)
+
+
+def test_init_annotation_widens_arrays_but_keeps_dims():
+    widened = init_annotation(Float[Array, "n"])
+    members = typing.get_args(widened)
+    assert list in members and tuple in members
+    assert float not in members  # shape (n,) never admits a bare scalar
+    shaped = [m for m in members if getattr(m, "dim_str", None) == "n"]
+    assert {m.array_type for m in shaped} == {jax.Array, np.ndarray}
+    assert all(array_spec(m).dtypes is None for m in shaped)  # any dtype: Shaped
+
+
+def test_init_annotation_admits_scalars_for_scalar_shapes():
+    for dims in ["", "...", "*batch"]:
+        assert float in typing.get_args(init_annotation(Float[Array, dims]))
+
+
+def test_init_annotation_keeps_other_union_members():
+    members = typing.get_args(init_annotation(Optional[Float[Array, "n"]]))
+    assert type(None) in members

@@ -7,10 +7,12 @@ decision, `<case>_diag.txt` (expected diagnostics as `line:col: CODE message`).
 
 from __future__ import annotations
 
+import importlib.util
 import subprocess
 import sys
 from pathlib import Path
 
+import libcst
 import pytest
 
 from arrayfield.migrate._transform import migrate_source
@@ -109,8 +111,6 @@ def test_converter_is_kept_on_static_array_field():
 
 
 def test_unparsable_source_raises_parser_error():
-    import libcst
-
     with pytest.raises(libcst.ParserSyntaxError):
         migrate_source("class A(eqx.Module:\n")
 
@@ -137,3 +137,62 @@ print(heavy)
         [sys.executable, "-c", script], capture_output=True, text=True, check=True
     )
     assert completed.stdout.strip() == "[]"
+
+
+# (annotation, value to store, kind the codemod reports: "jax", "numpy" or None)
+ANNOTATION_KINDS = [
+    ("jax.Array", 1.0, "jax"),
+    ("jnp.ndarray", 1.0, "jax"),
+    ("ArrayLike", 1.0, "jax"),
+    ("Float[Array, '']", 1.0, "jax"),
+    ("Int32[Array, '']", 3, "jax"),
+    ("Bool[Array, '']", True, "jax"),
+    ("Optional[jax.Array]", 1.0, "jax"),
+    ("Union[jax.Array, float]", 1.0, "jax"),
+    ("Annotated[jax.Array, 'unit']", 1.0, "jax"),
+    ("'jax.Array'", 1.0, "jax"),
+    ("np.ndarray", 1.0, "numpy"),
+    ("Float[np.ndarray, '']", 1.0, "numpy"),
+    ("float", 1.0, None),
+    ("list", [1.0], None),
+]
+
+
+@pytest.mark.parametrize(("annotation", "value", "kind"), ANNOTATION_KINDS)
+def test_codemod_reads_annotations_as_the_base_class_does(
+    annotation, value, kind, tmp_path, monkeypatch
+):
+    import jax
+    import numpy as np
+
+    from arrayfield.migrate._annotations import array_kind
+    from arrayfield.migrate._imports import ImportMap
+
+    header = (
+        "from typing import Annotated, Optional, Union\n"
+        "import jax\nimport jax.numpy as jnp\nimport numpy as np\n"
+        "from jax.typing import ArrayLike\n"
+        "from jaxtyping import Array, Bool, Float, Int32\n"
+        "import arrayfield as af\n"
+    )
+    source = f"{header}\nclass M(af.ArrayModule):\n    x: {annotation}\n"
+    module = libcst.parse_module(source)
+    parsed = libcst.parse_expression(annotation)
+    assert array_kind(parsed, ImportMap.from_module(module)) == kind
+
+    path = tmp_path / "annotation_kinds.py"
+    path.write_text(source)
+    spec = importlib.util.spec_from_file_location("annotation_kinds", path)
+    assert spec is not None and spec.loader is not None
+    sample = importlib.util.module_from_spec(spec)
+    monkeypatch.setitem(sys.modules, "annotation_kinds", sample)
+    spec.loader.exec_module(sample)
+    stored = sample.M(value).x
+    core_kind = (
+        "jax"
+        if isinstance(stored, jax.Array)
+        else "numpy"
+        if isinstance(stored, np.ndarray)
+        else None
+    )
+    assert core_kind == kind

@@ -25,3 +25,4 @@ class Everything(af.ArrayModule):
     # Not array annotations: the converter stays.
     o: list = eqx.field(converter=jnp.asarray)
     p: jt.PyTree = eqx.field(converter=jnp.asarray)
+    q: Float32[Unknown, ""] = eqx.field(converter=jnp.asarray)

@@ -17,7 +17,8 @@ class Scene(af.ArrayModule):
     kernel: jax.Array = eqx.field(default=[3, 3])
     origin: jax.Array = (0.0, 0.0)
     lookup: jax.Array = eqx.field(static=True)
-    table: np.ndarray = eqx.field(converter=np.asarray)
+    table: jax.Array = eqx.field(converter=np.asarray)
+    host: np.ndarray = eqx.field(converter=jnp.asarray)
     opted: jax.Array = af.field(convert=False)
     weights: Float[Array, "n"]
 
@@ -29,6 +30,7 @@ class Scene(af.ArrayModule):
         self.grid = (n, n)
         self.lookup = jnp.arange(n)
         self.table = np.zeros(n)
+        self.host = np.zeros(n)
         self.opted = [n, n]
         self.weights = jnp.ones(n)
 

@@ -9,24 +9,29 @@ jaxtyping array types.
 from __future__ import annotations
 
 import re
+from typing import Literal
 
 import libcst as cst
 
 from ._imports import ImportMap, dotted_name
 
-ARRAY_TYPES = frozenset(
-    {
-        "jax.Array",
-        "jax.numpy.ndarray",
-        "jax.typing.ArrayLike",
-        "jaxtyping.Array",
-        "jaxtyping.ArrayLike",
-        "numpy.ndarray",
-        # Functions, not types, but older code annotates with them.
-        "jax.numpy.array",
-        "numpy.array",
-    }
-)
+ArrayKind = Literal["jax", "numpy"]
+
+# Annotations arrayfield converts to, by the kind of array a value becomes.
+ARRAY_TYPES: dict[str, ArrayKind] = {
+    "jax.Array": "jax",
+    "jax.numpy.ndarray": "jax",
+    "jax.typing.ArrayLike": "jax",
+    "jaxtyping.Array": "jax",
+    "jaxtyping.ArrayLike": "jax",
+    "numpy.ndarray": "numpy",
+    # Functions, not types, but older code annotates with them.
+    "jax.numpy.array": "jax",
+    "numpy.array": "numpy",
+}
+
+# Python numbers may share a union with an array type: arrayfield converts them.
+_NUMBER_TYPES = frozenset({"bool", "int", "float", "complex"})
 
 # jaxtyping's dtype-specific annotations: Float[...], Int32[...], Shaped[...] ...
 _JAXTYPING_DTYPE = re.compile(
@@ -93,21 +98,43 @@ def alternatives(
     return [annotation]
 
 
-def is_array_type(expr: cst.BaseExpression, imports: ImportMap) -> bool:
+def _array_type_kind(expr: cst.BaseExpression, imports: ImportMap) -> ArrayKind | None:
     if isinstance(expr, cst.Subscript):
-        qualified = imports.resolve(expr.value)
-        return qualified is not None and bool(_JAXTYPING_DTYPE.fullmatch(qualified))
-    return imports.resolve(expr) in ARRAY_TYPES
+        dtype_form = imports.resolve(expr.value)
+        items = _subscript_items(expr)
+        if (
+            dtype_form is None
+            or not _JAXTYPING_DTYPE.fullmatch(dtype_form)
+            or not items
+        ):
+            return None
+        return _array_type_kind(items[0], imports)  # Float[Array, ...]: from Array
+    return ARRAY_TYPES.get(imports.resolve(expr) or "")
 
 
-def is_array_annotation(annotation: cst.BaseExpression, imports: ImportMap) -> bool:
-    """Whether every type the annotation allows (besides None) is an array type.
+def array_kind(annotation: cst.BaseExpression, imports: ImportMap) -> ArrayKind | None:
+    """What arrayfield turns values of a field with this annotation into.
 
-    `Union[jax.Array, float]` is not: a field that may hold a Python float on
-    purpose is left for a human.
+    `"jax"` for `jax.Array`, `Float[Array, "n"]`, `Optional[jax.Array]`...,
+    `"numpy"` for `np.ndarray` and `Float[np.ndarray, "n"]`, None for anything
+    else. Python number types may appear in the union (arrayfield converts
+    them); any other member, as in `Union[jax.Array, str]`, makes the field one
+    for a human to look at, so the answer is None.
     """
-    types = alternatives(annotation, imports)
-    return bool(types) and all(is_array_type(t, imports) for t in types)
+    kinds: set[ArrayKind] = set()
+    for member in alternatives(annotation, imports):
+        kind = _array_type_kind(member, imports)
+        if kind is not None:
+            kinds.add(kind)
+        elif not (
+            isinstance(member, cst.Name)
+            and member.value in _NUMBER_TYPES
+            and member.value not in imports.bindings
+        ):
+            return None
+    if not kinds:
+        return None
+    return "jax" if "jax" in kinds else "numpy"
 
 
 def scalar_annotation(annotation: cst.BaseExpression, imports: ImportMap) -> str | None:

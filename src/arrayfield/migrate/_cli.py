@@ -7,6 +7,7 @@ dependency becomes a one-line message instead of a traceback.
 from __future__ import annotations
 
 import argparse
+import ast
 import dataclasses
 import difflib
 import os
@@ -133,6 +134,18 @@ class _Outcome:
     errors: int = 0
 
 
+def _syntax_error(data: bytes, exc: Exception) -> str:
+    """Python's own description of a syntax error: it names the line and the
+    problem more precisely than libcst's parser does."""
+    try:
+        compile(data, "<file>", "exec", flags=ast.PyCF_ONLY_AST, dont_inherit=True)
+    except SyntaxError as python_error:
+        return f"line {python_error.lineno}: {python_error.msg}"
+    except ValueError:  # e.g. null bytes
+        pass
+    return " ".join(str(getattr(exc, "message", exc)).split())
+
+
 def _error(path: Path | str, message: str) -> None:
     print(f"{path}: error: {message}", file=sys.stderr)
 
@@ -151,11 +164,7 @@ def _migrate_file(path: Path, args: argparse.Namespace, outcome: _Outcome) -> No
     try:
         result: MigrationResult = migrate_source(data)
     except libcst.ParserSyntaxError as exc:
-        _error(
-            path,
-            f"cannot parse (line {exc.raw_line}, column {exc.raw_column + 1}): "
-            f"{exc.message}",
-        )
+        _error(path, f"cannot parse: {_syntax_error(data, exc)}")
         outcome.errors += 1
         return
     except (UnicodeDecodeError, SyntaxError, LookupError) as exc:

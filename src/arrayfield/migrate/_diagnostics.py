@@ -18,8 +18,8 @@ CODES: dict[str, str] = {
     "ints, .shape): if it is a shape, declare it af.field(convert=False)",
     "AF003": "array-annotated field declared static=True: arrays are not "
     "hashable configuration; drop static=True or fix the annotation",
-    "AF004": "converter=np.asarray kept: arrayfield makes JAX arrays, not NumPy "
-    "arrays; delete the converter by hand if a JAX array is fine",
+    "AF004": "converter kept because it makes NumPy arrays for a JAX-annotated "
+    "field, or JAX arrays for an np.ndarray one: make the annotation say which",
 }
 
 
@@ -55,10 +55,15 @@ def scalar_field(cls: str, field: str, type_name: str) -> str:
     )
 
 
-def shape_like_field(cls: str, field: str, snippet: str, line: int) -> str:
+def shape_like_field(cls: str, field: str, snippet: str, line: int | None) -> str:
+    """`line` is where the value is assigned, None for the class default."""
+    if line is None:
+        value = f"defaults to `{snippet}`"
+    else:
+        value = f"is assigned `{snippet}` on line {line}"
     return (
-        f"field '{cls}.{field}' is annotated as an array but is assigned "
-        f"`{snippet}` on line {line}. If it holds a shape or indices, declare "
+        f"field '{cls}.{field}' is annotated as an array but {value}. "
+        "If it holds a shape or indices, declare "
         "it `af.field(convert=False)` so it stays a Python value under jit; "
         "if it really is data, leave it."
     )
@@ -73,10 +78,18 @@ def static_array_field(cls: str, field: str) -> str:
     )
 
 
-def numpy_converter_kept(cls: str, field: str, converter: str) -> str:
+def converter_kind_mismatch(cls: str, field: str, converter: str, kind: str) -> str:
+    """`kind` is the annotation's array kind, "jax" or "numpy"."""
+    if kind == "jax":
+        return (
+            f"field '{cls}.{field}' is annotated as a JAX array but "
+            f"`converter={converter}` makes NumPy arrays. Under af.ArrayModule the "
+            "annotation wins and the field will hold a JAX array: annotate it "
+            "`np.ndarray` to keep NumPy, or delete the converter."
+        )
     return (
-        f"field '{cls}.{field}' keeps `converter={converter}`: arrayfield "
-        "converts to JAX arrays, while this converter makes NumPy arrays (host "
-        "memory, float64 by default). Delete the converter by hand if a JAX "
-        "array is what the code wants."
+        f"field '{cls}.{field}' is annotated `np.ndarray` but "
+        f"`converter={converter}` makes JAX arrays, so it still holds JAX "
+        "arrays. Annotate it `jax.Array` and delete the converter to let "
+        "arrayfield do the conversion."
     )

@@ -16,7 +16,8 @@ from libcst.metadata import MetadataWrapper, PositionProvider
 
 from . import _diagnostics as diag
 from ._annotations import (
-    is_array_annotation,
+    ArrayKind,
+    array_kind,
     is_class_var,
     looks_like_shape,
     scalar_annotation,
@@ -30,10 +31,14 @@ from ._imports import (
     used_names,
 )
 
-# Converters the base class makes redundant on an array-annotated field.
-_JAX_CONVERTERS = frozenset({"jax.numpy.asarray", "jax.numpy.array"})
-# Converters to NumPy arrays: removing them would change the array type.
-_NUMPY_CONVERTERS = frozenset({"numpy.asarray", "numpy.array"})
+# Converters that make the array kind arrayfield makes for an annotation of
+# that kind anyway: redundant under ArrayModule.
+_CONVERTER_KINDS: dict[str, ArrayKind] = {
+    "jax.numpy.asarray": "jax",
+    "jax.numpy.array": "jax",
+    "numpy.asarray": "numpy",
+    "numpy.array": "numpy",
+}
 _FIELD_FUNCTIONS = frozenset({"equinox.field", "arrayfield.field"})
 
 
@@ -200,38 +205,38 @@ class _Analysis(cst.CSTVisitor):
         }
         static = "static" in keywords and _is_true(keywords["static"].value, "True")
 
-        if not is_array_annotation(annotation, self.imports):
+        kind = array_kind(annotation, self.imports)
+        if kind is None:
             scalar = scalar_annotation(annotation, self.imports)
             if scalar is not None and not static:
-                self._report(
-                    field.target, "AF001", diag.scalar_field(cls, name, scalar)
-                )
+                message = diag.scalar_field(cls, name, scalar)
+                self._report(field.target, "AF001", message)
             return
 
         if static:
             self._report(field.target, "AF003", diag.static_array_field(cls, name))
             return
-        opted_out = "convert" in keywords and _is_true(
-            keywords["convert"].value, "False"
-        )
-        if not opted_out:
+        convert = keywords.get("convert")
+        if not (convert is not None and _is_true(convert.value, "False")):
             self._check_shape_like(cls, field, call, keywords, assignments)
         if call is None or "converter" not in keywords:
             return
         if self.imports.resolve(call.func) != "equinox.field":
             return
         converter = keywords["converter"].value
-        qualified = self.imports.resolve(converter)
-        if qualified in _JAX_CONVERTERS:
-            self.released_names.add(_root_name(converter) or "")
-            if len(call.args) == 1:
-                self.field_edits[field] = _FieldEdit.DROP_DEFAULT
-                self.released_names.add(_root_name(call.func) or "")
-            else:
-                self.field_edits[field] = _FieldEdit.DROP_CONVERTER
-        elif qualified in _NUMPY_CONVERTERS:
-            message = diag.numpy_converter_kept(cls, name, _snippet(converter))
+        converter_kind = _CONVERTER_KINDS.get(self.imports.resolve(converter) or "")
+        if converter_kind is None:
+            return
+        if converter_kind != kind:
+            message = diag.converter_kind_mismatch(cls, name, _snippet(converter), kind)
             self._report(keywords["converter"], "AF004", message)
+            return
+        self.released_names.add(_root_name(converter) or "")
+        if len(call.args) == 1:
+            self.field_edits[field] = _FieldEdit.DROP_DEFAULT
+            self.released_names.add(_root_name(call.func) or "")
+        else:
+            self.field_edits[field] = _FieldEdit.DROP_CONVERTER
 
     def _check_shape_like(
         self,
@@ -251,7 +256,7 @@ class _Analysis(cst.CSTVisitor):
         evidence += [(value, node) for attr, value, node in assignments if attr == name]
         for value, node in evidence:
             if looks_like_shape(value):
-                line, _ = self._position(node)
+                line = None if node is field else self._position(node)[0]
                 message = diag.shape_like_field(cls, name, _snippet(value), line)
                 self._report(field.target, "AF002", message)
                 return

@@ -1,0 +1,318 @@
+"""`arrayfield migrate` as a user runs it: a real subprocess on copies of files."""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+GOLDEN = Path(__file__).parent / "migrate_golden"
+
+ENV = {**os.environ, "JAX_PLATFORMS": "cpu"}
+
+
+def run_migrate(*args: str | Path, cwd: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "arrayfield", "migrate", *map(str, args)],
+        capture_output=True,
+        text=True,
+        cwd=cwd,
+        env=ENV,
+        timeout=120,
+    )
+
+
+def copy_case(case: str, destination: Path) -> Path:
+    destination.parent.mkdir(parents=True, exist_ok=True)
+    destination.write_bytes((GOLDEN / f"{case}_in.py").read_bytes())
+    return destination
+
+
+def expected(case: str) -> bytes:
+    return (GOLDEN / f"{case}_out.py").read_bytes()
+
+
+def test_migrate_rewrites_files_in_place_and_names_them(tmp_path):
+    copy_case("eqx_alias", tmp_path / "pkg" / "source.py")
+    copy_case("unrelated", tmp_path / "pkg" / "config.py")
+
+    result = run_migrate("pkg", cwd=tmp_path)
+
+    assert result.returncode == 0, result.stderr
+    assert result.stdout == f"migrated: {Path('pkg', 'source.py')}\n"
+    assert (tmp_path / "pkg" / "source.py").read_bytes() == expected("eqx_alias")
+    assert (tmp_path / "pkg" / "config.py").read_bytes() == expected("unrelated")
+
+
+def test_second_run_changes_nothing(tmp_path):
+    copy_case("from_import", tmp_path / "model.py")
+    assert run_migrate("model.py", cwd=tmp_path).returncode == 0
+    after_first = (tmp_path / "model.py").read_bytes()
+
+    result = run_migrate("model.py", cwd=tmp_path)
+
+    assert result.returncode == 0
+    assert result.stdout == ""
+    assert (tmp_path / "model.py").read_bytes() == after_first
+
+
+def test_check_lists_pending_files_writes_nothing_and_exits_1(tmp_path):
+    path = copy_case("nested", tmp_path / "model.py")
+    copy_case("unrelated", tmp_path / "other.py")
+    before = path.read_bytes()
+
+    result = run_migrate("--check", ".", cwd=tmp_path)
+
+    assert result.returncode == 1
+    assert result.stdout == f"would migrate: {Path('.', 'model.py')}\n"
+    assert path.read_bytes() == before
+
+
+def test_check_exits_0_when_nothing_would_change(tmp_path):
+    (tmp_path / "done.py").write_bytes(expected("eqx_alias"))
+    result = run_migrate("--check", "done.py", cwd=tmp_path)
+    assert result.returncode == 0
+    assert result.stdout == ""
+
+
+def test_diff_prints_unified_diff_and_writes_nothing(tmp_path):
+    path = copy_case("custom_alias", tmp_path / "spectrum.py")
+    before = path.read_bytes()
+
+    result = run_migrate("--diff", "spectrum.py", cwd=tmp_path)
+
+    assert result.returncode == 1
+    assert result.stdout.startswith("--- spectrum.py\n+++ spectrum.py\n@@ ")
+    assert "-class Spectrum(e.Module, strict=True):\n" in result.stdout
+    assert "+class Spectrum(af.ArrayModule, strict=True):\n" in result.stdout
+    assert "+import arrayfield as af\n" in result.stdout
+    assert "would migrate" not in result.stdout
+    assert path.read_bytes() == before
+
+
+def test_unparsable_file_exits_2_while_the_others_still_migrate(tmp_path):
+    broken = tmp_path / "broken.py"
+    broken.write_text("class Broken(eqx.Module:\n    x: int\n")
+    good = copy_case("decorated", tmp_path / "good.py")
+
+    result = run_migrate("broken.py", "good.py", cwd=tmp_path)
+
+    assert result.returncode == 2
+    errors = result.stderr.splitlines()
+    assert errors[0].startswith("broken.py: error: cannot parse: line 1: ")
+    assert "migrated: good.py" in result.stdout
+    assert good.read_bytes() == expected("decorated")
+    assert broken.read_text() == "class Broken(eqx.Module:\n    x: int\n"
+
+
+def test_missing_path_exits_2_with_one_line_message(tmp_path):
+    copy_case("decorated", tmp_path / "good.py")
+
+    result = run_migrate("nowhere.py", "good.py", "--quiet", cwd=tmp_path)
+
+    assert result.returncode == 2
+    assert result.stderr == "nowhere.py: error: no such file or directory\n"
+    assert (tmp_path / "good.py").read_bytes() == expected("decorated")
+
+
+@pytest.mark.skipif(
+    not hasattr(os, "geteuid") or os.geteuid() == 0,
+    reason="root can read files without read permission",
+)
+def test_unreadable_file_exits_2(tmp_path):
+    path = copy_case("decorated", tmp_path / "secret.py")
+    path.chmod(0)
+    try:
+        result = run_migrate("secret.py", cwd=tmp_path)
+    finally:
+        path.chmod(0o644)
+    assert result.returncode == 2
+    assert result.stderr.startswith("secret.py: error: cannot read: ")
+
+
+def test_files_needing_no_change_are_not_written(tmp_path):
+    untouched = copy_case("unrelated", tmp_path / "untouched.py")
+    done = tmp_path / "done.py"
+    done.write_bytes(expected("eqx_alias"))
+    copy_case("nested", tmp_path / "changed.py")
+    long_ago = 1_000_000_000
+    for path in (untouched, done):
+        os.utime(path, ns=(long_ago * 10**9, long_ago * 10**9))
+
+    result = run_migrate(".", cwd=tmp_path)
+
+    assert result.returncode == 0
+    assert untouched.stat().st_mtime_ns == long_ago * 10**9
+    assert done.stat().st_mtime_ns == long_ago * 10**9
+    assert result.stdout == f"migrated: {Path('.', 'changed.py')}\n"
+
+
+def test_quiet_prints_neither_file_names_nor_summary(tmp_path):
+    for index in range(7):
+        copy_case("decorated", tmp_path / f"m{index}.py")
+
+    result = run_migrate("--quiet", ".", cwd=tmp_path)
+
+    assert result.returncode == 0
+    assert result.stdout == ""
+    assert result.stderr == ""
+    assert (tmp_path / "m6.py").read_bytes() == expected("decorated")
+
+
+def test_progress_goes_to_stderr_beyond_five_files(tmp_path):
+    for index in range(6):
+        copy_case("decorated", tmp_path / f"m{index}.py")
+
+    result = run_migrate(".", cwd=tmp_path)
+
+    progress = [line for line in result.stderr.splitlines() if line.startswith("[")]
+    assert progress[0] == f"[1/6] {Path('.', 'm0.py')}"
+    assert progress[-1] == f"[6/6] {Path('.', 'm5.py')}"
+    assert "[" not in result.stdout
+
+
+def test_no_progress_for_five_files_or_fewer(tmp_path):
+    for index in range(5):
+        copy_case("decorated", tmp_path / f"m{index}.py")
+    result = run_migrate(".", cwd=tmp_path)
+    assert not [line for line in result.stderr.splitlines() if line.startswith("[")]
+
+
+def test_directory_walk_skips_hidden_cache_and_virtualenv_folders(tmp_path):
+    for folder in (".hidden", "__pycache__", ".venv", "venv"):
+        copy_case("decorated", tmp_path / "src" / folder / "model.py")
+    copy_case("decorated", tmp_path / "src" / "pkg" / "model.py")
+    (tmp_path / "src" / "pkg" / "notes.txt").write_text("class A(eqx.Module): ...")
+
+    result = run_migrate("--check", "src", cwd=tmp_path)
+
+    assert result.stdout == f"would migrate: {Path('src', 'pkg', 'model.py')}\n"
+
+
+def test_diagnostics_are_sorted_and_leave_the_exit_status_alone(tmp_path):
+    # b.py is named first on the command line; a.py must still come first.
+    copy_case("diagnostics", tmp_path / "b.py")
+    (tmp_path / "a.py").write_text(
+        "import equinox as eqx\n\n\nclass A(eqx.Module):\n    rate: float\n"
+    )
+
+    result = run_migrate("--quiet", "b.py", "a.py", cwd=tmp_path)
+
+    assert result.returncode == 0
+    lines = result.stdout.splitlines()
+    assert lines[0].startswith("a.py:5:5: AF001 field 'A.rate' is annotated `float`")
+    expected_b = (GOLDEN / "diagnostics_diag.txt").read_text().splitlines()
+    assert lines[1:] == [f"b.py:{line}" for line in expected_b]
+
+
+def test_help_documents_diagnostic_codes_and_exit_statuses(tmp_path):
+    result = run_migrate("--help", cwd=tmp_path)
+    assert result.returncode == 0
+    for code in ("AF001", "AF002", "AF003", "AF004"):
+        assert code in result.stdout
+    assert "exit status:" in result.stdout
+    assert "do not change the exit status" in result.stdout
+
+
+def test_missing_libcst_exits_2_with_install_hint(tmp_path):
+    copy_case("decorated", tmp_path / "model.py")
+    script = """
+import sys
+
+class HideLibcst:
+    def find_spec(self, name, path=None, target=None):
+        if name == "libcst" or name.startswith("libcst."):
+            raise ModuleNotFoundError(f"No module named {name!r}", name=name)
+        return None
+
+sys.meta_path.insert(0, HideLibcst())
+from arrayfield.__main__ import main
+sys.exit(main(["migrate", "model.py"]))
+"""
+    result = subprocess.run(
+        [sys.executable, "-c", script],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        env=ENV,
+        timeout=120,
+    )
+    assert result.returncode == 2
+    assert result.stderr == (
+        "arrayfield migrate needs libcst: pip install 'arrayfield[migrate]'\n"
+    )
+    assert (tmp_path / "model.py").read_bytes() == (
+        GOLDEN / "decorated_in.py"
+    ).read_bytes()
+
+
+SCENE_BEFORE = """\
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+from jaxtyping import Array, Float
+
+
+class Source(eqx.Module):
+    flux: Float[Array, ""]
+    position: jax.Array = eqx.field(converter=jnp.asarray)
+
+
+class Scene(eqx.Module):
+    sources: tuple
+    step: jax.Array  # a counter callers start at Python 0
+    exposure: Float[Array, ""] = eqx.field(default=1.0)
+
+
+def advance(scene: Scene) -> Scene:
+    return Scene(scene.sources, int(scene.step) + 1, float(scene.exposure) * 1.5)
+"""
+
+
+def _import_from(path: Path, name: str, monkeypatch: pytest.MonkeyPatch):
+    spec = importlib.util.spec_from_file_location(name, path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    monkeypatch.setitem(sys.modules, name, module)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _count_traces(scene_module, steps: int = 20) -> int:
+    import equinox as eqx
+
+    traces = []
+
+    @eqx.filter_jit
+    def brightness(scene):
+        traces.append(None)  # runs only while tracing
+        return sum(s.flux for s in scene.sources) * scene.exposure + scene.step
+
+    source = scene_module.Source(2.0, [0.0, 1.0])
+    scene = scene_module.Scene((source,), 0)
+    for _ in range(steps):
+        brightness(scene)
+        scene = scene_module.advance(scene)
+    return len(traces)
+
+
+def test_migrated_scene_is_array_module_and_traces_once(tmp_path, monkeypatch):
+    import arrayfield as af
+
+    (tmp_path / "scene_before.py").write_text(SCENE_BEFORE)
+    (tmp_path / "scene_after.py").write_text(SCENE_BEFORE)
+    result = run_migrate("scene_after.py", cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+
+    before = _import_from(tmp_path / "scene_before.py", "scene_before", monkeypatch)
+    after = _import_from(tmp_path / "scene_after.py", "scene_after", monkeypatch)
+
+    assert issubclass(after.Source, af.ArrayModule)
+    assert issubclass(after.Scene, af.ArrayModule)
+    # Python scalars in the old classes are new static values every step.
+    assert _count_traces(before) == 20
+    assert _count_traces(after) == 1

@@ -11,5 +11,6 @@ from ._errors import ConversionError as ConversionError
 from ._module import ArrayModule as ArrayModule
 from ._module import field as field
 from ._module import normalize as normalize
+from ._validate import ValidationError as ValidationError
 
 __version__ = "0.1.0"

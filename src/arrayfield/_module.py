@@ -33,6 +33,7 @@ from ._spec import (
     is_not_a_field,
     resolve_annotation,
 )
+from ._validate import enabled_by_environment, validate
 
 # Key under which `af.field` records its options in a dataclass field's metadata.
 _OPTIONS_KEY = "arrayfield"
@@ -62,6 +63,7 @@ class FieldConverter:
         "name",
         "namespace",
         "owner",
+        "resolved",
         "spec",
         "user_converter",
     )
@@ -83,6 +85,7 @@ class FieldConverter:
         self.user_converter = user_converter
         self.namespace = namespace
         self.spec: ArraySpec | object | None = _NOT_YET
+        self.resolved: Any = None  # the annotation as an object, once resolved
         self._lock = threading.Lock()
         self.__signature__ = _signature(Any)
 
@@ -109,6 +112,7 @@ class FieldConverter:
         )
 
     def _set_spec(self, resolved: Any) -> ArraySpec | None:
+        self.resolved = resolved
         spec = array_spec(resolved)
         if spec is None and self.dtype is not None:
             raise ConversionError(
@@ -157,6 +161,12 @@ class FieldConverter:
     def __call__(self, value: Any) -> Any:
         if self.user_converter is not None:
             value = self.user_converter(value)
+        spec = self.spec
+        if type(spec) is ArraySpec:  # resolved: skip a call layer on the hot path
+            try:
+                return to_array(value, spec)
+            except Rejected:
+                pass  # self.to_array converts again and words the error
         return self.to_array(value)
 
     def to_array(self, value: Any) -> Any:
@@ -396,8 +406,10 @@ class ArrayModule(eqx.Module):
         ```
     """
 
-    def __init_subclass__(cls, **kwargs: Any):
+    def __init_subclass__(cls, *, check: bool | None = None, **kwargs: Any):
         super().__init_subclass__(**kwargs)
+        if check if check is not None else enabled_by_environment():
+            _install_validation(cls)
         # Runs inside type.__new__, before equinox turns the class into a dataclass,
         # so the converters we attach here are the ones the dataclass picks up.
         own = _own_annotations(cls)
@@ -416,6 +428,21 @@ class ArrayModule(eqx.Module):
                 # Redeclare the inherited field here; dataclasses keeps its position.
                 own[name] = base_field.type
                 setattr(cls, name, new_field)
+
+
+def _install_validation(cls: type) -> None:
+    """Validate new instances of `cls` before any `__check_init__` of its own."""
+    if any(getattr(base, "__arrayfield_validates__", False) for base in cls.__mro__):
+        return  # a base already validates every instance, subclasses included
+    own_check = cls.__dict__.get("__check_init__")
+
+    def __check_init__(self):
+        validate(self)
+        if own_check is not None:
+            own_check(self)
+
+    cls.__check_init__ = __check_init__
+    cls.__arrayfield_validates__ = True
 
 
 # -- normalize --------------------------------------------------------------------

@@ -209,6 +209,20 @@ def is_not_a_field(annotation: Any) -> bool:
     return _is_abstract_var(annotation)
 
 
+def array_types(annotation: Any) -> tuple[type, ...]:
+    """The array members of a resolved annotation, as classes `isinstance` accepts.
+
+    jaxtyping's classes check dtype and shape; the legacy functions `np.array` and
+    `jnp.array` stand for the array types they build.
+    """
+    legacy = {np.array: np.ndarray, jnp.array: jax.Array}
+    return tuple(
+        legacy.get(member, member)
+        for member in union_members(annotation)
+        if _array_member(member) is not None
+    )
+
+
 def _admits_scalar(dims: str) -> bool:
     """Whether a jaxtyping dimension string matches shape `()`."""
     return all(d.lstrip("#").startswith(("*", "...")) for d in dims.split())

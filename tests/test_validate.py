@@ -1,0 +1,140 @@
+"""Opt-in validation of stored arrays against their jaxtyping annotations."""
+
+import os
+import subprocess
+import sys
+import textwrap
+from typing import Optional
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from jaxtyping import Array, Float, Int
+
+import arrayfield as af
+
+
+class Sources(af.ArrayModule, check=True):
+    data: Float[Array, "C"]
+    index: Int[Array, "C"]
+    weights: Optional[Float[Array, "*batch C"]] = None
+
+
+def test_valid_instance_passes():
+    s = Sources(data=[1.0, 2.0], index=[0, 1], weights=np.ones((4, 2)))
+    assert s.data.shape == s.index.shape == (2,)
+
+
+def test_shape_mismatch_names_field_annotation_and_actual_shape():
+    with pytest.raises(af.ValidationError) as info:
+        Sources(data=1.0, index=[0])
+    message = str(info.value)
+    assert "Sources.data" in message
+    assert "Float[Array, 'C']" in message
+    assert "shape ()" in message and "float32" in message
+
+
+def test_named_dimension_names_the_field_that_fixed_it():
+    with pytest.raises(af.ValidationError) as info:
+        Sources(data=[1.0, 2.0], index=[0, 1, 2])
+    message = str(info.value)
+    assert message.startswith("Sources.index: expected Int[Array, 'C']")
+    assert "shape (3,)" in message
+    assert "disagree with Sources.data" in message and "shape (2,)" in message
+
+
+def test_variadic_dims_bind_across_fields():
+    with pytest.raises(af.ValidationError, match=r"Sources\.weights.*Sources\.data"):
+        Sources(data=[1.0, 2.0], index=[0, 1], weights=np.ones((4, 3)))
+
+
+def test_dtype_mismatch_is_reported():
+    class Override(af.ArrayModule, check=True):
+        x: Float[Array, ""] = af.field(dtype="int8")
+
+    with pytest.raises(af.ValidationError, match=r"Override\.x.*int8"):
+        Override(x=1)
+
+
+def test_numpy_field_holding_a_jax_array_fails_validation():
+    class Host(af.ArrayModule, check=True):
+        x: Float[np.ndarray, "2"]
+
+    assert type(Host(x=[1, 2]).x) is np.ndarray
+    with pytest.raises(af.ValidationError, match=r"Host\.x: expected .*got JAX array"):
+        Host(x=jnp.zeros(2))
+
+
+def test_validation_runs_before_the_classes_own_check_init():
+    calls = []
+
+    class Checked(af.ArrayModule, check=True):
+        x: Float[Array, "2"]
+
+        def __check_init__(self):
+            calls.append(self.x.shape)
+
+    Checked(x=[1, 2])
+    with pytest.raises(af.ValidationError):
+        Checked(x=[1, 2, 3])
+    assert calls == [(2,)]
+
+
+def test_subclasses_are_validated_once_including_their_own_fields():
+    class Child(Sources):
+        extra: Float[Array, "3"] = 0.0
+
+    with pytest.raises(af.ValidationError, match=r"Child\.extra"):
+        Child(data=[1.0], index=[1])
+    assert Child.__dict__.get("__check_init__") is None  # the parent's hook suffices
+
+
+def test_validation_under_jit_sees_tracers():
+    @jax.jit
+    def build(x):
+        return Sources(data=x, index=jnp.zeros(3, int)).data
+
+    with pytest.raises(af.ValidationError, match="disagree"):
+        build(jnp.zeros(2))
+    assert build(jnp.zeros(3)).shape == (3,)
+
+
+def test_off_by_default_and_then_installs_nothing():
+    class Unchecked(af.ArrayModule):
+        x: Float[Array, "3"]
+
+    assert "__check_init__" not in Unchecked.__dict__
+    assert Unchecked(x=1.0).x.shape == ()  # wrong shape, but nobody asked to check
+
+
+def test_environment_variable_turns_validation_on(tmp_path):
+    script = textwrap.dedent(
+        """
+        from jaxtyping import Array, Float
+        import arrayfield as af
+
+        class M(af.ArrayModule):
+            x: Float[Array, "3"]
+
+        try:
+            M(x=1.0)
+        except af.ValidationError as error:
+            print("raised:", error)
+        """
+    )
+    env = {**os.environ, "ARRAYFIELD_CHECK": "1", "JAX_PLATFORMS": "cpu"}
+    result = subprocess.run(
+        [sys.executable, "-c", script], env=env, capture_output=True, text=True
+    )
+    assert result.returncode == 0, result.stderr
+    assert "raised: M.x: expected Float[Array, '3']" in result.stdout
+
+
+def test_check_false_overrides_the_environment(monkeypatch):
+    monkeypatch.setenv("ARRAYFIELD_CHECK", "1")
+
+    class Explicit(af.ArrayModule, check=False):
+        x: Float[Array, "3"]
+
+    assert Explicit(x=1.0).x.shape == ()

@@ -18,6 +18,7 @@ import warnings
 from typing import Any
 
 import jax
+import jax.core  # jax/__init__ does not re-export it for type checkers
 import jax.numpy as jnp
 import numpy as np
 

@@ -196,6 +196,11 @@ class _UnusedImportRemover(cst.CSTTransformer):
                     continue
                 statement = new
             if orphaned_lines:
+                # Every statement is one of these two; BaseStatement itself does not
+                # declare leading_lines.
+                assert isinstance(
+                    statement, (cst.SimpleStatementLine, cst.BaseCompoundStatement)
+                )
                 statement = statement.with_changes(
                     leading_lines=[*orphaned_lines, *statement.leading_lines]
                 )

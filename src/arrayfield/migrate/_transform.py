@@ -10,9 +10,10 @@ from __future__ import annotations
 
 import dataclasses
 import enum
+from typing import cast
 
 import libcst as cst
-from libcst.metadata import MetadataWrapper, PositionProvider
+from libcst.metadata import CodeRange, MetadataWrapper, PositionProvider
 
 from . import _diagnostics as diag
 from ._annotations import (
@@ -142,7 +143,9 @@ class _Analysis(cst.CSTVisitor):
         self.diagnostics: list[Diagnostic] = []
 
     def _position(self, node: cst.CSTNode) -> tuple[int, int]:
-        start = self.get_metadata(PositionProvider, node).start
+        # Without a default, get_metadata raises KeyError rather than return one.
+        position = cast(CodeRange, self.get_metadata(PositionProvider, node))
+        start = position.start
         return start.line, start.column + 1
 
     def _report(self, node: cst.CSTNode, code: str, message: str) -> None:

@@ -1,0 +1,44 @@
+"""The trace counts `benchmarks/run.py --quick` relies on; no timing is asserted."""
+
+import importlib.util
+import sys
+from pathlib import Path
+
+import pytest
+
+RUN_PY = Path(__file__).resolve().parent.parent / "benchmarks" / "run.py"
+
+
+@pytest.fixture(scope="module")
+def bench():
+    spec = importlib.util.spec_from_file_location("_arrayfield_bench_run", RUN_PY)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    try:
+        spec.loader.exec_module(module)
+        yield module
+    finally:
+        del sys.modules[spec.name]
+
+
+def test_seed_loop_on_array_module_traces_once_in_100_steps(bench):
+    run = bench.seed_loop("arraymodule", 100)
+    assert run.traces == 1
+    assert int(run.scene.x) == 100
+    assert len(run.cumulative_s) == 100
+
+
+def test_seed_loop_on_hand_wrapped_array_traces_once(bench):
+    assert bench.seed_loop("array", 100).traces == 1
+
+
+def test_seed_loop_on_python_int_traces_every_step(bench):
+    assert bench.seed_loop("int", 10).traces == 10
+
+
+def test_seed_loop_rows_report_exact_trace_counts(bench):
+    rows, runs, traces_ok = bench.bench_seed_loop(quick=True)
+    assert traces_ok
+    assert rows[0].status == "pass"
+    assert runs["arraymodule"].traces == 1

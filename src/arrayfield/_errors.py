@@ -18,6 +18,24 @@ class ConversionError(TypeError, ValueError):
     `except TypeError` / `except ValueError` handlers keep working.
 
     The message always names `ClassName.field`, the annotation and the value.
+
+    !!! example
+
+        ```python
+        from jaxtyping import Array, Int
+        import arrayfield as af
+
+        class Counter(af.ArrayModule):
+            count: Int[Array, ""]
+
+        try:
+            Counter(count=1.5)
+        except af.ConversionError as error:
+            assert isinstance(error, TypeError) and isinstance(error, ValueError)
+            message = str(error)
+        assert message.startswith("Counter.count: cannot store 1.5 (float) in")
+        assert message.endswith("converting it to int32 would change its value to 1.")
+        ```
     """
 
 
@@ -25,7 +43,31 @@ class AnnotationWarning(UserWarning):
     """An annotation could not be resolved, so its field is left unconverted.
 
     Typical cause: `from __future__ import annotations` together with a name that
-    is only imported under `if TYPE_CHECKING:`.
+    is only imported under `if TYPE_CHECKING:`. The warning is issued once per
+    field, when the class is first instantiated.
+
+    !!! example
+
+        ```python
+        from __future__ import annotations
+
+        import warnings
+        from typing import TYPE_CHECKING
+
+        import arrayfield as af
+
+        if TYPE_CHECKING:
+            from jaxtyping import Array, Float
+
+        class Star(af.ArrayModule):
+            flux: Float[Array, ""]  # only a string at runtime, naming nothing
+
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            star = Star(flux=1.0)
+        assert caught[0].category is af.AnnotationWarning
+        assert star.flux == 1.0 and isinstance(star.flux, float)  # not converted
+        ```
     """
 
 

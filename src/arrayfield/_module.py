@@ -250,7 +250,9 @@ def field(
 
     **Raises:**
 
-    `TypeError` if `dtype` is given together with `convert=False` or `static=True`.
+    `TypeError` if `dtype` is given together with `convert=False` or `static=True`;
+    `af.ConversionError` when the class is created if `dtype` is given for a field
+    whose annotation does not denote an array.
 
     !!! example
 
@@ -387,11 +389,14 @@ class ArrayModule(eqx.Module):
     holds a Python number recompiles on every new value, and `1`, `1.0` and `True`
     hash alike, so a trace may be reused with the wrong dtype.
 
+    **Raises:**
+
+    `af.ConversionError` at construction when a field's value cannot be stored
+    without changing it, and from `af.normalize` likewise.
+
     !!! example
 
         ```python
-        import equinox as eqx
-        import jax
         import jax.numpy as jnp
         from jaxtyping import Array, Float, Int
         import arrayfield as af

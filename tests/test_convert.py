@@ -128,9 +128,18 @@ def test_jax_array_in_numpy_field_stays_on_device():
     assert convert(np.ndarray, array) is array
 
 
+def x64_on():
+    """`jax.enable_x64(True)`; older JAX spells it `jax.experimental.enable_x64()`."""
+    if hasattr(jax, "enable_x64"):
+        return jax.enable_x64(True)
+    from jax.experimental import enable_x64
+
+    return enable_x64()
+
+
 def test_x64_is_honoured_at_conversion_time():
     spec = array_spec(Float[Array, ""])
-    with jax.enable_x64(True):
+    with x64_on():
         assert_strong(to_array(1.0, spec), "float64")
         assert_strong(to_array(1, array_spec(Int[Array, ""])), "int64")
     assert_strong(to_array(1.0, spec), "float32")

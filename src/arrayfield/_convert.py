@@ -166,6 +166,9 @@ def _from_python_scalar(value: Any, spec: ArraySpec, x64: bool):
         value = value.real
     if target.kind in "fc" and type(value) is not int and _overflows(value, target):
         raise Rejected(f"it overflows {target.name} (the result would be inf)")
+    if target.kind in "iu" and not _fits_integer(value, target):
+        # Checked here: NumPy < 2 wraps out-of-range Python ints silently.
+        raise Rejected(f"it does not fit in {target.name}")
     try:
         array = np.asarray(value, dtype=target)
     except OverflowError:
@@ -193,6 +196,20 @@ def _check_scalar_exact(value: bool | int | float | complex, array: np.ndarray) 
 
 
 _FLOAT_MAX: dict[np.dtype, float] = {}
+_INT_BOUNDS: dict[np.dtype, tuple[int, int]] = {}
+
+
+def _fits_integer(number: float | complex, target: np.dtype) -> bool:
+    """Whether `number` lies within the range of the integer dtype `target`.
+
+    NaN and infinities pass here; the exactness check rejects them afterwards.
+    """
+    bounds = _INT_BOUNDS.get(target)
+    if bounds is None:
+        info = np.iinfo(target)
+        bounds = _INT_BOUNDS[target] = (int(info.min), int(info.max))
+    real = number.real
+    return not math.isfinite(real) or bounds[0] <= real <= bounds[1]
 
 
 def _overflows(number: float | complex, target: np.dtype) -> bool:

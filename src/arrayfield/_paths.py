@@ -1,0 +1,150 @@
+"""Pytree key paths written as a user would write them: `scene.sources[1].morph.size`.
+
+Shared by `explain_retraces` and `audit`, so both name a leaf the same way. The root
+of a path is the name the value has in the user's code: a function's parameter name
+for a call, or whatever name the caller of `audit` gives.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import inspect
+from collections.abc import Callable
+from typing import Any
+
+import equinox as eqx
+import jax.core
+import jax.tree_util as jtu
+
+KeyPath = tuple[Any, ...]
+
+
+def key_to_str(key: Any) -> str:
+    """One key entry as it appears after its parent: `.size`, `[1]`, `["lr"]`."""
+    if isinstance(key, jtu.GetAttrKey):
+        return f".{key.name}"
+    if isinstance(key, jtu.SequenceKey):
+        return f"[{key.idx}]"
+    if isinstance(key, jtu.DictKey):
+        inner = key.key
+        if isinstance(inner, str):
+            return '["' + inner.replace("\\", "\\\\").replace('"', '\\"') + '"]'
+        return f"[{inner!r}]"
+    if isinstance(key, jtu.FlattenedIndexKey):
+        return f"[{key.key}]"
+    return f"[{key}]"  # a key type registered by some other library
+
+
+def path_to_str(root: str, path: KeyPath) -> str:
+    """`root` followed by each key: `path_to_str("opt_state", (0, .count))`."""
+    return root + "".join(key_to_str(key) for key in path)
+
+
+def bind_arguments(
+    function: Callable[..., Any], args: tuple, kwargs: dict[str, Any]
+) -> dict[str, Any]:
+    """The call's arguments by parameter name, as the function itself sees them.
+
+    `*args` and `**kwargs` parameters keep their own names (`args[0]`,
+    `kwargs["lr"]`). When the signature is unavailable or the call does not bind,
+    positional arguments are named `args[i]` and keywords `kwargs["name"]`.
+    """
+    try:
+        bound = inspect.signature(function).bind(*args, **kwargs)
+    except (TypeError, ValueError):
+        return {"args": tuple(args), "kwargs": dict(kwargs)}
+    return dict(bound.arguments)
+
+
+@dataclasses.dataclass(frozen=True)
+class FieldRef:
+    """The dataclass field a leaf is the direct value of (`MyModule.x`)."""
+
+    owner: type
+    name: str
+    field: dataclasses.Field
+
+    @property
+    def annotation(self) -> Any:
+        return self.field.type
+
+    @property
+    def declared_in(self) -> type:
+        """The class whose body declares the field (resolves its string annotation)."""
+        for cls in self.owner.__mro__:
+            if self.name in cls.__dict__.get("__annotations__", {}):  # noqa: RUF063
+                return cls
+        return self.owner
+
+    @property
+    def where(self) -> str:
+        return f"{self.owner.__qualname__}.{self.name}"
+
+
+@dataclasses.dataclass(frozen=True)
+class Leaf:
+    """A pytree leaf, where it is, and the Module field holding it (if directly)."""
+
+    path: str
+    value: Any
+    field: FieldRef | None
+
+
+@dataclasses.dataclass(frozen=True)
+class StaticField:
+    """A `static=True` field of a Module found while walking a tree."""
+
+    path: str
+    value: Any
+    field: FieldRef
+
+
+def _is_module(x: Any) -> bool:
+    return isinstance(x, eqx.Module)
+
+
+def walk(tree: Any, root: str) -> tuple[list[Leaf], list[StaticField]]:
+    """Every leaf of `tree` with its path, plus the static fields of its Modules.
+
+    A leaf that is directly the value of a Module field carries that field, so a
+    diagnostic can read its annotation.
+    """
+    leaves: list[Leaf] = []
+    statics: list[StaticField] = []
+    _walk(tree, root, leaves, statics)
+    return leaves, statics
+
+
+def _walk(
+    node: Any,
+    prefix: str,
+    leaves: list[Leaf],
+    statics: list[StaticField],
+) -> None:
+    fields: dict[str, dataclasses.Field] = {}
+    if _is_module(node):
+        for f in dataclasses.fields(node):
+            fields[f.name] = f
+            if f.metadata.get("static", False):
+                value = node.__dict__.get(f.name)
+                ref = FieldRef(type(node), f.name, f)
+                statics.append(StaticField(f"{prefix}.{f.name}", value, ref))
+    children, _ = jtu.tree_flatten_with_path(
+        node, is_leaf=lambda x: x is not node and _is_module(x)
+    )
+    for path, child in children:
+        text = path_to_str(prefix, path)
+        ref = None
+        if len(path) == 1 and isinstance(path[0], jtu.GetAttrKey):
+            f = fields.get(path[0].name)
+            if f is not None:
+                ref = FieldRef(type(node), f.name, f)
+        if child is not node and _is_module(child):
+            _walk(child, text, leaves, statics)
+        else:
+            leaves.append(Leaf(text, child, ref))
+
+
+def is_array(x: Any) -> bool:
+    """What `eqx.filter_jit` traces (everything else it hashes)."""
+    return eqx.is_array(x) or isinstance(x, jax.core.Tracer)

@@ -1,0 +1,156 @@
+"""Every place arrayfield depends on JAX's or equinox's internals, in one module.
+
+Two hooks:
+
+- Counting traces. JAX reports each top-level trace to `jax.monitoring` listeners
+  (public API) under an event name that is not itself documented API. A listener
+  increments a per-thread counter, so a wrapper learns "this call traced" by
+  reading the counter before and after the call: O(1), nothing flattened.
+- Seeing every `eqx.filter_jit` call. The functions `eqx.filter_jit` returns are
+  instances of the private class `equinox._jit._JitWrapper`; `explain_retraces()`
+  used as a context manager swaps that class's `__call__` while any block is open.
+
+`check_compatible()` says in one sentence what moved when either stops working;
+`tests/test_retrace.py` calls it, so an incompatible upgrade fails loudly.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import threading
+from collections.abc import Callable
+from typing import Any
+
+import jax
+import jax.monitoring
+
+# JAX records this event when it finishes tracing a function for jit
+# (`jax._src.dispatch.JAXPR_TRACE_EVENT`), only for top-level traces.
+TRACE_EVENT = "/jax/core/compile/jaxpr_trace_duration"
+
+
+class _Counter(threading.local):
+    traces = 0  # class attribute: each new thread starts at 0 without a lookup miss
+
+
+counter = _Counter()
+_lock = threading.Lock()
+_listener_users = 0
+
+
+def _on_duration(event: str, duration_secs: float, **kwargs: Any) -> None:
+    del duration_secs, kwargs
+    if event == TRACE_EVENT:
+        counter.traces += 1
+
+
+def acquire_trace_counter() -> None:
+    """Start counting traces (reference counted; pair with `release_trace_counter`)."""
+    global _listener_users
+    with _lock:
+        if _listener_users == 0:
+            jax.monitoring.register_event_duration_secs_listener(_on_duration)
+        _listener_users += 1
+
+
+def release_trace_counter() -> None:
+    global _listener_users
+    with _lock:
+        _listener_users -= 1
+        if _listener_users == 0:
+            jax.monitoring.unregister_event_duration_listener(_on_duration)
+
+
+def trace_counter_active() -> bool:
+    return _listener_users > 0
+
+
+# -- equinox's jit wrapper --------------------------------------------------------
+
+
+def jit_wrapper_class() -> type:
+    """The class of the callables `eqx.filter_jit` returns."""
+    from equinox import _jit
+
+    return _jit._JitWrapper
+
+
+def is_filter_jit(fn: Any) -> bool:
+    try:
+        return isinstance(fn, jit_wrapper_class())
+    except (ImportError, AttributeError):
+        return False
+
+
+def cache_of(jit_wrapper: Any) -> Any:
+    """The `jax.jit` object holding the wrapper's compiled traces.
+
+    `eqx.filter_jit` shares one per function object (and jit options), so keying on
+    it groups the traces that really share a cache.
+    """
+    return jit_wrapper._cached
+
+
+_original_call: Callable[..., Any] | None = None
+_hook_users = 0
+
+
+def install_call_hook(hook: Callable[..., Any]) -> None:
+    """Route every `eqx.filter_jit` call through `hook(original, self, args, kwargs)`.
+
+    Reference counted; `uninstall_call_hook` restores the original when the last
+    user leaves.
+    """
+    global _original_call, _hook_users
+    with _lock:
+        if _hook_users == 0:
+            cls = jit_wrapper_class()
+            original = cls.__dict__["__call__"]
+
+            def __call__(self, /, *args, **kwargs):
+                __tracebackhide__ = True
+                return hook(original, self, args, kwargs)
+
+            _original_call = original
+            type.__setattr__(cls, "__call__", __call__)
+        _hook_users += 1
+
+
+def uninstall_call_hook() -> None:
+    global _original_call, _hook_users
+    with _lock:
+        _hook_users -= 1
+        if _hook_users == 0:
+            type.__setattr__(jit_wrapper_class(), "__call__", _original_call)
+            _original_call = None
+
+
+def call_hook_installed() -> bool:
+    return _hook_users > 0
+
+
+def check_compatible() -> None:
+    """Raise `RuntimeError` naming what moved if these hooks cannot work."""
+    try:
+        cls = jit_wrapper_class()
+    except (ImportError, AttributeError) as error:
+        raise RuntimeError(
+            "arrayfield.explain_retraces needs equinox._jit._JitWrapper (the class of "
+            f"what eqx.filter_jit returns), which this equinox lacks: {error}. "
+            "Pin equinox to a version arrayfield supports."
+        ) from None
+    fields = {f.name for f in dataclasses.fields(cls)}
+    if not callable(cls.__dict__.get("__call__")) or "_cached" not in fields:
+        raise RuntimeError(
+            "equinox._jit._JitWrapper no longer defines __call__ and _cached as "
+            "arrayfield.explain_retraces expects; pin equinox to a supported version."
+        )
+    for name in (
+        "register_event_duration_secs_listener",
+        "unregister_event_duration_listener",
+    ):
+        if not hasattr(jax.monitoring, name):
+            raise RuntimeError(
+                f"jax.monitoring.{name} is missing; arrayfield.explain_retraces "
+                "cannot count traces with this JAX version."
+            )

@@ -1,0 +1,477 @@
+import functools
+import os
+import subprocess
+import sys
+import textwrap
+import threading
+import warnings
+
+import equinox as eqx
+import jax
+import jax.monitoring
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from jax._src import monitoring as jax_monitoring  # the listener list, to compare
+from jaxtyping import Array, Float, Int
+
+import arrayfield as af
+from arrayfield import _hooks, _retrace
+
+
+def _messages(record) -> list[str]:
+    return [str(w.message) for w in record if issubclass(w.category, af.RetraceWarning)]
+
+
+@pytest.fixture
+def caught():
+    with warnings.catch_warnings(record=True) as record:
+        warnings.simplefilter("always")
+        yield record
+
+
+class Plain(eqx.Module):
+    x: np.array
+
+
+class Settings(eqx.Module):
+    w: Float[Array, "3"]
+    lr: float
+
+
+class Counter(af.ArrayModule):
+    count: Int[Array, ""]
+    rate: Float[Array, ""]
+
+
+def _add_one(tree, x):
+    return jax.tree_util.tree_map(lambda s: s + 1, tree)
+
+
+# -- the hooks --------------------------------------------------------------------
+
+
+def test_hooks_match_this_jax_and_equinox():
+    _hooks.check_compatible()
+
+
+def test_jax_reports_exactly_one_trace_event_per_jit_trace():
+    events = []
+
+    def listener(event, duration, **kwargs):
+        if event == _hooks.TRACE_EVENT:
+            events.append(kwargs.get("fun_name"))
+
+    @eqx.filter_jit
+    def double(x):
+        return 2 * x
+
+    x, y = jnp.ones(3), jnp.ones(4)
+    jax.monitoring.register_event_duration_secs_listener(listener)
+    try:
+        double(x)
+        double(x)
+        double(y)
+    finally:
+        jax.monitoring.unregister_event_duration_listener(listener)
+    assert events == ["double", "double"], (
+        f"JAX no longer reports {_hooks.TRACE_EVENT!r} once per trace; "
+        "arrayfield.explain_retraces cannot see retraces with this JAX version."
+    )
+
+
+# -- one test per cause -----------------------------------------------------------
+
+
+def test_seed_scalar_in_array_field_of_plain_module_names_path_and_says_subclass(
+    caught,
+):
+    step = af.explain_retraces(eqx.filter_jit(_add_one))
+    scene = Plain(x=0)
+    for _ in range(3):
+        scene = step(scene, 1)
+    assert scene.x == 3
+    messages = _messages(caught)
+    assert len(messages) == 2  # three traces: the first is the baseline
+    assert "_add_one (tests/test_retrace.py:" in messages[0]
+    assert "  tree.x: 0 -> 1\n" in messages[0]
+    assert "hashes its value into the cache key" in messages[0]
+    assert "Plain.x is annotated np.array" in messages[0]
+    assert "subclass af.ArrayModule" in messages[0]
+    assert "tree.x: 1 -> 2" in messages[1]
+
+
+def test_scalar_in_float_annotated_field_suggests_reannotating_or_static(caught):
+    step = af.explain_retraces(eqx.filter_jit(_add_one))
+    step(Settings(w=jnp.ones(3), lr=0.1), 1)
+    step(Settings(w=jnp.ones(3), lr=0.2), 1)
+    (message,) = _messages(caught)
+    assert "tree.lr: 0.1 -> 0.2" in message
+    assert 'Settings.lr is annotated float: annotate it Float[Array, ""]' in message
+    assert "eqx.field(static=True)" in message
+
+
+def test_scalar_argument_suggests_an_array(caught):
+    step = af.explain_retraces(eqx.filter_jit(_add_one))
+    step(jnp.ones(2), 1)
+    step(jnp.ones(2), 2)
+    (message,) = _messages(caught)
+    assert "  x: 1 -> 2\n" in message
+    assert "jnp.asarray(x, dtype=...)" in message
+
+
+def test_weak_to_strong_flip(caught):
+    step = af.explain_retraces(eqx.filter_jit(_add_one))
+    step(jnp.asarray(1.0), None)
+    step(jnp.asarray(1.0, dtype=jnp.float32), None)
+    (message,) = _messages(caught)
+    assert "tree: weak f32[] -> f32[]" in message
+    assert "weak/strong type flip" in message
+    assert "jnp.asarray(x, dtype=jnp.float32)" in message
+
+
+def test_shape_change_in_a_nested_scene(caught):
+    class Morph(eqx.Module):
+        size: Float[Array, " n"]
+
+    class Source(eqx.Module):
+        morph: Morph
+
+    class Scene(eqx.Module):
+        sources: list
+
+    step = af.explain_retraces(eqx.filter_jit(_add_one))
+    step(Scene([Source(Morph(jnp.ones(2))), Source(Morph(jnp.ones(2)))]), None)
+    step(Scene([Source(Morph(jnp.ones(2))), Source(Morph(jnp.ones(3)))]), None)
+    (message,) = _messages(caught)
+    assert "tree.sources[1].morph.size: f32[2] -> f32[3]" in message
+    assert "shape changed" in message
+    assert "sources[0]" not in message
+
+
+def test_dtype_change(caught):
+    step = af.explain_retraces(eqx.filter_jit(_add_one))
+    step(jnp.ones(2, dtype=jnp.float32), None)
+    step(jnp.ones(2, dtype=jnp.int32), None)
+    (message,) = _messages(caught)
+    assert "tree: f32[2] -> i32[2]" in message and "dtype changed" in message
+
+
+def test_structure_change_names_the_field_that_appeared(caught):
+    class Maybe(eqx.Module):
+        a: Array
+        b: Array | None
+
+    step = af.explain_retraces(eqx.filter_jit(_add_one))
+    step(Maybe(jnp.ones(2), None), None)
+    step(Maybe(jnp.ones(2), jnp.ones(2)), None)
+    step(Maybe(jnp.ones(2), None), None)  # cached: no warning
+    (message,) = _messages(caught)
+    assert "tree.b: (absent) -> f32[2]" in message
+    assert "pytree structure changed: this leaf appeared" in message
+
+
+def test_structure_change_names_the_key_that_disappeared(caught):
+    step = af.explain_retraces(eqx.filter_jit(_add_one))
+    step({"a": jnp.ones(2), "b": jnp.ones(2)}, None)
+    step({"a": jnp.ones(2)}, None)
+    (message,) = _messages(caught)
+    assert 'tree["b"]: f32[2] -> (absent)' in message
+    assert "disappeared" in message
+
+
+def test_fresh_partial_per_call_is_a_different_callable(caught):
+    @af.explain_retraces
+    @eqx.filter_jit
+    def apply(x, fn):
+        return fn(x)
+
+    for scale in (2.0, 2.0):
+        apply(jnp.ones(2), functools.partial(jnp.multiply, scale))
+    (message,) = _messages(caught)
+    assert "  fn: functools.partial(" in message
+    assert "different callable object" in message
+    assert "create the closure or partial once, outside the loop" in message
+
+
+def test_keyword_arguments_are_written_as_kwargs_keys(caught):
+    @af.explain_retraces
+    @eqx.filter_jit
+    def update(params, **kwargs):
+        return params
+
+    update(jnp.ones(2), lr=0.1)
+    update(jnp.ones(2), lr=0.2)
+    (message,) = _messages(caught)
+    assert 'kwargs["lr"]: 0.1 -> 0.2' in message
+
+
+def test_string_value_change_is_explained(caught):
+    step = af.explain_retraces(eqx.filter_jit(_add_one))
+    step(jnp.ones(2), "source-1")
+    step(jnp.ones(2), "source-2")
+    (message,) = _messages(caught)
+    assert "x: 'source-1' -> 'source-2'" in message
+    assert "a str is not an array, so filter_jit hashes it" in message
+
+
+def test_static_field_change_is_explained(caught):
+    class Config(eqx.Module):
+        w: Array
+        mode: str = eqx.field(static=True)
+
+    step = af.explain_retraces(eqx.filter_jit(_add_one))
+    step(Config(jnp.ones(2), "fast"), None)
+    step(Config(jnp.ones(2), "slow"), None)
+    (message,) = _messages(caught)
+    assert "tree.mode: 'fast' -> 'slow'" in message
+    assert "a static=True field is part of the cache key" in message
+
+
+def test_silent_reuse_of_an_int_trace_for_a_float_is_flagged(caught):
+    step = af.explain_retraces(eqx.filter_jit(lambda x, k: x * k))
+    first = step(jnp.ones(2, dtype=jnp.int32), 1)
+    reused = step(jnp.ones(2, dtype=jnp.int32), 1.0)
+    step(jnp.ones(2, dtype=jnp.int32), 1.0)  # the same reuse is reported once
+    assert first.dtype == reused.dtype == jnp.int32  # the hazard itself
+    assert [w.category for w in caught] == [af.TraceReuseWarning]
+    message = str(caught[0].message)
+    assert "reused a trace compiled for arguments of other types" in message
+    assert "  k: traced with int 1, called with float 1.0" in message
+    assert "hash alike" in message
+
+
+def test_no_reuse_check_for_a_function_that_only_takes_arrays(caught):
+    step = af.explain_retraces(eqx.filter_jit(_add_one))
+    site_checks = []
+    for _ in range(3):
+        step(jnp.ones(2), jnp.ones(()))
+        site_checks.append(caught == [])
+    assert site_checks == [True, True, True]
+
+
+def test_jax_jit_shape_change_and_static_argument_change(caught):
+    def scale(x, k):
+        return x * k
+
+    step = af.explain_retraces(jax.jit(scale, static_argnums=1))
+    step(jnp.ones(2), 2)
+    step(jnp.ones(3), 2)
+    step(jnp.ones(3), 3)
+    first, second = _messages(caught)
+    assert "x: f32[2] -> f32[3]" in first
+    assert "k: 2 -> 3" in second and "static_argnums" in second
+
+
+def test_plain_function_wrapped_then_jitted(caught):
+    traces = []
+
+    def body(x):
+        traces.append(x.shape)
+        return x + 1
+
+    step = eqx.filter_jit(af.explain_retraces(body))
+    step(jnp.ones(2))
+    step(jnp.ones(2))
+    step(jnp.ones(5))
+    assert traces == [(2,), (5,)]
+    (message,) = _messages(caught)
+    assert "x: f32[2] -> f32[5]" in message
+    eager = af.explain_retraces(body)(np.ones(2))  # an eager call is not a trace
+    assert eager.tolist() == [2.0, 2.0] and len(_messages(caught)) == 1
+
+
+def test_clean_array_module_loop_traces_once_and_warns_never():
+    traces = []
+
+    @af.explain_retraces
+    @eqx.filter_jit
+    def step(c: Counter, x):
+        traces.append(None)
+        return Counter(count=c.count + 1, rate=c.rate * 0.5 + x)
+
+    c = Counter(count=0, rate=1.0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", af.RetraceWarning)
+        for _ in range(100):
+            c = step(c, jnp.asarray(0.0))
+        with af.explain_retraces():
+            for _ in range(100):
+                c = step(c, jnp.asarray(0.0))
+    assert len(traces) == 1
+    assert int(c.count) == 200
+
+
+# -- the context manager ----------------------------------------------------------
+
+
+def _global_state():
+    return (
+        _hooks.jit_wrapper_class().__dict__["__call__"],
+        list(jax_monitoring.get_event_duration_listeners()),
+        _hooks.call_hook_installed(),
+        _retrace._thread.session,
+        _retrace._thread.depth,
+    )
+
+
+def test_context_manager_covers_filter_jit_functions_defined_outside(caught):
+    @eqx.filter_jit  # defined before the block, and not edited
+    def step(tree, x):
+        return _add_one(tree, x)
+
+    with af.explain_retraces():
+        scene = Plain(x=0)
+        for _ in range(3):
+            scene = step(scene, 1)
+    messages = _messages(caught)
+    assert len(messages) == 2
+    assert "tree.x: 0 -> 1" in messages[0] and "subclass af.ArrayModule" in messages[0]
+    step(Plain(x=7), 1)  # outside the block: not watched
+    assert len(_messages(caught)) == 2
+
+
+def test_context_manager_sees_a_fresh_jitted_partial_as_the_cause(caught):
+    def scaled(k, x):
+        return k * x
+
+    with af.explain_retraces():
+        for k in (1.0, 2.0):
+            eqx.filter_jit(functools.partial(scaled, k))(jnp.ones(2))
+    (message,) = _messages(caught)
+    assert "<function>: functools.partial(" in message
+    assert "different callable object" in message
+
+
+def test_context_manager_leaves_no_global_state_behind():
+    before = _global_state()
+    with af.explain_retraces():
+        assert _hooks.call_hook_installed()
+        eqx.filter_jit(_add_one)(jnp.ones(2), None)
+    assert _global_state() == before
+
+
+def test_context_manager_leaves_no_global_state_behind_when_the_block_raises():
+    before = _global_state()
+    with pytest.raises(ZeroDivisionError), af.explain_retraces():
+        eqx.filter_jit(_add_one)(jnp.ones(2), None)
+        1 / 0  # noqa: B018
+    assert _global_state() == before
+
+
+def test_nested_blocks_share_one_record_and_unhook_at_the_outermost_exit(caught):
+    before = _global_state()
+    step = eqx.filter_jit(lambda tree, x: tree)
+    outer = af.explain_retraces()
+    with outer:
+        step(Plain(x=0), 1)
+        with outer:  # re-entering the same object is fine too
+            step(Plain(x=1), 1)  # compared with the outer block's first call
+        assert _hooks.call_hook_installed()
+    assert _global_state() == before
+    (message,) = _messages(caught)
+    assert "tree.x: 0 -> 1" in message
+
+
+def test_threads_see_only_their_own_block(caught):
+    barrier = threading.Barrier(3)
+    errors = []
+
+    def watched(offset: int):
+        try:
+            step = eqx.filter_jit(lambda t, y: t)
+            with af.explain_retraces():
+                barrier.wait()
+                for i in range(4):
+                    step(Plain(x=offset + i), None)
+        except BaseException as error:  # surfaced below
+            errors.append(error)
+
+    def unwatched():
+        try:
+            step = eqx.filter_jit(lambda t, z: t)
+            barrier.wait()
+            for i in range(4):
+                step(Plain(x=100 + i), None)
+        except BaseException as error:
+            errors.append(error)
+
+    before = _global_state()
+    threads = [
+        threading.Thread(target=watched, args=(0,)),
+        threading.Thread(target=watched, args=(10,)),
+        threading.Thread(target=unwatched),
+    ]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors
+    messages = _messages(caught)
+    # Each watched thread: 4 traces, 3 retraces. The unwatched thread: none.
+    assert len(messages) == 6
+    assert sum("t.x: 0 -> 1" in m for m in messages) == 1
+    assert sum("t.x: 10 -> 11" in m for m in messages) == 1
+    assert not any("10" + "0 ->" in m for m in messages)
+    assert _global_state() == before
+
+
+def test_trace_counters_are_per_thread():
+    @eqx.filter_jit
+    def f(x):
+        return x
+
+    _hooks.acquire_trace_counter()
+    try:
+        x = jnp.ones(7)
+        before = _hooks.counter.traces
+        seen = []
+        thread = threading.Thread(
+            target=lambda: (f(x), seen.append(_hooks.counter.traces))
+        )
+        thread.start()
+        thread.join()
+        assert seen == [1]
+        assert _hooks.counter.traces == before
+    finally:
+        _hooks.release_trace_counter()
+
+
+def test_environment_variable_watches_an_unedited_script(tmp_path):
+    script = tmp_path / "seed.py"
+    script.write_text(
+        textwrap.dedent(
+            """
+            import arrayfield
+            import equinox as eqx
+            import jax
+            import numpy as np
+
+            @eqx.filter_jit
+            def _step(scene, x):
+                return jax.tree_util.tree_map(lambda s: s + 1, scene)
+
+            class MyModule(eqx.Module):
+                x: np.array
+
+            scene = MyModule(x=0)
+            for _ in range(3):
+                scene = _step(scene, 1)
+            print(scene.x)
+            """
+        )
+    )
+    env = {**os.environ, "ARRAYFIELD_EXPLAIN_RETRACES": "1", "JAX_PLATFORMS": "cpu"}
+    result = subprocess.run(
+        [sys.executable, str(script)], capture_output=True, text=True, env=env
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "3"
+    assert result.stderr.count("RetraceWarning: _step (") == 2
+    assert "scene.x: 0 -> 1" in result.stderr
+    assert "subclass af.ArrayModule" in result.stderr
+    env[_retrace.ENV_VAR] = "0"
+    quiet = subprocess.run(
+        [sys.executable, str(script)], capture_output=True, text=True, env=env
+    )
+    assert "RetraceWarning" not in quiet.stderr

@@ -32,6 +32,24 @@ class ValidationError(TypeError):
 
     The message names `ClassName.field`, the annotation, the actual shape and
     dtype, and, when a named dimension disagrees, the field that fixed its size.
+
+    !!! example
+
+        ```python
+        from jaxtyping import Array, Float
+        import arrayfield as af
+
+        class Segment(af.ArrayModule, check=True):
+            start: Float[Array, "2"]
+            end: Float[Array, "2"]
+
+        try:
+            Segment(start=[0.0, 0.0], end=[1.0, 1.0, 1.0])
+        except af.ValidationError as error:
+            assert str(error).startswith("Segment.end: expected Float[Array, '2']")
+        else:
+            raise AssertionError("expected an af.ValidationError")
+        ```
     """
 
 

@@ -17,6 +17,7 @@ Two hooks:
 from __future__ import annotations
 
 import dataclasses
+import operator
 import threading
 from collections.abc import Callable
 from typing import Any
@@ -82,21 +83,18 @@ def is_filter_jit(fn: Any) -> bool:
         return False
 
 
-def cache_of(jit_wrapper: Any) -> Any:
-    """The `jax.jit` object holding the wrapper's compiled traces.
-
-    `eqx.filter_jit` shares one per function object (and jit options), so keying on
-    it groups the traces that really share a cache.
-    """
-    return jit_wrapper._cached
+# The `jax.jit` object holding a wrapper's compiled traces. `eqx.filter_jit` shares
+# one per function object (and jit options), so keying on it groups the traces that
+# really share a cache. An attrgetter: it runs on every watched call.
+cache_of: Callable[[Any], Any] = operator.attrgetter("_cached")
 
 
 _original_call: Callable[..., Any] | None = None
 _hook_users = 0
 
 
-def install_call_hook(hook: Callable[..., Any]) -> None:
-    """Route every `eqx.filter_jit` call through `hook(original, self, args, kwargs)`.
+def install_call_hook(make_call: Callable[[Callable[..., Any]], Any]) -> None:
+    """Replace `__call__` of every `eqx.filter_jit` function by `make_call(original)`.
 
     Reference counted; `uninstall_call_hook` restores the original when the last
     user leaves.
@@ -106,13 +104,8 @@ def install_call_hook(hook: Callable[..., Any]) -> None:
         if _hook_users == 0:
             cls = jit_wrapper_class()
             original = cls.__dict__["__call__"]
-
-            def __call__(self, /, *args, **kwargs):
-                __tracebackhide__ = True
-                return hook(original, self, args, kwargs)
-
             _original_call = original
-            type.__setattr__(cls, "__call__", __call__)
+            type.__setattr__(cls, "__call__", make_call(original))
         _hook_users += 1
 
 

@@ -634,22 +634,28 @@ _thread = _ThreadState()
 _process_session: _Session | None = None
 
 
-def _on_filter_jit_call(original: Callable, jit_wrapper: Any, args: tuple, kwargs):
-    __tracebackhide__ = True
-    session = _thread.session or _process_session
-    if session is None:
-        return original(jit_wrapper, *args, **kwargs)
-    site = session.site_for(jit_wrapper)
+def _watching_call(original: Callable[..., Any]) -> Callable[..., Any]:
+    """The `__call__` every `eqx.filter_jit` function has while watched."""
     counter = _hooks.counter
-    before = counter.traces
-    out = original(jit_wrapper, *args, **kwargs)
-    if counter.traces != before:
-        # The jitted callable is hashed into the key too: watch it as an argument.
-        extra = {"<function>": jit_wrapper.__wrapped__}
-        site.traced(args, kwargs, extra, stacklevel=3)
-    elif site.check_reuse:
-        site.check_hit(args, kwargs, stacklevel=3)
-    return out
+    cache_of = _hooks.cache_of
+
+    def __call__(self: Any, /, *args: Any, **kwargs: Any) -> Any:
+        __tracebackhide__ = True
+        session = _thread.session or _process_session
+        if session is None:
+            return original(self, *args, **kwargs)
+        site = session.sites.get(id(cache_of(self))) or session.site_for(self)
+        before = counter.traces
+        out = original(self, *args, **kwargs)
+        if counter.traces != before:
+            # The jitted callable is hashed into the key too: show it as an argument.
+            extra = {"<function>": self.__wrapped__}
+            site.traced(args, kwargs, extra, stacklevel=2)
+        elif site.check_reuse:
+            site.check_hit(args, kwargs, stacklevel=2)
+        return out
+
+    return __call__
 
 
 class _ExplainRetraces:
@@ -663,7 +669,7 @@ class _ExplainRetraces:
         if _thread.depth == 0:
             _hooks.acquire_trace_counter()
             try:
-                _hooks.install_call_hook(_on_filter_jit_call)
+                _hooks.install_call_hook(_watching_call)
             except BaseException:
                 _hooks.release_trace_counter()
                 raise
@@ -756,7 +762,7 @@ def _enable_for_process() -> None:
     if _process_session is not None:
         return
     _hooks.acquire_trace_counter()
-    _hooks.install_call_hook(_on_filter_jit_call)
+    _hooks.install_call_hook(_watching_call)
     _process_session = _Session()
 
 

@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 from jaxtyping import Array, Bool, Float, Int, Shaped
 
+from _jax_compat import enable_x64
 from arrayfield._convert import to_array
 from arrayfield._spec import array_spec
 
@@ -44,7 +45,7 @@ def test_scalar_conversion_under_jit_gives_a_tracer():
 
 def test_x64_toggle_is_seen_by_the_scalar_path():
     assert convert(Float[Array, ""], 1.0).dtype == jnp.float32
-    with jax.enable_x64(True):
+    with enable_x64(True):
         assert convert(Float[Array, ""], 1.0).dtype == jnp.float64
         assert convert(Shaped[Array, ""], 1).dtype == jnp.int64
     assert convert(Float[Array, ""], 1.0).dtype == jnp.float32

@@ -108,6 +108,14 @@ def _check_exact(original: np.ndarray, converted: np.ndarray) -> None:
     src, dst = original.dtype, converted.dtype
     if src == dst:
         return
+    if src.kind == "c" and dst.kind == "f":
+        imaginary = np.imag(original) != 0
+        if np.any(imaginary):
+            index = tuple(int(i) for i in np.argwhere(imaginary)[0])
+            where = f"element {list(index)}" if index else "it"
+            raise Rejected(f"{where} has an imaginary part a {dst.name} cannot hold")
+        original = np.real(original)  # from here on, a float narrowing
+        src = original.dtype
     if (
         src.kind in "fc"
         and dst.kind in "fc"
@@ -116,6 +124,13 @@ def _check_exact(original: np.ndarray, converted: np.ndarray) -> None:
         if not np.all(np.isfinite(converted) | ~np.isfinite(original)):
             raise Rejected(f"it overflows {dst.name} (the result would be inf)")
         return
+    if src.kind in "biu" and dst.kind in "iu" and original.size:
+        # The round trip below cannot see wrap-around (int8 -1 -> uint32 -> int8 -1).
+        low, high = _integer_bounds(dst)
+        smallest, largest = original.min().item(), original.max().item()
+        if smallest < low or largest > high:
+            bad = smallest if smallest < low else largest
+            raise Rejected(f"{bad!r} does not fit in {dst.name}")
     with np.errstate(all="ignore"), warnings.catch_warnings():
         warnings.simplefilter("ignore")
         back = converted.astype(src)
@@ -199,28 +214,36 @@ _FLOAT_MAX: dict[np.dtype, float] = {}
 _INT_BOUNDS: dict[np.dtype, tuple[int, int]] = {}
 
 
+def _integer_bounds(dtype: np.dtype) -> tuple[int, int]:
+    bounds = _INT_BOUNDS.get(dtype)
+    if bounds is None:
+        info = np.iinfo(dtype)
+        bounds = _INT_BOUNDS[dtype] = (int(info.min), int(info.max))
+    return bounds
+
+
 def _fits_integer(number: float | complex, target: np.dtype) -> bool:
     """Whether `number` lies within the range of the integer dtype `target`.
 
     NaN and infinities pass here; the exactness check rejects them afterwards.
     """
-    bounds = _INT_BOUNDS.get(target)
-    if bounds is None:
-        info = np.iinfo(target)
-        bounds = _INT_BOUNDS[target] = (int(info.min), int(info.max))
+    bounds = _integer_bounds(target)
     real = number.real
     return not math.isfinite(real) or bounds[0] <= real <= bounds[1]
 
 
 def _overflows(number: float | complex, target: np.dtype) -> bool:
-    """Whether a finite `number` is too large for the float/complex `target`."""
+    """Whether a finite `number` rounds to inf in the float/complex `target`."""
     limit = _FLOAT_MAX.get(target)
     if limit is None:
-        limit = _FLOAT_MAX[target] = float(np.finfo(target).max)
+        # Rounding reaches inf from max + half a step (the step just below max).
+        largest = np.finfo(target).max
+        step = float(largest) - float(np.nextafter(largest, largest.dtype.type(0)))
+        limit = _FLOAT_MAX[target] = float(largest) + step / 2
     if type(number) is float:  # the common case, without a generator
-        return abs(number) > limit and math.isfinite(number)
+        return abs(number) >= limit and math.isfinite(number)
     parts = (number.real, number.imag)
-    return any(math.isfinite(p) and abs(p) > limit for p in parts)
+    return any(math.isfinite(p) and abs(p) >= limit for p in parts)
 
 
 _PYTHON_KIND = {bool: "b", int: "i", float: "f", complex: "c"}
@@ -266,6 +289,8 @@ def _from_jax(array: jax.Array, spec: ArraySpec):
     with np.errstate(all="ignore"), warnings.catch_warnings():
         warnings.simplefilter("ignore")
         _check_exact(host, host.astype(target))
+    if dtype.kind == "c" and target.kind != "c":
+        array = array.real  # imaginary parts are all zero (checked above)
     return array.astype(target)
 
 

@@ -495,7 +495,11 @@ def normalize(tree: _T) -> _T:
         assert star.flux.dtype == "float32"
         ```
     """
-    return jax.tree_util.tree_map(_normalize_node, tree, is_leaf=_is_module)
+    nodes, treedef = jax.tree_util.tree_flatten(tree, is_leaf=_is_module)
+    normalized = [_normalize_node(node) for node in nodes]
+    if all(new is old for new, old in zip(normalized, nodes, strict=True)):
+        return tree  # nothing changed: keep every container, not a rebuilt copy
+    return jax.tree_util.tree_unflatten(treedef, normalized)
 
 
 def _normalize_node(node: Any) -> Any:

@@ -45,6 +45,20 @@ def _on_duration(event: str, duration_secs: float, **kwargs: Any) -> None:
         counter.traces += 1
 
 
+def _duration_unregisterer() -> Callable[[Callable[..., None]], None]:
+    # Public in newer JAX; older releases only have the private by-callback spelling.
+    unregister = getattr(jax.monitoring, "unregister_event_duration_listener", None)
+    if unregister is None:
+        from jax._src import monitoring
+
+        unregister = monitoring._unregister_event_duration_listener_by_callback
+    return unregister
+
+
+def unregister_duration_listener(listener: Callable[..., None]) -> None:
+    _duration_unregisterer()(listener)
+
+
 def acquire_trace_counter() -> None:
     """Start counting traces (reference counted; pair with `release_trace_counter`)."""
     global _listener_users
@@ -59,7 +73,7 @@ def release_trace_counter() -> None:
     with _lock:
         _listener_users -= 1
         if _listener_users == 0:
-            jax.monitoring.unregister_event_duration_listener(_on_duration)
+            unregister_duration_listener(_on_duration)
 
 
 def trace_counter_active() -> bool:
@@ -138,12 +152,11 @@ def check_compatible() -> None:
             "equinox._jit._JitWrapper no longer defines __call__ and _cached as "
             "arrayfield.explain_retraces expects; pin equinox to a supported version."
         )
-    for name in (
-        "register_event_duration_secs_listener",
-        "unregister_event_duration_listener",
-    ):
-        if not hasattr(jax.monitoring, name):
-            raise RuntimeError(
-                f"jax.monitoring.{name} is missing; arrayfield.explain_retraces "
-                "cannot count traces with this JAX version."
-            )
+    try:
+        jax.monitoring.register_event_duration_secs_listener  # noqa: B018
+        _duration_unregisterer()
+    except (AttributeError, ImportError) as error:
+        raise RuntimeError(
+            f"jax.monitoring cannot add and remove duration listeners ({error}); "
+            "arrayfield.explain_retraces cannot count traces with this JAX version."
+        ) from None

@@ -14,7 +14,7 @@ ROOT = Path(__file__).resolve().parent.parent
 
 pytestmark = pytest.mark.skipif(
     importlib.util.find_spec("pyright") is None,
-    reason="pyright is not installed (it is in the `dev` extra: pip install pyright)",
+    reason="pyright is not installed (it is in the `test` extra: pip install pyright)",
 )
 
 

@@ -29,7 +29,6 @@ class Rejected(Exception):
     """The value cannot be stored in the field; the message says why."""
 
 
-_PYTHON_SCALARS = (bool, int, float, complex)
 # Order of preference when the annotation does not allow the value's own kind.
 _KIND_FALLBACK = {
     "b": "biufc",
@@ -116,11 +115,7 @@ def _check_exact(original: np.ndarray, converted: np.ndarray) -> None:
             raise Rejected(f"{where} has an imaginary part a {dst.name} cannot hold")
         original = np.real(original)  # from here on, a float narrowing
         src = original.dtype
-    if (
-        src.kind in "fc"
-        and dst.kind in "fc"
-        and not (src.kind == "c" and dst.kind == "f")
-    ):
+    if src.kind in "fc" and dst.kind in "fc":  # float -> complex or narrower float
         if not np.all(np.isfinite(converted) | ~np.isfinite(original)):
             raise Rejected(f"it overflows {dst.name} (the result would be inf)")
         return

@@ -162,12 +162,12 @@ class FieldConverter:
         if self.user_converter is not None:
             value = self.user_converter(value)
         spec = self.spec
-        if type(spec) is ArraySpec:  # resolved: skip a call layer on the hot path
-            try:
-                return to_array(value, spec)
-            except Rejected:
-                pass  # self.to_array converts again and words the error
-        return self.to_array(value)
+        if type(spec) is not ArraySpec:  # not resolved yet, or not an array field
+            return self.to_array(value)
+        try:  # the hot path, one call layer shorter than self.to_array
+            return to_array(value, spec)
+        except Rejected as reason:
+            raise self._error(value, reason) from None
 
     def to_array(self, value: Any) -> Any:
         """Our conversion alone (no user converter): what `normalize` re-runs."""
@@ -179,11 +179,14 @@ class FieldConverter:
         try:
             return to_array(value, spec)  # type: ignore[arg-type]
         except Rejected as reason:
-            raise ConversionError(
-                f"{self.where}: cannot store {short_repr(value)} "
-                f"({type(value).__name__}) in a field annotated "
-                f"{format_annotation(self.annotation)}: {reason}."
-            ) from None
+            raise self._error(value, reason) from None
+
+    def _error(self, value: Any, reason: Rejected) -> ConversionError:
+        return ConversionError(
+            f"{self.where}: cannot store {short_repr(value)} "
+            f"({type(value).__name__}) in a field annotated "
+            f"{format_annotation(self.annotation)}: {reason}."
+        )
 
     def __repr__(self) -> str:
         return f"<arrayfield converter for {self.where}>"
@@ -350,12 +353,9 @@ def _fields_from_plain_modules(cls: type) -> dict[str, tuple[type, dataclasses.F
     """Fields `cls` inherits from bases that are not ArrayModules (to convert too)."""
     inherited: dict[str, tuple[type, dataclasses.Field]] = {}
     for base in reversed(cls.__mro__[1:]):
-        base_fields = base.__dict__.get("__dataclass_fields__")
-        if base_fields is None:
-            continue
-        for name, base_field in base_fields.items():
-            if base_field._field_type is dataclasses._FIELD:  # type: ignore[attr-defined]
-                inherited[name] = (base, base_field)
+        if "__dataclass_fields__" in base.__dict__:  # a dataclass in its own right
+            for base_field in dataclasses.fields(base):
+                inherited[base_field.name] = (base, base_field)
     return {
         name: (base, f)
         for name, (base, f) in inherited.items()

@@ -51,7 +51,10 @@ def _duration_unregisterer() -> Callable[[Callable[..., None]], None]:
     if unregister is None:
         from jax._src import monitoring
 
-        unregister = monitoring._unregister_event_duration_listener_by_callback
+        # getattr: the name exists only in those older releases.
+        unregister = getattr(
+            monitoring, "_unregister_event_duration_listener_by_callback"
+        )  # noqa: B009
     return unregister
 
 

@@ -52,9 +52,8 @@ def _duration_unregisterer() -> Callable[[Callable[..., None]], None]:
         from jax._src import monitoring
 
         # getattr: the name exists only in those older releases.
-        unregister = getattr(
-            monitoring, "_unregister_event_duration_listener_by_callback"
-        )  # noqa: B009
+        old_name = "_unregister_event_duration_listener_by_callback"
+        unregister = getattr(monitoring, old_name)
     return unregister
 
 

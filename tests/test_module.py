@@ -14,6 +14,7 @@ import pytest
 from jaxtyping import Array, Float, Int
 
 import arrayfield as af
+from arrayfield._module import field_converters
 
 
 class Scalars(af.ArrayModule):
@@ -92,6 +93,30 @@ def test_fields_declared_in_parents_and_child_with_own_init():
     child = Child([1, 2], 3)
     assert child.a.dtype == jnp.float32 and child.a.shape == (2,)
     assert child.b.dtype == jnp.int32
+
+
+def test_subclass_without_fields_converts_inherited_ones_before_parent_checks():
+    seen = []
+
+    class Parent(af.ArrayModule):
+        a: Float[Array, ""]
+
+        def __check_init__(self):
+            seen.append(type(self.a))
+
+    class Leaf(Parent):
+        pass
+
+    class GrandChild(Leaf):
+        b: Int[Array, ""] = 1
+
+        def __check_init__(self):
+            seen.append(type(self.b))
+
+    assert Leaf(a=1).a.dtype == jnp.float32
+    grandchild = GrandChild(a=2)
+    assert grandchild.a.dtype == jnp.float32 and grandchild.b.dtype == jnp.int32
+    assert all(issubclass(t, jax.Array) for t in seen) and len(seen) == 3
 
 
 def test_fields_inherited_from_a_plain_module_are_converted():
@@ -177,7 +202,7 @@ class Later(af.ArrayModule):
 
 
 def test_forward_references_resolve_lazily_once_per_class():
-    converter = dataclasses.fields(Source)[1].metadata["converter"]
+    converter = field_converters(Source)["parent"]
     scene = Scene(sources=[Source(flux=1, parent=Later(value=2))])
     assert scene.sources[0].parent.value.dtype == jnp.float32
     assert converter.resolved_spec() is converter.resolved_spec()

@@ -87,7 +87,6 @@ def test_subclasses_are_validated_once_including_their_own_fields():
 
     with pytest.raises(af.ValidationError, match=r"Child\.extra"):
         Child(data=[1.0], index=[1])
-    assert Child.__dict__.get("__check_init__") is None  # the parent's hook suffices
 
 
 def test_validation_under_jit_sees_tracers():
@@ -100,12 +99,18 @@ def test_validation_under_jit_sees_tracers():
     assert build(jnp.zeros(3)).shape == (3,)
 
 
-def test_off_by_default_and_then_installs_nothing():
+def test_off_by_default():
     class Unchecked(af.ArrayModule):
         x: Float[Array, "3"]
 
-    assert "__check_init__" not in Unchecked.__dict__
     assert Unchecked(x=1.0).x.shape == ()  # wrong shape, but nobody asked to check
+
+
+def test_check_false_on_a_subclass_turns_it_off():
+    class Relaxed(Sources, check=False):
+        pass
+
+    assert Relaxed(data=[1.0, 2.0], index=[0, 1, 2]).index.shape == (3,)
 
 
 def test_environment_variable_turns_validation_on(tmp_path):

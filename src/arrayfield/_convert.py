@@ -46,7 +46,7 @@ _KIND_DEFAULT = {
 }
 _Tracer = jax.core.Tracer
 # Types seen to be concrete JAX arrays (jax.Array but not a tracer): in practice one.
-_CONCRETE_ARRAY_TYPES: set[type] = set()
+CONCRETE_ARRAY_TYPES: set[type] = set()
 
 
 def _x64() -> bool:
@@ -244,7 +244,7 @@ def _overflows(number: float | complex, target: np.dtype) -> bool:
 _PYTHON_KIND = {bool: "b", int: "i", float: "f", complex: "c"}
 
 
-def _dtype_set(names: frozenset[str]) -> frozenset[np.dtype]:
+def dtype_set(names: frozenset[str]) -> frozenset[np.dtype]:
     """The dtypes named in `names`, so a dtype's membership is a hash lookup.
 
     `dtype.name` costs ~2 us (NumPy builds the string on every access); hashing a
@@ -273,7 +273,7 @@ def _from_jax(array: jax.Array, spec: ArraySpec):
         return array
     dtype = array.dtype
     allowed = spec.dtypes
-    if allowed is None or dtype in _dtype_set(allowed):
+    if allowed is None or dtype in dtype_set(allowed):
         if not array.weak_type:
             return array  # the common case: stored as is, no copy
         return jax.lax.convert_element_type(array, dtype)  # same dtype, now strong
@@ -298,11 +298,11 @@ def to_array(value: Any, spec: ArraySpec) -> Any:
     JAX arrays that already have an allowed dtype and are strongly typed.
     """
     kind = type(value)
-    if kind in _CONCRETE_ARRAY_TYPES:  # one set lookup instead of two isinstance
+    if kind in CONCRETE_ARRAY_TYPES:  # one set lookup instead of two isinstance
         # Hot path, inlined: an array that is already right is stored as it is.
         allowed = spec.dtypes
         if not value.weak_type and (
-            allowed is None or value.dtype in _dtype_set(allowed)
+            allowed is None or value.dtype in dtype_set(allowed)
         ):
             return value
         return _from_jax(value, spec)
@@ -313,7 +313,7 @@ def to_array(value: Any, spec: ArraySpec) -> Any:
     if isinstance(value, jax.Array):
         if isinstance(value, _Tracer):
             return value
-        _CONCRETE_ARRAY_TYPES.add(kind)
+        CONCRETE_ARRAY_TYPES.add(kind)
         return _from_jax(value, spec)
     if value is None:
         return value

@@ -1,36 +1,46 @@
 """`ArrayModule`, `field` and `normalize`: the one place that touches equinox's classes.
 
-The mechanism is equinox's own public hook: a field converter. Equinox runs
-converters after *any* `__init__` (dataclass or custom) and before `__check_init__`,
-which is exactly when a scalar should become an array. `ArrayModule` attaches a
-`FieldConverter` to each array-annotated field when a subclass is created;
-`af.field` attaches one to a single field of any Module.
+Two of equinox's own hooks do the work, both run after *any* `__init__` (dataclass
+or custom):
+
+- `__check_init__`: an `ArrayModule` class converts all its array fields in one pass
+  there, before the `__check_init__` of any class in its hierarchy runs. One pass is
+  cheaper than a converter per field (equinox's converter hook alone costs more per
+  field than an already-right array needs).
+- field converters: `af.field` attaches a `FieldConverter` to one field, which is
+  how it opts single fields of plain `eqx.Module`s in. Converters a user wrote run
+  before either.
+
+Annotations are parsed once per class, when the class is created (or on first use
+for forward references), never per instance.
 """
 
 from __future__ import annotations
 
-import copy
 import dataclasses
 import inspect
 import sys
 import threading
-import types
 import warnings
 from collections.abc import Callable
 from typing import Any, TypeVar
+
+if sys.version_info >= (3, 11):
+    from typing import dataclass_transform
+else:  # equinox depends on typing_extensions, so it is there
+    from typing_extensions import dataclass_transform
 
 import equinox as eqx
 import jax
 import numpy as np
 
-from ._convert import Rejected, to_array
+from ._convert import CONCRETE_ARRAY_TYPES, Rejected, dtype_set, to_array
 from ._errors import AnnotationWarning, ConversionError, format_annotation, short_repr
 from ._spec import (
     ArraySpec,
     Unresolved,
     array_spec,
     init_annotation,
-    is_not_a_field,
     resolve_annotation,
 )
 from ._validate import enabled_by_environment, validate
@@ -60,6 +70,7 @@ class FieldConverter:
         "_lock",
         "annotation",
         "dtype",
+        "fast_dtypes",
         "name",
         "namespace",
         "owner",
@@ -86,6 +97,9 @@ class FieldConverter:
         self.namespace = namespace
         self.spec: ArraySpec | object | None = _NOT_YET
         self.resolved: Any = None  # the annotation as an object, once resolved
+        # Which dtypes a strong, concrete JAX array may have to be kept without a
+        # call into _convert: True for any, a set, or False for "always call".
+        self.fast_dtypes: frozenset[np.dtype] | bool = False
         self._lock = threading.Lock()
         self.__signature__ = _signature(Any)
 
@@ -123,6 +137,8 @@ class FieldConverter:
             )
         if spec is not None and self.dtype is not None:
             spec = spec.with_dtype(self.dtype)
+        if spec is not None:
+            self.fast_dtypes = True if spec.dtypes is None else dtype_set(spec.dtypes)
         self.spec = spec
         return spec
 
@@ -159,12 +175,17 @@ class FieldConverter:
     # -- conversion -------------------------------------------------------------
 
     def __call__(self, value: Any) -> Any:
+        """What equinox calls for an `af.field`: the user's converter, then ours."""
         if self.user_converter is not None:
             value = self.user_converter(value)
+        return self.convert(value)
+
+    def convert(self, value: Any) -> Any:
+        """`to_array`, one call layer shorter once the spec is resolved (hot path)."""
         spec = self.spec
-        if type(spec) is not ArraySpec:  # not resolved yet, or not an array field
+        if type(spec) is not ArraySpec:
             return self.to_array(value)
-        try:  # the hot path, one call layer shorter than self.to_array
+        try:
             return to_array(value, spec)
         except Rejected as reason:
             raise self._error(value, reason) from None
@@ -302,68 +323,135 @@ def field(
 # -- ArrayModule ----------------------------------------------------------------
 
 
-def _own_annotations(cls: type) -> dict[str, Any]:
-    # The class's own dict, mutated in place: we may redeclare inherited fields.
-    annotations = cls.__dict__.get("__annotations__")  # noqa: RUF063
-    if annotations is None:
-        annotations = {}
-        cls.__annotations__ = annotations
-    return annotations
+# Where an ArrayModule class keeps its converters: name -> FieldConverter, for the
+# fields it converts in one pass. Computed once, when the class is created.
+_CONVERTERS = "__arrayfield_converters__"
+_VALIDATES = "__arrayfield_validates__"
 
 
-def _with_converter(
-    name: str, annotation: Any, existing: Any, source: type
-) -> dataclasses.Field | None:
-    """`existing` (a default or a field) with a FieldConverter attached.
+def _declaring_class(cls: type, name: str) -> type:
+    """The class in `cls`'s MRO whose own body annotates field `name`."""
+    for klass in cls.__mro__:
+        if name in klass.__dict__.get("__annotations__", {}):  # noqa: RUF063
+            return klass
+    return cls
 
-    None when the field needs none: static, opted out, already converted by
-    `af.field`, or annotated with something that is not an array.
-    """
-    if isinstance(existing, dataclasses.Field):
-        metadata = existing.metadata
-        if metadata.get("static", False):
+
+def _inherited_converter(cls: type, f: dataclasses.Field) -> FieldConverter | None:
+    """The converter a base made for this very field object, if any (no re-parsing)."""
+    for base in cls.__mro__[1:]:
+        converters = base.__dict__.get(_CONVERTERS)
+        if converters is not None and f.name in converters:
+            if base.__dict__["__dataclass_fields__"].get(f.name) is f:
+                return converters[f.name]
             return None
+    return None
+
+
+def _batch_converters(cls: type) -> dict[str, FieldConverter]:
+    """The fields of a new ArrayModule class that it converts itself, in one pass.
+
+    Every dataclass field counts, whichever base declared it (plain `eqx.Module`
+    parents included), except static ones, ones opted out with
+    `af.field(convert=False)`, ones an `af.field` converter already handles, and ones
+    whose annotation does not denote an array.
+    """
+    converters = {}
+    for f in dataclasses.fields(cls):  # pyright: ignore[reportArgumentType]
+        metadata = f.metadata
+        if metadata.get("static", False):
+            continue
         options = metadata.get(_OPTIONS_KEY)
         if options is not None and not options.convert:
-            return None
-        user_converter = metadata.get("converter")
-        if isinstance(user_converter, FieldConverter):
-            return None  # af.field(...) already bound it
-        new_field = copy.copy(existing)
-    else:
-        user_converter = None
-        new_field = (
-            eqx.field()
-            if existing is dataclasses.MISSING
-            else eqx.field(default=existing)
-        )
-    converter = FieldConverter(
-        owner=source, name=name, annotation=annotation, user_converter=user_converter
-    )
-    converter.bind(source, name, annotation)
-    if converter.spec is None:
-        return None
-    new_field.metadata = types.MappingProxyType(
-        {**new_field.metadata, "converter": converter}
-    )
-    return new_field
+            continue
+        if isinstance(metadata.get("converter"), FieldConverter):
+            continue  # af.field(...): converted by equinox's converter hook
+        converter = _inherited_converter(cls, f)
+        if converter is None:
+            owner = _declaring_class(cls, f.name)
+            converter = FieldConverter(owner=owner, name=f.name, annotation=f.type)
+            converter.bind(owner, f.name, f.type)
+        if converter.spec is not None:
+            converters[f.name] = converter
+    return converters
 
 
-def _fields_from_plain_modules(cls: type) -> dict[str, tuple[type, dataclasses.Field]]:
-    """Fields `cls` inherits from bases that are not ArrayModules (to convert too)."""
-    inherited: dict[str, tuple[type, dataclasses.Field]] = {}
-    for base in reversed(cls.__mro__[1:]):
-        if "__dataclass_fields__" in base.__dict__:  # a dataclass in its own right
-            for base_field in dataclasses.fields(base):
-                inherited[base_field.name] = (base, base_field)
-    return {
-        name: (base, f)
-        for name, (base, f) in inherited.items()
-        if not issubclass(base, ArrayModule)
-    }
+def _widen_init_annotations(cls: type, converters: dict[str, FieldConverter]) -> None:
+    """Let jaxtyping/beartype-checked `__init__`s accept scalars for array fields.
+
+    What equinox does for a converter's first-parameter annotation, done for the
+    fields converted in one pass. Fields with a converter of their own keep the
+    annotation equinox gave them.
+    """
+    annotations = cls.__init__.__annotations__
+    for name, converter in converters.items():
+        if name not in annotations or converter.spec is _NOT_YET:
+            continue
+        if cls.__dataclass_fields__[name].metadata.get("converter") is None:
+            annotations[name] = converter.__signature__.parameters["value"].annotation
 
 
-class ArrayModule(eqx.Module):
+def _make_check_init(
+    cls: type,
+    converters: dict[str, FieldConverter],
+    validates: bool,
+    own_check: Callable[[Any], None] | None,
+):
+    """`cls.__check_init__`: convert (and validate) once, then the class's own check.
+
+    Equinox calls the `__check_init__` of every class in the MRO, most derived first,
+    after `__init__` and after field converters: so the most derived class converts
+    every field, and each class's own check already sees arrays.
+    """
+    fields = tuple(converters.items())
+
+    def __check_init__(self):
+        if type(self) is cls:
+            values = self.__dict__
+            for name, converter in fields:
+                value = values[name]
+                if type(value) in CONCRETE_ARRAY_TYPES and not value.weak_type:
+                    # Inlined: the common case of an array that is already right.
+                    fast = converter.fast_dtypes
+                    if fast is True or (fast and value.dtype in fast):
+                        continue
+                new = converter.convert(value)
+                if new is not value:
+                    object.__setattr__(self, name, new)
+            if validates:
+                validate(self)
+        if own_check is not None:
+            own_check(self)
+
+    __check_init__.__qualname__ = f"{cls.__qualname__}.__check_init__"
+    return __check_init__
+
+
+# Static checkers read dataclass semantics off the metaclass; say it again for ours.
+@dataclass_transform(field_specifiers=(dataclasses.field, eqx.field, field))
+class _ArrayModuleMeta(type(eqx.Module)):
+    """Equinox's metaclass, plus one step once the dataclass exists.
+
+    `type(eqx.Module)` is equinox's public class object, not a private name.
+    """
+
+    def __new__(mcs, name, bases, namespace, **kwargs):
+        cls = super().__new__(mcs, name, bases, namespace, **kwargs)
+        converters = _batch_converters(cls)
+        setattr(cls, _CONVERTERS, converters)
+        # A dataclass-made __init__ is in the class dict though not in its body.
+        if "__init__" in cls.__dict__ and "__init__" not in namespace:
+            _widen_init_annotations(cls, converters)
+        own_check = cls.__dict__.get("__check_init__")
+        validates = getattr(cls, _VALIDATES, False)
+        # Without a hook of its own, a subclass whose parent has one would be skipped
+        # by the parent's `type(self) is cls` test: fine only if nothing is to do.
+        if converters or validates or own_check is not None:
+            cls.__check_init__ = _make_check_init(cls, converters, validates, own_check)
+        return cls
+
+
+class ArrayModule(eqx.Module, metaclass=_ArrayModuleMeta):
     """`eqx.Module`, with array-annotated fields stored as strongly typed arrays.
 
     Subclass it instead of `eqx.Module`. After any `__init__` (the dataclass one or
@@ -414,40 +502,23 @@ class ArrayModule(eqx.Module):
     def __init_subclass__(cls, *, check: bool | None = None, **kwargs: Any):
         super().__init_subclass__(**kwargs)
         if check if check is not None else enabled_by_environment():
-            _install_validation(cls)
-        # Runs inside type.__new__, before equinox turns the class into a dataclass,
-        # so the converters we attach here are the ones the dataclass picks up.
-        own = _own_annotations(cls)
-        for name, annotation in list(own.items()):
-            if is_not_a_field(annotation):
-                continue
-            default = cls.__dict__.get(name, dataclasses.MISSING)
-            new_field = _with_converter(name, annotation, default, cls)
-            if new_field is not None:
-                setattr(cls, name, new_field)
-        for name, (base, base_field) in _fields_from_plain_modules(cls).items():
-            if name in own or name in cls.__dict__:
-                continue
-            new_field = _with_converter(name, base_field.type, base_field, base)
-            if new_field is not None:
-                # Redeclare the inherited field here; dataclasses keeps its position.
-                own[name] = base_field.type
-                setattr(cls, name, new_field)
+            setattr(cls, _VALIDATES, True)  # inherited: subclasses validate too
+        elif check is False:
+            setattr(cls, _VALIDATES, False)
 
 
-def _install_validation(cls: type) -> None:
-    """Validate new instances of `cls` before any `__check_init__` of its own."""
-    if any(getattr(base, "__arrayfield_validates__", False) for base in cls.__mro__):
-        return  # a base already validates every instance, subclasses included
-    own_check = cls.__dict__.get("__check_init__")
+def field_converters(cls: type) -> dict[str, FieldConverter]:
+    """Every field of `cls` that arrayfield converts, with its converter.
 
-    def __check_init__(self):
-        validate(self)
-        if own_check is not None:
-            own_check(self)
-
-    cls.__check_init__ = __check_init__
-    cls.__arrayfield_validates__ = True
+    The fields an `ArrayModule` converts in one pass, and those with an `af.field`
+    converter (on any Module). What `normalize`, validation and diagnostics read.
+    """
+    converters = dict(cls.__dict__.get(_CONVERTERS, {}))
+    for f in dataclasses.fields(cls):  # pyright: ignore[reportArgumentType]
+        converter = f.metadata.get("converter")
+        if isinstance(converter, FieldConverter):
+            converters[f.name] = converter
+    return converters
 
 
 # -- normalize --------------------------------------------------------------------
@@ -505,14 +576,15 @@ def normalize(tree: _T) -> _T:
 def _normalize_node(node: Any) -> Any:
     if not _is_module(node):
         return node
+    converters = field_converters(type(node))
     updates = {}
     for f in dataclasses.fields(node):
         old = node.__dict__.get(f.name, dataclasses.MISSING)
         if old is dataclasses.MISSING or f.metadata.get("static", False):
             continue
         new = normalize(old)
-        converter = f.metadata.get("converter")
-        if isinstance(converter, FieldConverter):
+        converter = converters.get(f.name)
+        if converter is not None:
             new = converter.to_array(new)
         if new is not old:
             updates[f.name] = new

@@ -76,19 +76,16 @@ def _checked_fields(cls: type) -> tuple[_CheckedField, ...]:
         return _fields_cache[cls]
     except KeyError:
         pass
-    from ._module import FieldConverter  # the module layer imports us
+    from ._module import field_converters  # the module layer imports us
 
     found = []
-    for f in dataclasses.fields(cls):  # pyright: ignore[reportArgumentType]
-        converter = f.metadata.get("converter")
-        if not isinstance(converter, FieldConverter):
-            continue
+    for name, converter in field_converters(cls).items():
         spec = converter.resolved_spec()
         if spec is None:
             continue
         resolved = converter.resolved
         found.append(
-            _CheckedField(f.name, resolved, array_types(resolved), spec.allow_none)
+            _CheckedField(name, resolved, array_types(resolved), spec.allow_none)
         )
     with _fields_lock:
         return _fields_cache.setdefault(cls, tuple(found))

@@ -97,9 +97,9 @@ class FieldConverter:
         self.namespace = namespace
         self.spec: ArraySpec | object | None = _NOT_YET
         self.resolved: Any = None  # the annotation as an object, once resolved
-        # Which dtypes a strong, concrete JAX array may have to be kept without a
-        # call into _convert: True for any, a set, or False for "always call".
-        self.fast_dtypes: frozenset[np.dtype] | bool = False
+        # The dtypes a strong, concrete JAX array may have to be kept without a call
+        # into _convert: None for any; empty (always call) until resolved.
+        self.fast_dtypes: frozenset[np.dtype] | None = frozenset()
         self._lock = threading.Lock()
         self.__signature__ = _signature(Any)
 
@@ -138,7 +138,7 @@ class FieldConverter:
         if spec is not None and self.dtype is not None:
             spec = spec.with_dtype(self.dtype)
         if spec is not None:
-            self.fast_dtypes = True if spec.dtypes is None else dtype_set(spec.dtypes)
+            self.fast_dtypes = None if spec.dtypes is None else dtype_set(spec.dtypes)
         self.spec = spec
         return spec
 
@@ -404,16 +404,17 @@ def _make_check_init(
     every field, and each class's own check already sees arrays.
     """
     fields = tuple(converters.items())
+    concrete_types = CONCRETE_ARRAY_TYPES  # a closure cell: cheaper than a global
 
     def __check_init__(self):
         if type(self) is cls:
             values = self.__dict__
             for name, converter in fields:
                 value = values[name]
-                if type(value) in CONCRETE_ARRAY_TYPES and not value.weak_type:
+                if type(value) in concrete_types and not value.weak_type:
                     # Inlined: the common case of an array that is already right.
                     fast = converter.fast_dtypes
-                    if fast is True or (fast and value.dtype in fast):
+                    if fast is None or value.dtype in fast:
                         continue
                 new = converter.convert(value)
                 if new is not value:
@@ -442,11 +443,11 @@ class _ArrayModuleMeta(type(eqx.Module)):
         # A dataclass-made __init__ is in the class dict though not in its body.
         if "__init__" in cls.__dict__ and "__init__" not in namespace:
             _widen_init_annotations(cls, converters)
-        own_check = cls.__dict__.get("__check_init__")
         validates = getattr(cls, _VALIDATES, False)
-        # Without a hook of its own, a subclass whose parent has one would be skipped
-        # by the parent's `type(self) is cls` test: fine only if nothing is to do.
-        if converters or validates or own_check is not None:
+        # A class with nothing to convert or validate needs no hook: its parents'
+        # hooks skip instances of subclasses (`type(self) is cls`), so nothing is lost.
+        if converters or validates:
+            own_check = cls.__dict__.get("__check_init__")
             cls.__check_init__ = _make_check_init(cls, converters, validates, own_check)
         return cls
 
@@ -498,6 +499,11 @@ class ArrayModule(eqx.Module, metaclass=_ArrayModuleMeta):
         assert c.rate.dtype == jnp.float32
         ```
     """
+
+    def __check_init__(self):
+        # A no-op on purpose: equinox looks `__check_init__` up in the dict of every
+        # class in the MRO, and a miss (a raised KeyError) costs more than this call.
+        pass
 
     def __init_subclass__(cls, *, check: bool | None = None, **kwargs: Any):
         super().__init_subclass__(**kwargs)

@@ -36,6 +36,19 @@ def test_dataclass_init_converts_array_fields_only():
     assert m.maybe is None
 
 
+def test_arrays_that_are_already_right_are_stored_as_the_same_objects():
+    x, n = jnp.zeros(()), jnp.zeros((), jnp.int32)
+    data = np.zeros((), np.float32)
+    m = Scalars(x=x, n=n, data=data)
+    assert m.x is x and m.n is n and m.data is data
+
+
+def test_weak_and_wrong_dtype_arrays_passed_in_are_fixed():
+    m = Scalars(x=jnp.asarray(1.0), n=jnp.asarray(True))
+    assert m.x.dtype == jnp.float32 and not m.x.weak_type
+    assert m.n.dtype == jnp.int32 and not m.n.weak_type
+
+
 def test_none_keeps_the_leaf_count_of_plain_module():
     class Plain(eqx.Module):
         x: Optional[Float[Array, ""]]

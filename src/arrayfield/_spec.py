@@ -224,15 +224,16 @@ def array_types(annotation: Any) -> tuple[type, ...]:
 
 
 def _admits_scalar(dims: str) -> bool:
-    """Whether a jaxtyping dimension string matches shape `()`."""
-    return all(d.lstrip("#").startswith(("*", "...")) for d in dims.split())
+    """Whether a jaxtyping dimension string matches shape `()`, by jaxtyping's rules."""
+    return isinstance(np.empty(()), jaxtyping.Shaped[np.ndarray, dims])
 
 
 def init_annotation(annotation: Any) -> Any:
     """What `__init__` may receive for a field annotated `annotation`.
 
-    Equinox copies a converter's first-parameter annotation into `__init__`, and
-    jaxtyping/beartype check `__init__` against it. So array members are widened to
+    jaxtyping/beartype check a dataclass `__init__` against its annotations, which
+    equinox takes from a field converter's first parameter (`af.field`) and
+    `ArrayModule` sets itself. So array members are widened to
     `Shaped[ArrayLike, dims] | list | tuple` (scalars and nested lists are welcome,
     shapes and named dimensions are still checked) and every other member is kept.
     """

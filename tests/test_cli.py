@@ -151,11 +151,12 @@ def test_files_needing_no_change_are_not_written(tmp_path):
     assert result.stdout == f"migrated: {Path('.', 'changed.py')}\n"
 
 
-def test_quiet_prints_neither_file_names_nor_summary(tmp_path):
+@pytest.mark.parametrize("flag", ["--quiet", "-q"])
+def test_quiet_prints_neither_file_names_nor_summary(flag, tmp_path):
     for index in range(7):
         copy_case("decorated", tmp_path / f"m{index}.py")
 
-    result = run_migrate("--quiet", ".", cwd=tmp_path)
+    result = run_migrate(flag, ".", cwd=tmp_path)
 
     assert result.returncode == 0
     assert result.stdout == ""

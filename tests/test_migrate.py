@@ -61,6 +61,78 @@ def test_golden_output_is_valid_python(case):
     compile(_read(case, "_out.py"), f"{case}_out.py", "exec")
 
 
+@pytest.mark.parametrize("case", ["type_checking_import", "local_import"])
+def test_migrated_file_with_a_non_module_level_arrayfield_import_runs(case):
+    # `import arrayfield as af` under `if TYPE_CHECKING:` or in a function is not
+    # bound when the class statement runs, so it must not be reused.
+    code = compile(_read(case, "_out.py"), f"{case}_out.py", "exec")
+    exec(code, {"__name__": f"golden_{case}"})
+
+
+def test_af_bound_to_something_else_in_any_scope_is_left_alone():
+    source = (
+        "import equinox as eqx\nimport jax\n\n\n"
+        "def make():\n"
+        "    af = 0.5\n\n"
+        "    class Local(eqx.Module):\n"
+        "        x: jax.Array\n\n"
+        "    return Local, af\n"
+    )
+    result = migrate_source(source)
+    assert result.code.startswith("import arrayfield\nimport jax\n")
+    assert "    class Local(arrayfield.ArrayModule):\n" in result.code
+
+
+def test_diagnostics_name_nested_classes_as_runtime_errors_do():
+    # Like arrayfield's own errors: the __qualname__ without a function's
+    # `<locals>` part.
+    source = (
+        "import equinox as eqx\n\n\n"
+        "class Scene(eqx.Module):\n"
+        "    class Config(eqx.Module):\n"
+        "        lr: float\n\n\n"
+        "class Holder:\n"
+        "    class Camera(eqx.Module):\n"
+        "        exposure: float\n\n\n"
+        "def make():\n"
+        "    class Local(eqx.Module):\n"
+        "        rate: float\n\n"
+        "    return Local\n"
+    )
+    names = [d.message.split("'")[1] for d in migrate_source(source).diagnostics]
+    assert names == ["Scene.Config.lr", "Holder.Camera.exposure", "Local.rate"]
+
+
+@pytest.mark.parametrize(
+    "converter",
+    [
+        "jnp.asarray",
+        "jnp.array",
+        "np.asarray",
+        "functools.partial(jnp.asarray, dtype=jnp.float32)",
+    ],
+)
+def test_float_field_with_an_array_converter_is_not_reported(converter):
+    # The converter already stores an array, so new values do not recompile.
+    field = f"rate: float = eqx.field(converter={converter})"
+    source = (
+        "import functools\n\nimport equinox as eqx\nimport jax.numpy as jnp\n"
+        f"import numpy as np\n\n\nclass A(eqx.Module):\n    {field}\n"
+    )
+    result = migrate_source(source)
+    assert result.diagnostics == ()
+    assert f"    {field}\n" in result.code
+
+
+def test_float_field_with_a_non_array_converter_is_still_reported():
+    source = (
+        "import equinox as eqx\n\n\n"
+        "class A(eqx.Module):\n"
+        "    rate: float = eqx.field(converter=float)\n"
+    )
+    assert [d.code for d in migrate_source(source).diagnostics] == ["AF001"]
+
+
 def test_file_without_equinox_modules_is_returned_unchanged():
     source = "import jax\n\n\nclass A:\n    x: jax.Array\n"
     result = migrate_source(source)

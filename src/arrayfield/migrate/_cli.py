@@ -88,6 +88,7 @@ def add_parser(subcommands: argparse._SubParsersAction) -> None:
         help="write nothing; print a unified diff of the changes",
     )
     parser.add_argument(
+        "-q",
         "--quiet",
         action="store_true",
         help="print only diagnostics, diffs and errors",

@@ -12,8 +12,9 @@ import dataclasses
 
 # One line per code, shown in `arrayfield migrate --help`.
 CODES: dict[str, str] = {
-    "AF001": 'non-static field annotated float/complex: use Float[Array, ""] '
-    '(or Complex[Array, ""]) so a new value does not recompile',
+    "AF001": "non-static field annotated float/complex without an array "
+    'converter: use Float[Array, ""] (or Complex[Array, ""]) so a new value '
+    "does not recompile",
     "AF002": "array-annotated field assigned a shape-like value (list/tuple of "
     "ints, .shape): if it is a shape, declare it af.field(convert=False)",
     "AF003": "array-annotated field declared static=True: arrays are not "

@@ -2,7 +2,10 @@
 
 Resolution is per file and ignores shadowing: a codemod only needs to recognise
 `eqx.Module`, `jnp.asarray`, `Float[...]` and friends in the spellings people
-write, and a file that rebinds `eqx` to something else is out of scope.
+write, and a file that rebinds `eqx` to something else is out of scope. Reusing
+an import is different: the rewritten code runs at import time, so only a
+module-level import that always runs can be reused, and a new name is bound only
+where it cannot change what another reference in the file means.
 """
 
 from __future__ import annotations
@@ -14,6 +17,7 @@ from typing import TypeVar
 
 import libcst as cst
 from libcst.helpers import get_full_name_for_node
+from libcst.metadata import ImportAssignment, MetadataWrapper, ScopeProvider
 
 _Item = TypeVar("_Item", cst.ImportAlias, cst.BaseSmallStatement, cst.Arg)
 
@@ -45,15 +49,30 @@ class ImportMap:
 
     `import jax.numpy as jnp` gives ``{"jnp": "jax.numpy"}``,
     `from equinox import Module as M` gives ``{"M": "equinox.Module"}``.
+
+    **Fields:**
+
+    - `bindings`: the imports anywhere in the file, for reading names: a class
+        in a function that imports equinox locally is still a Module class.
+    - `module_level`: the imports written directly in the module body, which
+        run before any code below them. Only these can be reused for new code;
+        one under `if TYPE_CHECKING:`, in a `try` block or in a function may not
+        have run, or binds a name that module-level code cannot see.
     """
 
     bindings: dict[str, str]
+    module_level: dict[str, str]
 
     @classmethod
     def from_module(cls, module: cst.Module) -> ImportMap:
-        collector = _ImportCollector()
-        module.visit(collector)
-        return cls(collector.bindings)
+        everywhere = _ImportCollector()
+        module.visit(everywhere)
+        unconditional = _ImportCollector()
+        for statement in module.body:
+            if isinstance(statement, cst.SimpleStatementLine):
+                for small in statement.body:
+                    small.visit(unconditional)
+        return cls(everywhere.bindings, unconditional.bindings)
 
     def resolve(self, expr: cst.BaseExpression) -> str | None:
         """The qualified name an expression such as `eqx.Module` refers to."""
@@ -71,13 +90,13 @@ class ImportMap:
 
         `arrayfield.ArrayModule` is found as `ArrayModule` after
         `from arrayfield import ArrayModule`, or as `af.ArrayModule` after
-        `import arrayfield as af`.
+        `import arrayfield as af`; only module-level imports count.
         """
         module, _, attr = qualified.rpartition(".")
-        for local, target in self.bindings.items():
+        for local, target in self.module_level.items():
             if target == qualified:
                 return local
-        for local, target in self.bindings.items():
+        for local, target in self.module_level.items():
             if target == module:
                 return f"{local}.{attr}"
         return None
@@ -106,6 +125,36 @@ class _ImportCollector(cst.CSTVisitor):
             name = get_full_name_for_node(alias.name) or ""
             self.bindings[binding_name(alias)] = f"{module}.{name}"
         return False
+
+
+def _import_target(node: cst.CSTNode, name: str) -> str | None:
+    """What the import statement `node` binds `name` to."""
+    collector = _ImportCollector()
+    node.visit(collector)
+    return collector.bindings.get(name)
+
+
+def can_bind(wrapper: MetadataWrapper, name: str, qualified: str) -> bool:
+    """Whether a module-level import binding `name` to `qualified` leaves every
+    other reference in the file meaning what it meant.
+
+    True when the file binds `name` nowhere, or only by importing `qualified`
+    itself (under `if TYPE_CHECKING:`, in a function...), and every use of it
+    resolves to such an import. Any other binding, in any scope, or a use that
+    resolves to nothing (a star import may provide it), makes it False.
+    """
+    for scope in set(wrapper.resolve(ScopeProvider).values()):
+        if scope is None:
+            continue
+        for assignment in scope.assignments[name]:
+            if not (
+                isinstance(assignment, ImportAssignment)
+                and _import_target(assignment.node, name) == qualified
+            ):
+                return False
+        if any(not access.referents for access in scope.accesses[name]):
+            return False
+    return True
 
 
 class _NameCollector(cst.CSTVisitor):

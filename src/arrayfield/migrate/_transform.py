@@ -27,9 +27,9 @@ from ._diagnostics import Diagnostic
 from ._imports import (
     ImportMap,
     add_import,
+    can_bind,
     dotted_name,
     remove_unused_imports,
-    used_names,
 )
 
 # Converters that make the array kind arrayfield makes for an annotation of
@@ -141,6 +141,10 @@ class _Analysis(cst.CSTVisitor):
         # Names whose last use may have been rewritten away (`eqx`, `jnp`...).
         self.released_names: set[str] = set()
         self.diagnostics: list[Diagnostic] = []
+        # Qualified name of each enclosing class, None for a function: classes
+        # are named as arrayfield's runtime errors name them, `Scene.Config`,
+        # with the part up to a function's `<locals>` left out.
+        self._scopes: list[str | None] = []
 
     def _position(self, node: cst.CSTNode) -> tuple[int, int]:
         # Without a default, get_metadata raises KeyError rather than return one.
@@ -152,7 +156,16 @@ class _Analysis(cst.CSTVisitor):
         line, col = self._position(node)
         self.diagnostics.append(Diagnostic(line, col, code, message))
 
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
+        self._scopes.append(None)
+
+    def leave_FunctionDef(self, original_node: cst.FunctionDef) -> None:
+        self._scopes.pop()
+
     def visit_ClassDef(self, node: cst.ClassDef) -> None:
+        outer = self._scopes[-1] if self._scopes else None
+        qualname = node.name.value if outer is None else f"{outer}.{node.name.value}"
+        self._scopes.append(qualname)
         equinox_bases = [
             index
             for index, base in enumerate(node.bases)
@@ -170,9 +183,12 @@ class _Analysis(cst.CSTVisitor):
             self.base_edits[node] = equinox_bases
             for index in equinox_bases:
                 self.released_names.add(_root_name(node.bases[index].value) or "")
-        self._analyse_fields(node)
+        self._analyse_fields(node, qualname)
 
-    def _analyse_fields(self, node: cst.ClassDef) -> None:
+    def leave_ClassDef(self, original_node: cst.ClassDef) -> None:
+        self._scopes.pop()
+
+    def _analyse_fields(self, node: cst.ClassDef, qualname: str) -> None:
         statements = _class_statements(node)
         assignments: list[tuple[str, cst.BaseExpression, cst.CSTNode]] = []
         for statement in statements:
@@ -184,7 +200,7 @@ class _Analysis(cst.CSTVisitor):
             if isinstance(statement, cst.AnnAssign) and isinstance(
                 statement.target, cst.Name
             ):
-                self._analyse_field(node.name.value, statement, assignments)
+                self._analyse_field(qualname, statement, assignments)
 
     def _analyse_field(
         self,
@@ -211,7 +227,10 @@ class _Analysis(cst.CSTVisitor):
         kind = array_kind(annotation, self.imports)
         if kind is None:
             scalar = scalar_annotation(annotation, self.imports)
-            if scalar is not None and not static:
+            converter = keywords.get("converter")
+            # A converter that makes arrays already keeps new values traced.
+            makes_array = converter is not None and self._makes_array(converter.value)
+            if scalar is not None and not (static or makes_array):
                 message = diag.scalar_field(cls, name, scalar)
                 self._report(field.target, "AF001", message)
             return
@@ -240,6 +259,19 @@ class _Analysis(cst.CSTVisitor):
             self.released_names.add(_root_name(call.func) or "")
         else:
             self.field_edits[field] = _FieldEdit.DROP_CONVERTER
+
+    def _makes_array(self, converter: cst.BaseExpression) -> bool:
+        """Whether a converter is `jnp.asarray` or a kin of it, possibly wrapped
+        in `functools.partial` (to fix a dtype)."""
+        if (
+            isinstance(converter, cst.Call)
+            and self.imports.resolve(converter.func) == "functools.partial"
+            and converter.args
+            and converter.args[0].keyword is None
+            and not converter.args[0].star
+        ):
+            converter = converter.args[0].value
+        return self.imports.resolve(converter) in _CONVERTER_KINDS
 
     def _check_shape_like(
         self,
@@ -313,15 +345,15 @@ class _Rewriter(cst.CSTTransformer):
 
 
 def _array_module_reference(
-    module: cst.Module, imports: ImportMap
+    wrapper: MetadataWrapper, imports: ImportMap
 ) -> tuple[str, str | None]:
     """Source text naming ArrayModule, and the import to add for it (if any)."""
     existing = imports.local_name_for("arrayfield.ArrayModule")
     if existing is not None:
         return existing, None
-    if "af" in used_names(module) or "af" in imports.bindings:
-        return "arrayfield.ArrayModule", "import arrayfield"
-    return "af.ArrayModule", "import arrayfield as af"
+    if can_bind(wrapper, "af", "arrayfield"):
+        return "af.ArrayModule", "import arrayfield as af"
+    return "arrayfield.ArrayModule", "import arrayfield"
 
 
 def migrate_module(module: cst.Module) -> tuple[cst.Module, list[Diagnostic]]:
@@ -334,7 +366,7 @@ def migrate_module(module: cst.Module) -> tuple[cst.Module, list[Diagnostic]]:
     if not (analysis.base_edits or analysis.field_edits):
         return module, diagnostics
 
-    reference, new_import = _array_module_reference(module, imports)
+    reference, new_import = _array_module_reference(wrapper, imports)
     rewriter = _Rewriter(analysis, cst.parse_expression(reference))
     migrated = wrapper.visit(rewriter)
     if analysis.base_edits and new_import is not None:

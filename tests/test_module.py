@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import warnings
-from typing import Optional
+from typing import ClassVar, Optional
 
 import equinox as eqx
 import jax
@@ -156,6 +156,16 @@ def test_abstract_var_is_satisfied_by_a_converted_field():
     assert Concrete(size=2).size.dtype == jnp.float32
     with pytest.raises(TypeError):
         Abstract()
+
+
+def test_class_variables_are_not_fields_and_are_left_alone():
+    class WithClassVars(af.ArrayModule):
+        scale: ClassVar[jax.Array] = 2.0
+        x: Float[Array, ""]
+
+    m = WithClassVars(x=1)
+    assert WithClassVars.scale == 2.0 and type(WithClassVars.scale) is float
+    assert [f.name for f in dataclasses.fields(m)] == ["x"]
 
 
 def test_class_made_with_type():

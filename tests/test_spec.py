@@ -17,7 +17,6 @@ from arrayfield._spec import (
     Unresolved,
     array_spec,
     init_annotation,
-    is_not_a_field,
     resolve_annotation,
 )
 
@@ -95,29 +94,15 @@ class _Owner:
 
 
 def test_string_annotations_resolve_in_the_owner_module():
-    resolved = resolve_annotation('Float[Array, "n"]', _Owner, None)
+    resolved = resolve_annotation('Float[Array, "n"]', _Owner)
     assert resolved.dim_str == "n" and resolved.dtypes == Float[Array, ""].dtypes
     with pytest.raises(Unresolved, match="NameError"):
-        resolve_annotation("NotDefinedAnywhere", _Owner, None)
+        resolve_annotation("NotDefinedAnywhere", _Owner)
 
 
 def test_forward_refs_inside_optional_resolve():
-    resolved = resolve_annotation(Optional["Float[Array, '']"], _Owner, None)
+    resolved = resolve_annotation(Optional["Float[Array, '']"], _Owner)
     assert array_spec(resolved).allow_none
-
-
-@pytest.mark.parametrize(
-    "annotation",
-    [
-        typing.ClassVar[int],
-        "ClassVar[int]",
-        eqx.AbstractVar[int],
-        "typing.InitVar[int]",
-    ],
-    ids=repr,
-)
-def test_classvars_and_abstract_vars_are_not_fields(annotation):
-    assert is_not_a_field(annotation)
 
 
 def test_init_annotation_widens_arrays_but_keeps_dims():

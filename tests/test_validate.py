@@ -57,13 +57,15 @@ def test_dtype_mismatch_is_reported():
         Override(x=1)
 
 
-def test_numpy_field_holding_a_jax_array_fails_validation():
+def test_numpy_field_accepts_the_jax_array_conversion_keeps_but_checks_it():
     class Host(af.ArrayModule, check=True):
         x: Float[np.ndarray, "2"]
 
     assert type(Host(x=[1, 2]).x) is np.ndarray
+    on_device = jnp.zeros(2)
+    assert Host(x=on_device).x is on_device  # no copy to the host, and valid
     with pytest.raises(af.ValidationError, match=r"Host\.x: expected .*got JAX array"):
-        Host(x=jnp.zeros(2))
+        Host(x=jnp.zeros(3))
 
 
 def test_validation_runs_before_the_classes_own_check_init():

@@ -73,6 +73,10 @@ def target_dtype(spec: ArraySpec, dtype: np.dtype, x64: bool) -> np.dtype:
         result = own
     else:
         result = _nearest_allowed(allowed, dtype.kind, x64)
+    if spec.kind == "jax":
+        # A JAX array cannot hold a 64-bit dtype without x64 (an `Int64` field):
+        # check values against the dtype it will really have.
+        result = _canonical(result, x64)
     spec.target_cache[key] = result
     return result
 
@@ -174,7 +178,7 @@ def _from_python_scalar(value: Any, spec: ArraySpec, x64: bool):
         if value.imag != 0:
             raise Rejected(f"a {target.name} field cannot hold its imaginary part")
         value = value.real
-    if target.kind in "fc" and type(value) is not int and _overflows(value, target):
+    if target.kind in "fc" and _overflows(value, target):
         raise Rejected(f"it overflows {target.name} (the result would be inf)")
     if target.kind in "iu" and not _fits_integer(value, target):
         # Checked here: NumPy < 2 wraps out-of-range Python ints silently.
@@ -227,7 +231,7 @@ def _fits_integer(number: float | complex, target: np.dtype) -> bool:
     return not math.isfinite(real) or bounds[0] <= real <= bounds[1]
 
 
-def _overflows(number: float | complex, target: np.dtype) -> bool:
+def _overflows(number: int | float | complex, target: np.dtype) -> bool:
     """Whether a finite `number` rounds to inf in the float/complex `target`."""
     limit = _FLOAT_MAX.get(target)
     if limit is None:
@@ -237,6 +241,8 @@ def _overflows(number: float | complex, target: np.dtype) -> bool:
         limit = _FLOAT_MAX[target] = float(largest) + step / 2
     if type(number) is float:  # the common case, without a generator
         return abs(number) >= limit and math.isfinite(number)
+    if type(number) is not complex:  # an int (Python compares it with floats exactly)
+        return abs(number) >= limit
     parts = (number.real, number.imag)
     return any(math.isfinite(p) and abs(p) >= limit for p in parts)
 
@@ -313,7 +319,12 @@ def to_array(value: Any, spec: ArraySpec) -> Any:
     if isinstance(value, jax.Array):
         if isinstance(value, _Tracer):
             return value
-        CONCRETE_ARRAY_TYPES.add(kind)
+        if jnp.issubdtype(value.dtype, jax.dtypes.prng_key):
+            if spec.is_key or spec.dtypes is None:
+                return value
+            raise Rejected("a PRNG key array is not an array of numbers")
+        if hasattr(value, "weak_type"):  # what the fast path above reads
+            CONCRETE_ARRAY_TYPES.add(kind)
         return _from_jax(value, spec)
     if value is None:
         return value
@@ -327,7 +338,15 @@ def to_array(value: Any, spec: ArraySpec) -> Any:
         return value
     if isinstance(value, (list, tuple)) and not spec.is_key:
         return _from_sequence(value, spec)
-    raise Rejected(f"a {type(value).__name__} is not an array")
+    for number_type in _PYTHON_KIND:  # an IntEnum, a float subclass...
+        if isinstance(value, number_type) and not spec.is_key:
+            return _from_python_scalar(number_type(value), spec, _x64())
+    raise Rejected(f"{type(value).__name__!r} is not an array type")
+
+
+def looks_numeric(value: Any) -> bool:
+    """Whether conversion would turn `value` into an array (for warnings)."""
+    return isinstance(value, (*_PYTHON_KIND, np.generic, np.ndarray, list, tuple))
 
 
 def _from_sequence(value: list | tuple, spec: ArraySpec):

@@ -34,7 +34,13 @@ import equinox as eqx
 import jax
 import numpy as np
 
-from ._convert import CONCRETE_ARRAY_TYPES, Rejected, dtype_set, to_array
+from ._convert import (
+    CONCRETE_ARRAY_TYPES,
+    Rejected,
+    dtype_set,
+    looks_numeric,
+    to_array,
+)
 from ._errors import AnnotationWarning, ConversionError, format_annotation, short_repr
 from ._spec import (
     ArraySpec,
@@ -72,10 +78,10 @@ class FieldConverter:
         "dtype",
         "fast_dtypes",
         "name",
-        "namespace",
         "owner",
         "resolved",
         "spec",
+        "unresolved",
         "user_converter",
     )
 
@@ -87,14 +93,13 @@ class FieldConverter:
         annotation: Any,
         dtype: np.dtype | None = None,
         user_converter: Callable[[Any], Any] | None = None,
-        namespace: dict | None = None,
     ):
         self.owner = owner
         self.name = name
         self.annotation = annotation
         self.dtype = dtype
         self.user_converter = user_converter
-        self.namespace = namespace
+        self.unresolved = ""  # why the annotation could not be resolved, if so
         self.spec: ArraySpec | object | None = _NOT_YET
         self.resolved: Any = None  # the annotation as an object, once resolved
         # The dtypes a strong, concrete JAX array may have to be kept without a call
@@ -110,7 +115,7 @@ class FieldConverter:
         self.owner, self.name, self.annotation = owner, name, annotation
         self.spec = _NOT_YET
         try:
-            resolved = resolve_annotation(annotation, owner, self.namespace)
+            resolved = resolve_annotation(annotation, owner)
         except Unresolved:
             first_param = annotation  # keep the string; beartype resolves it later
         else:
@@ -121,9 +126,7 @@ class FieldConverter:
         self.__signature__ = _signature(first_param)
 
     def _resolve(self) -> ArraySpec | None:
-        return self._set_spec(
-            resolve_annotation(self.annotation, self.owner, self.namespace)
-        )
+        return self._set_spec(resolve_annotation(self.annotation, self.owner))
 
     def _set_spec(self, resolved: Any) -> ArraySpec | None:
         self.resolved = resolved
@@ -153,23 +156,19 @@ class FieldConverter:
             try:
                 return self._resolve()
             except Unresolved as error:
-                warnings.warn(
-                    f"{self.where}: cannot resolve the annotation "
-                    f"{self.annotation!r} ({error}), so this field is not converted. "
-                    "Import the names it uses at runtime (not only under "
-                    "TYPE_CHECKING), or opt the field out with "
-                    "af.field(convert=False).",
-                    AnnotationWarning,
-                    stacklevel=4,
-                )
+                # Often a non-array type imported only under TYPE_CHECKING: say so
+                # only when a value arrives that conversion would have changed.
+                self.unresolved = str(error)
                 self.spec = None
                 return None
 
     @property
     def where(self) -> str:
-        owner = "<unbound>"
-        if self.owner is not None:  # "Outer.Inner", without "f.<locals>."
-            owner = self.owner.__qualname__.rsplit("<locals>.", 1)[-1]
+        return self.where_in(self.owner)
+
+    def where_in(self, cls: type | None) -> str:
+        """`Class.field` for messages; `Outer.Inner`, without `f.<locals>.`."""
+        owner = "<unbound>" if cls is None else _class_name(cls)
         return f"{owner}.{self.name}"
 
     # -- conversion -------------------------------------------------------------
@@ -180,37 +179,55 @@ class FieldConverter:
             value = self.user_converter(value)
         return self.convert(value)
 
-    def convert(self, value: Any) -> Any:
-        """`to_array`, one call layer shorter once the spec is resolved (hot path)."""
+    def convert(self, value: Any, cls: type | None = None) -> Any:
+        """`to_array`, one call layer shorter once the spec is resolved (hot path).
+
+        `cls`, the class being instantiated, names the field in errors (the owner,
+        the class that declared it, otherwise).
+        """
         spec = self.spec
         if type(spec) is not ArraySpec:
-            return self.to_array(value)
+            return self.to_array(value, cls)
         try:
             return to_array(value, spec)
         except Rejected as reason:
-            raise self._error(value, reason) from None
+            raise self._error(value, reason, cls) from None
 
-    def to_array(self, value: Any) -> Any:
+    def to_array(self, value: Any, cls: type | None = None) -> Any:
         """Our conversion alone (no user converter): what `normalize` re-runs."""
         spec = self.spec
         if spec is _NOT_YET:
             spec = self.resolved_spec()
         if spec is None:
+            if self.unresolved and looks_numeric(value):
+                warnings.warn(
+                    f"{self.where_in(cls or self.owner)}: cannot resolve the "
+                    f"annotation {self.annotation!r} ({self.unresolved}), so "
+                    f"{short_repr(value)} is stored as it is, not converted. Import "
+                    "the names it uses at runtime (not only under TYPE_CHECKING), "
+                    "or opt the field out with af.field(convert=False).",
+                    AnnotationWarning,
+                    stacklevel=2,
+                )
             return value
         try:
             return to_array(value, spec)  # type: ignore[arg-type]
         except Rejected as reason:
-            raise self._error(value, reason) from None
+            raise self._error(value, reason, cls) from None
 
-    def _error(self, value: Any, reason: Rejected) -> ConversionError:
+    def _error(self, value: Any, reason: Rejected, cls: type | None) -> ConversionError:
         return ConversionError(
-            f"{self.where}: cannot store {short_repr(value)} "
+            f"{self.where_in(cls or self.owner)}: cannot store {short_repr(value)} "
             f"({type(value).__name__}) in a field annotated "
             f"{format_annotation(self.annotation)}: {reason}."
         )
 
     def __repr__(self) -> str:
         return f"<arrayfield converter for {self.where}>"
+
+
+def _class_name(cls: type) -> str:
+    return cls.__qualname__.rsplit("<locals>.", 1)[-1]
 
 
 def _signature(first_param: Any) -> inspect.Signature:
@@ -311,9 +328,6 @@ def field(
         annotation=Any,
         dtype=np_dtype,
         user_converter=kwargs.pop("converter", None),
-        # The class body calling us runs in its module's globals: keep them to
-        # resolve string annotations later, as typing.get_type_hints would.
-        namespace=sys._getframe(1).f_globals,
     )
     result = eqx.field(converter=converter, metadata=metadata, **kwargs)
     result.__class__ = _ArrayField
@@ -329,10 +343,14 @@ _CONVERTERS = "__arrayfield_converters__"
 _VALIDATES = "__arrayfield_validates__"
 
 
-def _declaring_class(cls: type, name: str) -> type:
-    """The class in `cls`'s MRO whose own body annotates field `name`."""
-    for klass in cls.__mro__:
-        if name in klass.__dict__.get("__annotations__", {}):  # noqa: RUF063
+def _declaring_class(cls: type, f: dataclasses.Field) -> type:
+    """The class whose body declared field `f`: its annotation's namespace.
+
+    Dataclasses hand an inherited field object down unchanged, so that is the most
+    basic class in the MRO that holds this very object.
+    """
+    for klass in reversed(cls.__mro__):
+        if klass.__dict__.get("__dataclass_fields__", {}).get(f.name) is f:
             return klass
     return cls
 
@@ -368,7 +386,7 @@ def _batch_converters(cls: type) -> dict[str, FieldConverter]:
             continue  # af.field(...): converted by equinox's converter hook
         converter = _inherited_converter(cls, f)
         if converter is None:
-            owner = _declaring_class(cls, f.name)
+            owner = _declaring_class(cls, f)
             converter = FieldConverter(owner=owner, name=f.name, annotation=f.type)
             converter.bind(owner, f.name, f.type)
         if converter.spec is not None:
@@ -410,13 +428,16 @@ def _make_check_init(
         if type(self) is cls:
             values = self.__dict__
             for name, converter in fields:
-                value = values[name]
+                try:
+                    value = values[name]
+                except KeyError:  # a custom __init__ left it to the class default
+                    value = getattr(self, name)
                 if type(value) in concrete_types and not value.weak_type:
                     # Inlined: the common case of an array that is already right.
                     fast = converter.fast_dtypes
                     if fast is None or value.dtype in fast:
                         continue
-                new = converter.convert(value)
+                new = converter.convert(value, cls)
                 if new is not value:
                     object.__setattr__(self, name, new)
             if validates:

@@ -11,7 +11,7 @@ import functools
 import sys
 import types
 import typing
-from typing import Annotated, Any, ClassVar, Literal, Union
+from typing import Annotated, Any, Literal, Union
 
 import jax
 import jax.numpy as jnp
@@ -157,56 +157,30 @@ class Unresolved(Exception):
     """A string annotation whose names are not (yet) defined."""
 
 
-def resolve_annotation(annotation: Any, owner: type | None, namespace: dict | None):
+def resolve_annotation(annotation: Any, owner: type | None) -> Any:
     """Evaluate string annotations and `ForwardRef`s, as `typing.get_type_hints` would.
 
-    `owner` supplies the class namespace (for names defined in the class body) and
-    its module's globals; `namespace` overrides the globals (used by `af.field`,
-    which records the globals of the class body that called it).
+    Names are looked up in the class namespace of `owner` (the class whose body
+    wrote the annotation), then in its module's globals.
     """
     if isinstance(annotation, typing.ForwardRef):
         annotation = annotation.__forward_arg__
     if isinstance(annotation, str):
-        if namespace is None:
-            module = sys.modules.get(owner.__module__) if owner is not None else None
-            namespace = vars(module) if module is not None else {}
+        module = sys.modules.get(owner.__module__) if owner is not None else None
+        namespace = dict(vars(module)) if module is not None else {}
         local = dict(vars(owner)) if owner is not None else {}
         try:
-            annotation = eval(annotation, dict(namespace), local)
+            annotation = eval(annotation, namespace, local)
         except Exception as error:
             raise Unresolved(f"{type(error).__name__}: {error}") from None
-        return resolve_annotation(annotation, owner, namespace)
+        return resolve_annotation(annotation, owner)
     args = typing.get_args(annotation)
     if any(isinstance(a, (str, typing.ForwardRef)) for a in args) and (
         typing.get_origin(annotation) in (Union, types.UnionType)
     ):
-        members = [resolve_annotation(a, owner, namespace) for a in args]
+        members = [resolve_annotation(a, owner) for a in args]
         return Union[tuple(members)]  # noqa: UP007
     return annotation
-
-
-def _is_abstract_var(annotation: Any) -> bool:
-    import equinox as eqx
-
-    origin = typing.get_origin(annotation)
-    if origin in (eqx.AbstractVar, eqx.AbstractClassVar):
-        return True
-    # Older equinox spells AbstractVar as Annotated[T, "AbstractVar"].
-    return origin is Annotated and any(
-        m in ("AbstractVar", "AbstractClassVar") for m in annotation.__metadata__
-    )
-
-
-def is_not_a_field(annotation: Any) -> bool:
-    """ClassVar, InitVar and equinox's abstract variables declare no stored field."""
-    if isinstance(annotation, str):
-        head = annotation.replace(" ", "").split("[", 1)[0].rsplit(".", 1)[-1]
-        return head in ("ClassVar", "InitVar", "AbstractVar", "AbstractClassVar")
-    if annotation is ClassVar or typing.get_origin(annotation) is ClassVar:
-        return True
-    if isinstance(annotation, dataclasses.InitVar) or annotation is dataclasses.InitVar:
-        return True
-    return _is_abstract_var(annotation)
 
 
 def array_types(annotation: Any) -> tuple[type, ...]:
@@ -216,16 +190,36 @@ def array_types(annotation: Any) -> tuple[type, ...]:
     `jnp.array` stand for the array types they build.
     """
     legacy = {np.array: np.ndarray, jnp.array: jax.Array}
-    return tuple(
-        legacy.get(member, member)
-        for member in union_members(annotation)
-        if _array_member(member) is not None
-    )
+    found: list[type] = []
+    for member in union_members(annotation):
+        described = _array_member(member)
+        if described is None:
+            continue
+        member = legacy.get(member, member)
+        found.append(member)
+        if described[0] == "numpy":
+            # A JAX array passed to a NumPy field stays a JAX array (no copy to the
+            # host), so it must pass the same check.
+            found.append(_jax_twin(member))
+    return tuple(found)
+
+
+def _jax_twin(member: type) -> type:
+    """The JAX counterpart of a NumPy array annotation (same dtypes and dims)."""
+    if not issubclass(member, jaxtyping.AbstractArray):
+        return jax.Array
+    dtypes = member.dtypes  # type: ignore[attr-defined]
+    if not isinstance(dtypes, (tuple, list)):
+        return jaxtyping.Shaped[jax.Array, member.dim_str]  # type: ignore[attr-defined]
+    # jaxtyping's documented way to define a dtype category: subclass AbstractDtype.
+    category = type("Category", (jaxtyping.AbstractDtype,), {"dtypes": list(dtypes)})
+    return category[jax.Array, member.dim_str]  # type: ignore[attr-defined]
 
 
 def _admits_scalar(dims: str) -> bool:
     """Whether a jaxtyping dimension string matches shape `()`, by jaxtyping's rules."""
-    return isinstance(np.empty(()), jaxtyping.Shaped[np.ndarray, dims])
+    scalar_shaped: Any = jaxtyping.Shaped[np.ndarray, dims]  # a class at runtime
+    return isinstance(np.empty(()), scalar_shaped)
 
 
 def init_annotation(annotation: Any) -> Any:

@@ -293,7 +293,9 @@ def field(
 
     `TypeError` if `dtype` is given together with `convert=False` or `static=True`;
     `af.ConversionError` when the class is created if `dtype` is given for a field
-    whose annotation does not denote an array.
+    whose annotation does not denote an array (Python 3.11 wraps it in the
+    `RuntimeError` it raises for any error in `__set_name__`; 3.12 and later
+    raise it as is).
 
     !!! example
 

@@ -19,8 +19,17 @@ import arrayfield as af
 from arrayfield import _hooks, _retrace
 
 
+def _retraces(record) -> list[warnings.WarningMessage]:
+    return [w for w in record if issubclass(w.category, af.RetraceWarning)]
+
+
 def _messages(record) -> list[str]:
-    return [str(w.message) for w in record if issubclass(w.category, af.RetraceWarning)]
+    return [str(w.message) for w in _retraces(record)]
+
+
+def _this_line() -> int:
+    """The caller's line number: where a warning should point."""
+    return sys._getframe(1).f_lineno
 
 
 @pytest.fixture
@@ -83,6 +92,25 @@ def test_jax_reports_trace_events_on_traces_and_never_on_cache_hits():
         f"JAX no longer reports {_hooks.TRACE_EVENT!r} on each trace (events per "
         f"call: {per_call}); arrayfield.explain_retraces cannot see retraces with "
         "this JAX version."
+    )
+
+
+def test_jit_traces_are_told_from_eager_transformations():
+    # What `_wrap_traced` relies on: JAX's current trace says whether a jit is
+    # staging the code, also under a grad inside the jit, and not under eager grad.
+    seen = []
+
+    def probe(x):
+        seen.append(_hooks.in_jit_trace())
+        return jnp.sum(x**2)
+
+    probe(jnp.ones(2))
+    jax.grad(probe)(jnp.ones(2))
+    jax.jit(probe)(jnp.ones(2))
+    jax.jit(jax.grad(probe))(jnp.ones(2))
+    assert seen == [False, False, True, True], (
+        "arrayfield.explain_retraces cannot tell a jit trace from an eager call with "
+        f"this JAX version (in_jit_trace gave {seen})."
     )
 
 
@@ -196,6 +224,7 @@ def test_fresh_partial_per_call_is_a_different_callable(caught):
         apply(jnp.ones(2), functools.partial(jnp.multiply, scale))
     (message,) = _messages(caught)
     assert "  fn: functools.partial(" in message
+    assert ") (a new object)\n" in message  # the two reprs are the same
     assert "different callable object" in message
     assert "create the closure or partial once, outside the loop" in message
 
@@ -210,6 +239,15 @@ def test_keyword_arguments_are_written_as_kwargs_keys(caught):
     update(jnp.ones(2), lr=0.2)
     (message,) = _messages(caught)
     assert 'kwargs["lr"]: 0.1 -> 0.2' in message
+
+
+def test_python_number_replaced_by_an_array_says_an_int(caught):
+    step = af.explain_retraces(eqx.filter_jit(lambda tree, x: tree))
+    step(jnp.ones(2), 1)
+    step(jnp.ones(2), jnp.ones(2))
+    (message,) = _messages(caught)
+    assert "  x: 1 -> f32[2]\n" in message
+    assert "was an int (hashed into the cache key), is an array now" in message
 
 
 def test_string_value_change_is_explained(caught):
@@ -247,6 +285,22 @@ def test_silent_reuse_of_an_int_trace_for_a_float_is_flagged(caught):
     assert "hash alike" in message
 
 
+def test_cache_hit_on_a_float_trace_is_not_reported_as_reuse_of_an_int_trace(caught):
+    # Trace 1: (f32[3], 1). Trace 2: (f32[4], 1.0), a retrace for the shape. Calling
+    # (f32[4], 1.0) again hits trace 2, made for a float: nothing is reused with the
+    # wrong type, though trace 1 has the same structure and an equal hashed value.
+    step = af.explain_retraces(eqx.filter_jit(lambda x, k: x * k))
+    step(jnp.ones(3), 1)
+    step(jnp.ones(4), 1.0)
+    caught.clear()
+    step(jnp.ones(4), 1.0)
+    step(jnp.ones(4, dtype=jnp.int32), 1.0)  # a new trace for the dtype: no reuse
+    assert [w.category for w in caught] == [af.RetraceWarning]
+    caught.clear()
+    step(jnp.ones(3), 1.0)  # this one does reuse trace 1, made for an int
+    assert [w.category for w in caught] == [af.TraceReuseWarning]
+
+
 def test_no_reuse_check_for_a_function_that_only_takes_arrays(caught):
     step = af.explain_retraces(eqx.filter_jit(_add_one))
     site_checks = []
@@ -269,6 +323,16 @@ def test_jax_jit_shape_change_and_static_argument_change(caught):
     assert "k: 2 -> 3" in second and "static_argnums" in second
 
 
+def test_static_argument_of_jax_jit_around_a_plain_function_names_jax_jit(caught):
+    jitted = jax.jit(af.explain_retraces(lambda x, n: x * n), static_argnames="n")
+    jitted(jnp.ones(2), n=2)
+    jitted(jnp.ones(2), n=3)
+    (message,) = _messages(caught)
+    assert "  n: 2 -> 3\n" in message
+    assert "a static argument of jax.jit (static_argnums/static_argnames)" in message
+    assert "filter_jit" not in message
+
+
 def test_plain_function_wrapped_then_jitted(caught):
     traces = []
 
@@ -285,6 +349,39 @@ def test_plain_function_wrapped_then_jitted(caught):
     assert "x: f32[2] -> f32[5]" in message
     eager = af.explain_retraces(body)(np.ones(2))  # an eager call is not a trace
     assert eager.tolist() == [2.0, 2.0] and len(_messages(caught)) == 1
+
+
+def test_plain_function_called_twice_in_one_jit_trace_is_not_a_retrace(caught):
+    loss = af.explain_retraces(lambda x: jnp.sum(x**2))
+
+    @jax.jit
+    def outer(x):
+        both = jax.lax.cond(x[0] > 0, loss, lambda y: loss(y[:1]), x)
+        return loss(x) + loss(x[:2]) + both  # one trace, one compile of `outer`
+
+    outer(jnp.ones(3))
+    assert _messages(caught) == []
+    outer(jnp.ones(4))  # `outer` traces again, and so does `loss`: once
+    (message,) = _messages(caught)
+    assert "x: f32[3] -> f32[4]" in message
+
+
+def test_plain_function_under_eager_grad_is_not_a_trace(caught):
+    loss = af.explain_retraces(lambda x: jnp.sum(x**2))
+    for shape in (3, 3, 4):
+        jax.grad(loss)(jnp.ones(shape))
+        jnp.zeros(shape + 5)  # an unrelated jit trace in between
+    assert _messages(caught) == []
+
+
+def test_retrace_of_plain_function_under_jit_points_at_the_callers_line(caught):
+    jitted = eqx.filter_jit(af.explain_retraces(lambda x, n: x * n))
+    jitted(jnp.ones(2), 1)
+    line = _this_line() + 1
+    jitted(jnp.ones(2), 2)
+    (warned,) = _retraces(caught)
+    assert (warned.filename, warned.lineno) == (__file__, line)  # not equinox's
+    assert "eqx.filter_jit hashes its value" in str(warned.message)
 
 
 def test_clean_array_module_loop_traces_once_and_warns_never():
@@ -335,6 +432,45 @@ def test_context_manager_covers_filter_jit_functions_defined_outside(caught):
     assert "tree.x: 0 -> 1" in messages[0] and "subclass af.ArrayModule" in messages[0]
     step(Plain(x=7), 1)  # outside the block: not watched
     assert len(_messages(caught)) == 2
+
+
+class _Model(eqx.Module):
+    w: Float[Array, ""]
+
+    @eqx.filter_jit
+    def apply(self, x):
+        return self.w * x
+
+
+def test_retrace_of_filter_jit_method_in_a_block_points_at_the_callers_line(caught):
+    with af.explain_retraces():
+        _Model(1).apply(jnp.ones(2))
+        line = _this_line() + 1
+        _Model(2).apply(jnp.ones(2))
+    (warned,) = _retraces(caught)
+    assert "self.w: 1 -> 2" in str(warned.message)
+    assert (warned.filename, warned.lineno) == (__file__, line)  # not equinox's
+
+
+def test_decorated_function_called_in_a_block_warns_once_per_retrace(caught):
+    step = af.explain_retraces(eqx.filter_jit(lambda x, k: x * k))
+    step(jnp.ones(3), 1)  # before the block: the decorator's record has it
+    with af.explain_retraces():
+        step(jnp.ones(3), 2)
+        step(jnp.ones(3), 3)
+    messages = _messages(caught)
+    assert len(messages) == 2, messages
+    assert "k: 1 -> 2" in messages[0] and "k: 2 -> 3" in messages[1]
+    assert all(w.filename == __file__ for w in _retraces(caught))
+
+
+def test_wrapped_plain_function_jitted_in_a_block_warns_once_per_retrace(caught):
+    jitted = eqx.filter_jit(af.explain_retraces(lambda x, n: x * n))
+    with af.explain_retraces():
+        jitted(jnp.ones(2), 1)
+        jitted(jnp.ones(2), 2)
+    (message,) = _messages(caught)
+    assert "  n: 1 -> 2\n" in message
 
 
 def test_context_manager_sees_a_fresh_jitted_partial_as_the_cause(caught):

@@ -1,11 +1,17 @@
 """Every place arrayfield depends on JAX's or equinox's internals, in one module.
 
-Two hooks:
+Three hooks:
 
 - Counting traces. JAX reports each top-level trace to `jax.monitoring` listeners
   (public API) under an event name that is not itself documented API. A listener
   increments a per-thread counter, so a wrapper learns "this call traced" by
   reading the counter before and after the call: O(1), nothing flattened.
+- Knowing which jit trace is running. A plain function that a jit traces sees
+  tracers, but so does one called under an eager `jax.grad`, and one jit trace may
+  call it twice. `in_jit_trace()` reads JAX's current trace (private) to tell a
+  jit trace from an eager transformation, and the listener also counts the traces
+  that finish at the top level (`counter.top_level`), which numbers them: two calls
+  with the same count are in the same top-level trace.
 - Seeing every `eqx.filter_jit` call. The functions `eqx.filter_jit` returns are
   instances of the private class `equinox._jit._JitWrapper`; `explain_retraces()`
   used as a context manager swaps that class's `__call__` while any block is open.
@@ -31,7 +37,9 @@ TRACE_EVENT = "/jax/core/compile/jaxpr_trace_duration"
 
 
 class _Counter(threading.local):
-    traces = 0  # class attribute: each new thread starts at 0 without a lookup miss
+    # Class attributes: each new thread starts at 0 without a lookup miss.
+    traces = 0  # every trace event (older JAX also reports nested traces)
+    top_level = 0  # only traces that finished outside any other trace
 
 
 counter = _Counter()
@@ -43,6 +51,8 @@ def _on_duration(event: str, duration_secs: float, **kwargs: Any) -> None:
     del duration_secs, kwargs
     if event == TRACE_EVENT:
         counter.traces += 1
+        if _trace_context().is_top_level():
+            counter.top_level += 1
 
 
 def _duration_unregisterer() -> Callable[[Callable[..., None]], None]:
@@ -80,6 +90,38 @@ def release_trace_counter() -> None:
 
 def trace_counter_active() -> bool:
     return _listener_users > 0
+
+
+# -- JAX's current trace ---------------------------------------------------------
+
+
+def _trace_context() -> Any:
+    from jax._src import core
+
+    return core.trace_ctx
+
+
+def _jaxpr_trace_class() -> type:
+    from jax._src.interpreters import partial_eval
+
+    return partial_eval.DynamicJaxprTrace
+
+
+def in_jit_trace() -> bool:
+    """Whether the running code is being staged out by a jit (not run eagerly).
+
+    Walks from JAX's current trace through the traces it forwards to (`grad` and
+    `vmap` inside a jit forward to the jit's trace) looking for a jaxpr trace.
+    """
+    jaxpr_trace = _jaxpr_trace_class()
+    trace = _trace_context().trace
+    for _ in range(100):  # a bound: a trace that forwards to itself stops here
+        if trace is None:
+            break
+        if isinstance(trace, jaxpr_trace):
+            return True
+        trace = getattr(trace, "parent_trace", None)
+    return False
 
 
 # -- equinox's jit wrapper --------------------------------------------------------
@@ -154,6 +196,17 @@ def check_compatible() -> None:
             "equinox._jit._JitWrapper no longer defines __call__ and _cached as "
             "arrayfield.explain_retraces expects; pin equinox to a supported version."
         )
+    try:
+        context = _trace_context()
+        context.trace  # noqa: B018
+        context.is_top_level  # noqa: B018
+        _jaxpr_trace_class()
+    except (AttributeError, ImportError) as error:
+        raise RuntimeError(
+            f"jax._src.core.trace_ctx or DynamicJaxprTrace moved ({error}); "
+            "arrayfield.explain_retraces cannot tell a jit trace from an eager call "
+            "with this JAX version."
+        ) from None
     try:
         jax.monitoring.register_event_duration_secs_listener  # noqa: B018
         _duration_unregisterer()

@@ -21,14 +21,15 @@ from __future__ import annotations
 import dataclasses
 import functools
 import os
+import sys
 import threading
 import warnings
 import weakref
 from collections.abc import Callable
 from typing import Any, TypeVar, overload
 
+import equinox
 import jax
-import jax.core
 import jax.numpy
 import jax.tree_util as jtu
 import numpy as np
@@ -44,6 +45,11 @@ ENV_VAR = "ARRAYFIELD_EXPLAIN_RETRACES"
 _HISTORY = 32
 
 _NUMBERS = (bool, int, float, complex)
+
+# Which jit a site's traces come from; the reasons name it. None: not known (a
+# plain function traced by whatever jit its caller uses).
+FILTER_JIT = "eqx.filter_jit"
+JAX_JIT = "jax.jit"
 
 _F = TypeVar("_F", bound=Callable[..., Any])
 
@@ -170,7 +176,22 @@ class _Signature:
     has_numbers: bool
     # For the per-call reuse check: the flat view `jtu.tree_flatten` gives.
     treedef: Any
+    arrays: tuple[tuple[int, Any], ...]  # (leaf index, (shape, dtype, weak_type))
     hashed: tuple[tuple[int, Any, type], ...]  # (leaf index, value, type)
+
+    def reused_by(self, flat: list[Any], treedef: Any) -> bool:
+        """Whether a call with these flat leaves hits the trace this call made."""
+        return (
+            self.treedef == treedef
+            and all(
+                is_array(flat[i]) and _array_key(flat[i]) == key
+                for i, key in self.arrays
+            )
+            and all(
+                not is_array(flat[i]) and _equal(value, flat[i])
+                for i, value, _ in self.hashed
+            )
+        )
 
 
 def _describe_leaf(value: Any, kind: str, field: FieldRef | None) -> _LeafSig:
@@ -199,8 +220,9 @@ def _signature(
         for static in statics:
             leaves[static.path] = _describe_leaf(static.value, "static", static.field)
     flat, treedef = jtu.tree_flatten((args, kwargs))
+    arrays = tuple((i, _array_key(x)) for i, x in enumerate(flat) if is_array(x))
     hashed = tuple((i, x, type(x)) for i, x in enumerate(flat) if not is_array(x))
-    return _Signature(leaves, structure, has_numbers, treedef, hashed)
+    return _Signature(leaves, structure, has_numbers, treedef, arrays, hashed)
 
 
 def _array_text(x: Any) -> str:
@@ -222,7 +244,7 @@ class _Change:
 
 
 def _diff(
-    old: _Signature, new: _Signature, scalar_values: bool = False
+    old: _Signature, new: _Signature, jit: str | None, scalar_values: bool = False
 ) -> list[_Change]:
     changes: list[_Change] = []
     for path, n in new.leaves.items():
@@ -239,7 +261,7 @@ def _diff(
                 )
             )
         elif not o.same(n):
-            changes.append(_leaf_change(path, o, n))
+            changes.append(_leaf_change(path, o, n, jit))
         elif scalar_values and n.scalar is not None and not _equal(o.scalar, n.scalar):
             changes.append(
                 _Change(
@@ -287,7 +309,14 @@ _STRUCTURE_FIX = (
 )
 
 
-def _leaf_change(path: str, o: _LeafSig, n: _LeafSig) -> _Change:
+def _article(word: str) -> str:
+    return "an" if word[:1].lower() in "aeiou" else "a"
+
+
+def _leaf_change(path: str, o: _LeafSig, n: _LeafSig, jit: str | None) -> _Change:
+    new_text = n.text
+    if new_text == o.text and n.kind != "array":
+        new_text += " (a new object)"  # e.g. a fresh functools.partial: same repr
     if o.kind == "array" and n.kind == "array":
         (o_shape, o_dtype, o_weak), (n_shape, n_dtype, _) = o.key, n.key
         if o_shape != n_shape:
@@ -316,32 +345,53 @@ def _leaf_change(path: str, o: _LeafSig, n: _LeafSig) -> _Change:
         return _Change(
             path,
             o.text,
-            n.text,
+            new_text,
             "a static=True field is part of the cache key, and its value changed",
             "expected if it is a setting that takes a few values; if it changes "
             "from step to step, make it an ordinary array field",
         )
     if n.kind == "hashed":
-        why, fix = _hashed_reason(n, was_array=o.kind == "array")
-        return _Change(path, o.text, n.text, why, fix)
+        why, fix = _hashed_reason(n, o.kind == "array", jit)
+        return _Change(path, o.text, new_text, why, fix)
+    kind = o.type.__name__
     return _Change(  # a hashed value became an array
         path,
         o.text,
         n.text,
-        f"was a {o.type.__name__} (hashed into the cache key), is an array now",
+        f"was {_article(kind)} {kind} (hashed into the cache key), is an array now",
         "pass the same kind of value every call; an array every time is best",
     )
 
 
-def _hashed_reason(n: _LeafSig, was_array: bool) -> tuple[str, str]:
+_STATIC_FIX = (
+    "if it changes from call to call, take it out of static_argnums/static_argnames "
+    "so that jax.jit traces it"
+)
+
+
+def _hashed_reason(n: _LeafSig, was_array: bool, jit: str | None) -> tuple[str, str]:
     kind = n.type.__name__
     if type(n.key) in _NUMBERS:
-        why = (
-            f"a Python {kind} is not an array, so eqx.filter_jit hashes its value "
-            "into the cache key: every new value compiles again"
-        )
         if was_array:
             why = f"was an array, is a Python {kind} now (hashed into the cache key)"
+        elif jit == JAX_JIT:
+            why = (
+                f"a static argument of jax.jit (static_argnums/static_argnames) is "
+                f"hashed into the cache key, so every new value of this Python {kind} "
+                "compiles again"
+            )
+            return why, _STATIC_FIX
+        elif jit == FILTER_JIT:
+            why = (
+                f"a Python {kind} is not an array, so eqx.filter_jit hashes its value "
+                "into the cache key: every new value compiles again"
+            )
+        else:
+            why = (
+                f"a Python {kind} that the jit does not trace is hashed into the cache "
+                "key (eqx.filter_jit hashes every non-array leaf, jax.jit its static "
+                "arguments): every new value compiles again"
+            )
         return why, number_fix(n.field)
     if callable(n.key):
         return (
@@ -350,9 +400,25 @@ def _hashed_reason(n: _LeafSig, was_array: bool) -> tuple[str, str]:
             "create the closure or partial once, outside the loop, or make it an "
             "eqx.Module (or eqx.Partial) so the values it captures are traced",
         )
+    a_kind = f"{_article(kind)} {kind}"
+    if jit == JAX_JIT:
+        why = (
+            f"{a_kind} static argument of jax.jit is hashed into the cache key, and "
+            "its value changed"
+        )
+        return why, _STATIC_FIX
+    if jit == FILTER_JIT:
+        why = (
+            f"{a_kind} is not an array, so filter_jit hashes it into the cache key, "
+            "and its value changed"
+        )
+    else:
+        why = (
+            f"{a_kind} is not traced by the jit, so it is hashed into the cache "
+            "key, and its value changed"
+        )
     return (
-        f"a {kind} is not an array, so filter_jit hashes it into the cache key, "
-        "and its value changed",
+        why,
         "keep values that change from call to call out of the jitted arguments "
         "(or make them arrays); mark fixed settings eqx.field(static=True)",
     )
@@ -376,7 +442,7 @@ def number_fix(field: FieldRef | None) -> str:
         )
     annotation = field.annotation
     try:
-        resolved = resolve_annotation(annotation, field.declared_in, None)
+        resolved = resolve_annotation(annotation, field.declared_in)
     except Unresolved:
         resolved = annotation
     spelled = spell_annotation(annotation)
@@ -406,11 +472,11 @@ def number_fix(field: FieldRef | None) -> str:
 
 
 def _closest(
-    history: list[_Signature], new: _Signature
+    history: list[_Signature], new: _Signature, jit: str | None
 ) -> tuple[_Signature, list[_Change]]:
     best: tuple[_Signature, list[_Change]] | None = None
     for old in reversed(history):  # latest first, so ties go to the latest
-        changes = _diff(old, new)
+        changes = _diff(old, new, jit)
         if best is None or len(changes) < len(best[1]):
             best = (old, changes)
     assert best is not None
@@ -444,25 +510,68 @@ def _location(fn: Any) -> str:
     return f"{name} ({filename}:{code.co_firstlineno})"
 
 
+def _package_dir(module: Any) -> str:
+    return os.path.dirname(module.__file__) + os.sep
+
+
+# Warnings point at the first frame outside these packages: the user's line.
+_EQUINOX_DIR = _package_dir(equinox)
+_JAX_DIR = _package_dir(jax)
+_LIBRARY_DIRS = (os.path.dirname(__file__) + os.sep, _EQUINOX_DIR, _JAX_DIR)
+
+
+def _warn(warning: Warning) -> None:
+    """Issue `warning` at the innermost calling frame outside arrayfield/equinox/jax."""
+    frame = sys._getframe(1)
+    stacklevel = 2  # 1 would be this function, 2 its caller
+    while frame.f_back is not None and frame.f_code.co_filename.startswith(
+        _LIBRARY_DIRS
+    ):
+        frame = frame.f_back
+        stacklevel += 1
+    warnings.warn(warning, stacklevel=stacklevel)
+
+
+def _calling_jit() -> str | None:
+    """Which jit is tracing the plain function whose wrapper called this."""
+    caller = sys._getframe(2).f_code.co_filename  # the wrapper's caller
+    if caller.startswith(_EQUINOX_DIR):
+        return FILTER_JIT
+    if caller.startswith(_JAX_DIR):
+        return JAX_JIT
+    return None  # called from the user's own jitted function: any jit
+
+
 class _Site:
     """What one watched function has traced with (its last few signatures)."""
 
-    def __init__(self, fn: Any, traced_scalars: bool, keep_alive: Any = None):
+    def __init__(self, fn: Any, jit: str | None, keep_alive: Any = None):
         self.fn = fn
-        self.traced_scalars = traced_scalars
+        self.jit = jit
+        self.traced_scalars = jit == JAX_JIT  # jax.jit traces Python numbers
         self.keep_alive = keep_alive  # pins the object whose id keys this site
         self.history: list[_Signature] = []
         self.check_reuse = False
         self.reported: set[tuple[int, tuple[type, ...]]] = set()
         self.lock = threading.Lock()
+        self.shared = False  # also used by the `with` block's hook (see _wrap_jitted)
+        self.last_trace = -1  # for a plain function: the top-level trace it was in
 
     def arguments(self, args: tuple, kwargs: dict) -> dict[str, Any]:
         return bind_arguments(self.fn, args, kwargs)
 
     def traced(
-        self, args: tuple, kwargs: dict, extra: dict[str, Any], stacklevel: int
-    ) -> None:
-        """This call traced: compare it with the earlier ones, then remember it."""
+        self,
+        args: tuple,
+        kwargs: dict,
+        extra: dict[str, Any],
+        jit: str | None = None,
+        quiet: bool = False,
+    ) -> bool:
+        """This call traced: compare it with the earlier ones, then remember it.
+
+        Returns whether it warned; `quiet` only remembers (an inner wrapper warned).
+        """
         arguments = {**extra, **self.arguments(args, kwargs)}
         new = _signature(arguments, args, kwargs, self.traced_scalars)
         with self.lock:
@@ -470,24 +579,33 @@ class _Site:
             self.history.append(new)
             del self.history[:-_HISTORY]
             self.check_reuse = self.check_reuse or new.has_numbers
-        if history:
-            _, changes = _closest(history, new)
-            if not changes and self.traced_scalars:
-                changes = min(
-                    (_diff(old, new, scalar_values=True) for old in history), key=len
-                )
-            warnings.warn(
-                RetraceWarning(self._message(changes)), stacklevel=stacklevel + 1
+        if not history or quiet:
+            return False
+        jit = jit or self.jit
+        _, changes = _closest(history, new, jit)
+        if not changes and self.traced_scalars:
+            changes = min(
+                (_diff(old, new, jit, scalar_values=True) for old in history), key=len
             )
+        _warn(RetraceWarning(self._message(changes)))
+        return True
 
     def _message(self, changes: list[_Change]) -> str:
         head = f"{_location(self.fn)} was traced and compiled again."
         if not changes:
+            causes = (
+                "a new jit wrapper around the same function (eqx.filter_jit or "
+                "jax.jit called inside a loop), jax.clear_caches(), or different "
+                "jit options"
+            )
+            if self.jit is None:
+                causes = (
+                    "the jitted function that calls it was traced again for its "
+                    f"own arguments, {causes}"
+                )
             return (
                 f"{head} No argument differs from an earlier call that traced, so "
-                "the cause is outside the arguments: a new jit wrapper around the "
-                "same function (eqx.filter_jit or jax.jit called inside a loop), "
-                "jax.clear_caches(), or different jit options."
+                f"the cause is outside the arguments: {causes}."
             )
         lines = [f"{head} Compared with the closest earlier call:"]
         for c in changes:
@@ -496,33 +614,24 @@ class _Site:
             lines.append(f"    fix: {c.fix}.")
         return "\n".join(lines)
 
-    def check_hit(self, args: tuple, kwargs: dict, stacklevel: int) -> None:
+    def check_hit(self, args: tuple, kwargs: dict) -> None:
         """This call hit the cache: did it reuse a trace made for other types?"""
         flat, treedef = jtu.tree_flatten((args, kwargs))
-        for old in tuple(self.history):
-            if old.treedef != treedef or not old.has_numbers:
-                continue
-            now = []
-            for i, value, _ in old.hashed:
-                current = flat[i]
-                if is_array(current) or not _equal(value, current):
-                    break
-                now.append(type(current))
-            else:
-                types = tuple(now)
-                if types == tuple(t for _, _, t in old.hashed):
-                    return  # the trace this call reuses was made for these types
-                self._report_reuse(old, flat, args, kwargs, types, stacklevel + 1)
-                return
+        for old in reversed(self.history):  # the latest trace is the one cached
+            if old.reused_by(flat, treedef):
+                break
+        else:
+            return  # no trace matches: evicted from the history, or not seen
+        types = tuple(type(flat[i]) for i, _, _ in old.hashed)
+        if old.has_numbers and types != tuple(t for _, _, t in old.hashed):
+            self._report_reuse(old, args, kwargs, types)
 
     def _report_reuse(
         self,
         old: _Signature,
-        flat: list[Any],
         args: tuple,
         kwargs: dict,
         types: tuple[type, ...],
-        stacklevel: int,
     ) -> None:
         with self.lock:
             key = (id(old), types)
@@ -548,14 +657,28 @@ class _Site:
                 "that type's dtype."
             )
             lines.append(f"    fix: {number_fix(n.field)}.")
-        warnings.warn(TraceReuseWarning("\n".join(lines)), stacklevel=stacklevel + 1)
+        _warn(TraceReuseWarning("\n".join(lines)))
 
 
 # -- the decorator ----------------------------------------------------------------
 
+# When wrappers nest (a decorated eqx.filter_jit function called in a `with` block,
+# or a wrapped plain function traced by a watched jit), the innermost one that
+# explains a trace sets this to the trace count it saw; an outer wrapper whose call
+# began at or before that count knows the trace is explained and stays quiet.
 
-def _has_tracer(args: tuple, kwargs: dict) -> bool:
-    return any(isinstance(x, jax.core.Tracer) for x in jtu.tree_leaves((args, kwargs)))
+
+class _ThreadState(threading.local):
+    session: _Session | None = None
+    depth = 0
+    explained = -1
+
+
+_thread = _ThreadState()
+
+# The sites of decorated eqx.filter_jit functions, by id of their jit cache, so a
+# `with` block's hook explains their calls with the decorator's own record.
+_decorated: weakref.WeakValueDictionary[int, _Site] = weakref.WeakValueDictionary()
 
 
 def _wrap(fn: _F) -> _F:
@@ -566,7 +689,12 @@ def _wrap(fn: _F) -> _F:
 
 def _wrap_jitted(fn: Any) -> Any:
     """Around a jitted callable: a call traced iff the trace counter moved."""
-    site = _Site(fn, traced_scalars=not _hooks.is_filter_jit(fn))
+    is_filter_jit = _hooks.is_filter_jit(fn)
+    site = _Site(fn, FILTER_JIT if is_filter_jit else JAX_JIT)
+    if is_filter_jit:
+        cache = _hooks.cache_of(fn)
+        site.keep_alive, site.shared = cache, True
+        _decorated[id(cache)] = site
     check = not site.traced_scalars  # jax.jit traces scalars: nothing to reuse
     _hooks.acquire_trace_counter()
     counter = _hooks.counter
@@ -578,9 +706,10 @@ def _wrap_jitted(fn: Any) -> Any:
         before = counter.traces
         out = fn(*args, **kwargs)
         if counter.traces != before:
-            site.traced(args, kwargs, no_extra, stacklevel=2)
+            if _thread.explained < before:  # else a `with` block's hook did
+                site.traced(args, kwargs, no_extra)
         elif check and site.check_reuse:
-            site.check_hit(args, kwargs, stacklevel=2)
+            site.check_hit(args, kwargs)
         return out
 
     # The trace listener stays registered exactly as long as some wrapper lives.
@@ -589,17 +718,27 @@ def _wrap_jitted(fn: Any) -> Any:
 
 
 def _wrap_traced(fn: Any) -> Any:
-    """Around a plain function that a jit traces: a call with tracers is a trace."""
-    site = _Site(fn, traced_scalars=False)
+    """Around a plain function that a jit traces: its first call in each jit trace.
+
+    A call counts when it runs inside a jit trace (not under an eager `jax.grad`)
+    and is the first one in that top-level trace: one trace may call it many times.
+    """
+    site = _Site(fn, jit=None)
+    _hooks.acquire_trace_counter()
+    counter = _hooks.counter
+    in_jit_trace = _hooks.in_jit_trace
     no_extra: dict[str, Any] = {}
 
     @functools.wraps(fn)
     def explained(*args: Any, **kwargs: Any) -> Any:
         __tracebackhide__ = True
-        if _has_tracer(args, kwargs):
-            site.traced(args, kwargs, no_extra, stacklevel=2)
+        if in_jit_trace() and site.last_trace != counter.top_level:
+            site.last_trace = counter.top_level
+            if site.traced(args, kwargs, no_extra, jit=_calling_jit()):
+                _thread.explained = counter.traces
         return fn(*args, **kwargs)
 
+    weakref.finalize(explained, _hooks.release_trace_counter)
     return explained
 
 
@@ -620,17 +759,14 @@ class _Session:
             with self.lock:
                 site = self.sites.get(id(cache))
                 if site is None:
-                    site = _Site(jit_wrapper, traced_scalars=False, keep_alive=cache)
+                    # A decorated function keeps its own record (and no warning twice).
+                    site = _decorated.get(id(cache)) or _Site(
+                        jit_wrapper, FILTER_JIT, keep_alive=cache
+                    )
                     self.sites[id(cache)] = site
         return site
 
 
-class _ThreadState(threading.local):
-    session: _Session | None = None
-    depth = 0
-
-
-_thread = _ThreadState()
 _process_session: _Session | None = None
 
 
@@ -648,11 +784,14 @@ def _watching_call(original: Callable[..., Any]) -> Callable[..., Any]:
         before = counter.traces
         out = original(self, *args, **kwargs)
         if counter.traces != before:
-            # The jitted callable is hashed into the key too: show it as an argument.
-            extra = {"<function>": self.__wrapped__}
-            site.traced(args, kwargs, extra, stacklevel=2)
+            # The jitted callable is hashed into the key too: show it as an argument
+            # (a decorator's record shows the arguments only, like the decorator).
+            extra = {} if site.shared else {"<function>": self.__wrapped__}
+            quiet = _thread.explained >= before  # a wrapped plain function warned
+            if site.traced(args, kwargs, extra, quiet=quiet) or site.shared:
+                _thread.explained = before
         elif site.check_reuse:
-            site.check_hit(args, kwargs, stacklevel=2)
+            site.check_hit(args, kwargs)
         return out
 
     return __call__
@@ -710,7 +849,8 @@ def explain_retraces(fn: Callable[..., Any] | None = None) -> Any:
     - As a decorator around a jitted function: `af.explain_retraces(eqx.filter_jit(f))`
         or stacked above `@eqx.filter_jit` (`jax.jit` works too). Around a plain
         function that a jit then traces, `eqx.filter_jit(af.explain_retraces(f))`,
-        each call that receives tracers is a trace.
+        each jit trace that calls it counts once (however often it calls it);
+        eager calls, also under `jax.grad` or `jax.vmap`, are not traces.
     - As a context manager, `with af.explain_retraces(): ...`, which watches every
         `eqx.filter_jit` function called in the block by the same thread, without
         touching their code. The first trace of each function inside the block is
@@ -719,6 +859,10 @@ def explain_retraces(fn: Callable[..., Any] | None = None) -> Any:
         `ARRAYFIELD_EXPLAIN_RETRACES=1` before `arrayfield` is imported (e.g.
         `ARRAYFIELD_EXPLAIN_RETRACES=1 python -c "import arrayfield; ..."`, or add
         `import arrayfield` at the top of the script). Every thread is watched.
+
+    Warnings point at your line that made the call, not into equinox or JAX; a
+    function that is decorated and also called in a `with` block (or with the
+    environment variable set) warns once per retrace.
 
     **Cost:** a call that hits the compilation cache costs two attribute reads
     (JAX reports traces to a listener; nothing is flattened). The silent-reuse

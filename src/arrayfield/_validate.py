@@ -15,6 +15,7 @@ from __future__ import annotations
 import dataclasses
 import os
 import threading
+import weakref
 from typing import Any
 
 import jax
@@ -66,7 +67,10 @@ class _CheckedField:
     allow_none: bool
 
 
-_fields_cache: dict[type, tuple[_CheckedField, ...]] = {}
+# Weak keys: classes made on the fly (in tests, in loops) must stay collectable.
+_fields_cache: weakref.WeakKeyDictionary[type, tuple[_CheckedField, ...]] = (
+    weakref.WeakKeyDictionary()
+)
 _fields_lock = threading.Lock()
 
 

@@ -471,7 +471,8 @@ class _ArrayModuleMeta(type(eqx.Module)):
         # hooks skip instances of subclasses (`type(self) is cls`), so nothing is lost.
         if converters or validates:
             own_check = cls.__dict__.get("__check_init__")
-            cls.__check_init__ = _make_check_init(cls, converters, validates, own_check)
+            hook = _make_check_init(cls, converters, validates, own_check)
+            type.__setattr__(cls, "__check_init__", hook)
         return cls
 
 

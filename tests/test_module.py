@@ -339,3 +339,20 @@ def test_normalize_does_not_rerun_user_converters():
         x: Float[Array, ""] = eqx.field(converter=lambda v: v * 2)
 
     assert af.normalize(Doubled(x=1)).x == 2
+
+
+def test_public_names_all_resolve_and_diagnostics_load_lazily():
+    import subprocess
+    import sys
+
+    assert sorted(af.__all__) == sorted(set(af.__all__))
+    for name in af.__all__:
+        assert getattr(af, name) is not None
+    code = (
+        "import sys, arrayfield as af\n"
+        "assert 'arrayfield._retrace' not in sys.modules\n"
+        "af.explain_retraces\n"
+        "assert 'arrayfield._retrace' in sys.modules\n"
+    )
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True)
+    assert result.returncode == 0, result.stderr

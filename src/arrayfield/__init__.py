@@ -6,19 +6,72 @@ field's annotation and stores scalars in array-annotated fields as strongly type
 arrays, so a `filter_jit` loop traces once.
 """
 
-from ._audit import AuditError as AuditError
-from ._audit import Finding as Finding
-from ._audit import Findings as Findings
-from ._audit import assert_clean as assert_clean
-from ._audit import audit as audit
+import importlib
+from typing import TYPE_CHECKING, Any
+
+from ._env import EXPLAIN_RETRACES, env_flag
 from ._errors import AnnotationWarning as AnnotationWarning
 from ._errors import ConversionError as ConversionError
 from ._module import ArrayModule as ArrayModule
 from ._module import field as field
 from ._module import normalize as normalize
-from ._retrace import RetraceWarning as RetraceWarning
-from ._retrace import TraceReuseWarning as TraceReuseWarning
-from ._retrace import explain_retraces as explain_retraces
 from ._validate import ValidationError as ValidationError
 
+if TYPE_CHECKING:  # the diagnostics are imported on first use, below
+    from ._audit import AuditError as AuditError
+    from ._audit import Finding as Finding
+    from ._audit import Findings as Findings
+    from ._audit import assert_clean as assert_clean
+    from ._audit import audit as audit
+    from ._retrace import RetraceWarning as RetraceWarning
+    from ._retrace import TraceReuseWarning as TraceReuseWarning
+    from ._retrace import explain_retraces as explain_retraces
+
 __version__ = "0.1.0"
+
+# Loaded when first used: they are half of arrayfield's own import time, and a
+# training script that never asks for a diagnosis should not pay for them.
+_DIAGNOSTICS = {
+    "AuditError": "._audit",
+    "Finding": "._audit",
+    "Findings": "._audit",
+    "assert_clean": "._audit",
+    "audit": "._audit",
+    "RetraceWarning": "._retrace",
+    "TraceReuseWarning": "._retrace",
+    "explain_retraces": "._retrace",
+}
+
+__all__ = [
+    "AnnotationWarning",
+    "ArrayModule",
+    "AuditError",
+    "ConversionError",
+    "Finding",
+    "Findings",
+    "RetraceWarning",
+    "TraceReuseWarning",
+    "ValidationError",
+    "assert_clean",
+    "audit",
+    "explain_retraces",
+    "field",
+    "normalize",
+]
+
+
+def __getattr__(name: str) -> Any:
+    module = _DIAGNOSTICS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'arrayfield' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module, __name__), name)
+    globals()[name] = value  # later lookups skip this function
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})
+
+
+if env_flag(EXPLAIN_RETRACES):  # watches the process from import on
+    importlib.import_module("._retrace", __name__)

@@ -35,11 +35,12 @@ import jax.tree_util as jtu
 import numpy as np
 
 from . import _hooks
+from ._env import EXPLAIN_RETRACES, env_flag
 from ._errors import format_annotation, short_repr
 from ._paths import FieldRef, bind_arguments, is_array, walk
 from ._spec import Unresolved, array_spec, resolve_annotation
 
-ENV_VAR = "ARRAYFIELD_EXPLAIN_RETRACES"
+ENV_VAR = EXPLAIN_RETRACES
 
 # How many earlier signatures per function a new trace is compared against.
 _HISTORY = 32
@@ -910,5 +911,5 @@ def _enable_for_process() -> None:
     _process_session = _Session()
 
 
-if os.environ.get(ENV_VAR, "").strip().lower() not in ("", "0", "false", "no", "off"):
+if env_flag(ENV_VAR):
     _enable_for_process()

@@ -13,7 +13,6 @@ so dimension names bind across fields exactly as they do across function argumen
 from __future__ import annotations
 
 import dataclasses
-import os
 import threading
 import weakref
 from typing import Any
@@ -22,10 +21,11 @@ import jax
 import jaxtyping
 import numpy as np
 
+from ._env import CHECK, env_flag
 from ._errors import format_annotation, short_repr
 from ._spec import array_types
 
-ENV_VAR = "ARRAYFIELD_CHECK"
+ENV_VAR = CHECK
 
 
 class ValidationError(TypeError):
@@ -56,7 +56,7 @@ class ValidationError(TypeError):
 
 def enabled_by_environment() -> bool:
     """Whether `ARRAYFIELD_CHECK` asks for validation of newly defined classes."""
-    return os.environ.get(ENV_VAR, "").strip().lower() in ("1", "true", "yes", "on")
+    return env_flag(ENV_VAR)
 
 
 @dataclasses.dataclass(frozen=True)

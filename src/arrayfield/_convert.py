@@ -60,6 +60,11 @@ def _canonical(dtype: np.dtype, x64: bool) -> np.dtype:
     return np.dtype(jax.dtypes.canonicalize_dtype(dtype))
 
 
+def canonical_dtype(dtype: np.dtype) -> np.dtype:
+    """The dtype JAX gives a value of NumPy dtype `dtype`, under the current x64."""
+    return _canonical(dtype, _x64())
+
+
 def target_dtype(spec: ArraySpec, dtype: np.dtype, x64: bool) -> np.dtype:
     """The dtype a value of `dtype` is stored as in a field described by `spec`."""
     key = (dtype, x64)

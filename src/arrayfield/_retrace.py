@@ -35,6 +35,7 @@ import jax.tree_util as jtu
 import numpy as np
 
 from . import _hooks
+from ._convert import canonical_dtype
 from ._env import EXPLAIN_RETRACES, env_flag
 from ._errors import format_annotation, short_repr
 from ._paths import FieldRef, bind_arguments, is_array, walk
@@ -141,20 +142,12 @@ def _equal(a: Any, b: Any) -> bool:
         return False
 
 
-def _x64() -> bool:
-    return bool(jax.config.read("jax_enable_x64"))
-
-
 def _canonical(dtype: Any) -> Any:
     try:
         dtype = np.dtype(dtype)
     except TypeError:
         return dtype  # extended dtypes (PRNG keys) are already what jit sees
-    if not _x64() and dtype.itemsize == 8 and dtype.kind in "iuf":
-        return np.dtype(f"{dtype.kind}4")
-    if not _x64() and dtype == np.complex128:
-        return np.dtype(np.complex64)
-    return dtype
+    return canonical_dtype(dtype)
 
 
 def _array_key(x: Any) -> tuple[tuple[int, ...], Any, bool]:

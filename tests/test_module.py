@@ -235,8 +235,9 @@ def test_unresolvable_annotation_warns_and_leaves_the_field():
     class Unknown(af.ArrayModule):
         x: NotImportedAtRuntime
 
-    with pytest.warns(af.AnnotationWarning, match=r"Unknown\.x"):
+    with pytest.warns(af.AnnotationWarning, match=r"Unknown\.x") as caught:
         assert Unknown(x=1).x == 1
+    assert caught[0].filename == __file__  # the line that built it, not ours
 
 
 # -- af.field ---------------------------------------------------------------------

@@ -116,6 +116,8 @@ class AuditError(AssertionError):
         ```
     """
 
+    __module__ = "arrayfield"  # tracebacks and reprs show the public name
+
 
 def _is_stable_callable(x: Any) -> bool:
     """A callable whose identity does not change between calls (module-level)."""

@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
+import os
 import re
+import sys
+import warnings
 from typing import Any
 
+import equinox
+import jax
 import numpy as np
 
 
@@ -38,13 +43,17 @@ class ConversionError(TypeError, ValueError):
         ```
     """
 
+    __module__ = "arrayfield"  # tracebacks and reprs show the public name
+
 
 class AnnotationWarning(UserWarning):
     """An annotation could not be resolved, so its field is left unconverted.
 
     Typical cause: `from __future__ import annotations` together with a name that
-    is only imported under `if TYPE_CHECKING:`. The warning is issued once per
-    field, when the class is first instantiated.
+    is only imported under `if TYPE_CHECKING:`. The warning is issued when a value
+    arrives that conversion would have changed (a number, a NumPy value, a list),
+    at the line that built the instance; a field such as `config: Config` whose
+    type is only imported for type checkers stays silent.
 
     !!! example
 
@@ -69,6 +78,8 @@ class AnnotationWarning(UserWarning):
         assert star.flux == 1.0 and isinstance(star.flux, float)  # not converted
         ```
     """
+
+    __module__ = "arrayfield"  # tracebacks and reprs show the public name
 
 
 _MODULE_PREFIXES = re.compile(
@@ -122,3 +133,28 @@ def dtype_shorthand(dtype: Any) -> str:
     if letter == "bool":
         return "bool"
     return f"{letter}{dtype.itemsize * 8}"
+
+
+def _package_dir(module: Any) -> str:
+    return os.path.dirname(module.__file__) + os.sep
+
+
+EQUINOX_DIR = _package_dir(equinox)
+JAX_DIR = _package_dir(jax)
+_LIBRARY_DIRS = (os.path.dirname(__file__) + os.sep, EQUINOX_DIR, JAX_DIR)
+
+
+def warn_in_user_code(warning: Warning) -> None:
+    """Issue `warning` at the innermost calling frame outside arrayfield/equinox/jax.
+
+    Our warnings fire deep inside equinox's class machinery or a jit trace; the line
+    worth showing is the user's.
+    """
+    frame = sys._getframe(1)
+    stacklevel = 2  # 1 would be this function, 2 its caller
+    while frame.f_back is not None and frame.f_code.co_filename.startswith(
+        _LIBRARY_DIRS
+    ):
+        frame = frame.f_back
+        stacklevel += 1
+    warnings.warn(warning, stacklevel=stacklevel)

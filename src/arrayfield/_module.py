@@ -21,7 +21,6 @@ import dataclasses
 import inspect
 import sys
 import threading
-import warnings
 from collections.abc import Callable
 from typing import Any, TypeVar
 
@@ -41,7 +40,13 @@ from ._convert import (
     looks_numeric,
     to_array,
 )
-from ._errors import AnnotationWarning, ConversionError, format_annotation, short_repr
+from ._errors import (
+    AnnotationWarning,
+    ConversionError,
+    format_annotation,
+    short_repr,
+    warn_in_user_code,
+)
 from ._spec import (
     ArraySpec,
     Unresolved,
@@ -200,14 +205,15 @@ class FieldConverter:
             spec = self.resolved_spec()
         if spec is None:
             if self.unresolved and looks_numeric(value):
-                warnings.warn(
-                    f"{self.where_in(cls or self.owner)}: cannot resolve the "
-                    f"annotation {self.annotation!r} ({self.unresolved}), so "
-                    f"{short_repr(value)} is stored as it is, not converted. Import "
-                    "the names it uses at runtime (not only under TYPE_CHECKING), "
-                    "or opt the field out with af.field(convert=False).",
-                    AnnotationWarning,
-                    stacklevel=2,
+                warn_in_user_code(
+                    AnnotationWarning(
+                        f"{self.where_in(cls or self.owner)}: cannot resolve the "
+                        f"annotation {self.annotation!r} ({self.unresolved}), so a "
+                        f"{type(value).__name__} is stored as it is, not converted. "
+                        "Import the names it uses at runtime (not only under "
+                        "TYPE_CHECKING), or opt the field out with "
+                        "af.field(convert=False)."
+                    )
                 )
             return value
         try:
@@ -480,7 +486,8 @@ class ArrayModule(eqx.Module, metaclass=_ArrayModuleMeta):
     """`eqx.Module`, with array-annotated fields stored as strongly typed arrays.
 
     Subclass it instead of `eqx.Module`. After any `__init__` (the dataclass one or
-    your own) and before `__check_init__`, each field whose annotation denotes an
+    your own) and before any `__check_init__` you wrote (the conversion itself runs
+    in equinox's `__check_init__` hook), each field whose annotation denotes an
     array (`jax.Array`, `np.ndarray`, `ArrayLike`, jaxtyping's `Float[Array, "n"]`
     and friends, also inside `Optional`/`Union`/`Annotated`) is converted:
 

@@ -23,12 +23,10 @@ import functools
 import os
 import sys
 import threading
-import warnings
 import weakref
 from collections.abc import Callable
 from typing import Any, TypeVar, overload
 
-import equinox
 import jax
 import jax.numpy
 import jax.tree_util as jtu
@@ -37,7 +35,13 @@ import numpy as np
 from . import _hooks
 from ._convert import canonical_dtype
 from ._env import EXPLAIN_RETRACES, env_flag
-from ._errors import format_annotation, short_repr
+from ._errors import (
+    EQUINOX_DIR,
+    JAX_DIR,
+    format_annotation,
+    short_repr,
+    warn_in_user_code,
+)
 from ._paths import FieldRef, bind_arguments, is_array, walk
 from ._spec import Unresolved, array_spec, resolve_annotation
 
@@ -83,6 +87,8 @@ class RetraceWarning(UserWarning):
         ```
     """
 
+    __module__ = "arrayfield"  # tracebacks and reprs show the public name
+
 
 class TraceReuseWarning(RetraceWarning):
     """A call reused a trace compiled for arguments of another type.
@@ -109,6 +115,8 @@ class TraceReuseWarning(RetraceWarning):
         assert caught[0].category is af.TraceReuseWarning
         ```
     """
+
+    __module__ = "arrayfield"  # tracebacks and reprs show the public name
 
 
 # -- signatures -------------------------------------------------------------------
@@ -504,34 +512,12 @@ def _location(fn: Any) -> str:
     return f"{name} ({filename}:{code.co_firstlineno})"
 
 
-def _package_dir(module: Any) -> str:
-    return os.path.dirname(module.__file__) + os.sep
-
-
-# Warnings point at the first frame outside these packages: the user's line.
-_EQUINOX_DIR = _package_dir(equinox)
-_JAX_DIR = _package_dir(jax)
-_LIBRARY_DIRS = (os.path.dirname(__file__) + os.sep, _EQUINOX_DIR, _JAX_DIR)
-
-
-def _warn(warning: Warning) -> None:
-    """Issue `warning` at the innermost calling frame outside arrayfield/equinox/jax."""
-    frame = sys._getframe(1)
-    stacklevel = 2  # 1 would be this function, 2 its caller
-    while frame.f_back is not None and frame.f_code.co_filename.startswith(
-        _LIBRARY_DIRS
-    ):
-        frame = frame.f_back
-        stacklevel += 1
-    warnings.warn(warning, stacklevel=stacklevel)
-
-
 def _calling_jit() -> str | None:
     """Which jit is tracing the plain function whose wrapper called this."""
     caller = sys._getframe(2).f_code.co_filename  # the wrapper's caller
-    if caller.startswith(_EQUINOX_DIR):
+    if caller.startswith(EQUINOX_DIR):
         return FILTER_JIT
-    if caller.startswith(_JAX_DIR):
+    if caller.startswith(JAX_DIR):
         return JAX_JIT
     return None  # called from the user's own jitted function: any jit
 
@@ -581,7 +567,7 @@ class _Site:
             changes = min(
                 (_diff(old, new, jit, scalar_values=True) for old in history), key=len
             )
-        _warn(RetraceWarning(self._message(changes)))
+        warn_in_user_code(RetraceWarning(self._message(changes)))
         return True
 
     def _message(self, changes: list[_Change]) -> str:
@@ -651,7 +637,7 @@ class _Site:
                 "that type's dtype."
             )
             lines.append(f"    fix: {number_fix(n.field)}.")
-        _warn(TraceReuseWarning("\n".join(lines)))
+        warn_in_user_code(TraceReuseWarning("\n".join(lines)))
 
 
 # -- the decorator ----------------------------------------------------------------

@@ -53,6 +53,8 @@ class ValidationError(TypeError):
         ```
     """
 
+    __module__ = "arrayfield"  # tracebacks and reprs show the public name
+
 
 def enabled_by_environment() -> bool:
     """Whether `ARRAYFIELD_CHECK` asks for validation of newly defined classes."""

@@ -312,9 +312,8 @@ def to_array(value: Any, spec: ArraySpec) -> Any:
     if kind in CONCRETE_ARRAY_TYPES:  # one set lookup instead of two isinstance
         # Hot path, inlined: an array that is already right is stored as it is.
         allowed = spec.dtypes
-        if not value.weak_type and (
-            allowed is None or value.dtype in dtype_set(allowed)
-        ):
+        aval = value.aval  # one property read instead of .weak_type and .dtype
+        if not aval.weak_type and (allowed is None or aval.dtype in dtype_set(allowed)):
             return value
         return _from_jax(value, spec)
     if kind in _PYTHON_KIND:
@@ -328,7 +327,7 @@ def to_array(value: Any, spec: ArraySpec) -> Any:
             if spec.is_key or spec.dtypes is None:
                 return value
             raise Rejected("a PRNG key array is not an array of numbers")
-        if hasattr(value, "weak_type"):  # what the fast path above reads
+        if hasattr(value, "aval"):  # what the fast path above reads
             CONCRETE_ARRAY_TYPES.add(kind)
         return _from_jax(value, spec)
     if value is None:

@@ -440,10 +440,12 @@ def _make_check_init(
                     value = values[name]
                 except KeyError:  # a custom __init__ left it to the class default
                     value = getattr(self, name)
-                if type(value) in concrete_types and not value.weak_type:
+                if type(value) in concrete_types:
                     # Inlined: the common case of an array that is already right.
+                    # One `.aval` read is cheaper than `.weak_type` plus `.dtype`.
+                    aval = value.aval
                     fast = converter.fast_dtypes
-                    if fast is None or value.dtype in fast:
+                    if not aval.weak_type and (fast is None or aval.dtype in fast):
                         continue
                 new = converter.convert(value, cls)
                 if new is not value:

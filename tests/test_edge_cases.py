@@ -11,7 +11,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from jaxtyping import Array, Float, Float16, Int64, Key
+from jaxtyping import Array, Float, Float16, Float64, Int64, Key
 
 import arrayfield as af
 
@@ -160,3 +160,45 @@ def test_type_checking_only_non_array_annotation_is_left_alone_without_warning(
         warnings.simplefilter("error", af.AnnotationWarning)
         layer = user.Layer(weight=1, cfg=config)
     assert layer.cfg is config and layer.weight.dtype == jnp.float32
+
+
+def test_array_already_stored_in_a_64bit_field_without_x64_is_kept_as_is():
+    # Without x64 a Float64 field holds float32; passing that array back in must
+    # keep it (same object), not copy it to the host to check it against float64.
+    assert not jax.config.jax_enable_x64
+
+    class Wide(af.ArrayModule):
+        d: Float64[Array, "n"]
+
+    stored = Wide(d=np.ones(3)).d
+    assert stored.dtype == jnp.float32
+    assert Wide(d=stored).d is stored
+
+
+def test_jax_array_in_a_64bit_numpy_field_without_x64_is_kept_without_warnings():
+    class Host(af.ArrayModule):
+        a: Float64[np.ndarray, "2"]
+
+    on_device = jnp.ones(2)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert Host(a=on_device).a is on_device
+    assert Host(a=[1.0, 2.0]).a.dtype == np.float64  # NumPy input stays 64-bit
+
+
+def test_a_subclass_property_may_override_an_inherited_array_field():
+    # equinox allows a property in a subclass to replace a field.
+    class Parent(af.ArrayModule):
+        x: Float[Array, ""]
+        y: Float[Array, ""]
+
+        def __init__(self, y):
+            self.y = y
+
+    class Child(Parent):
+        @property
+        def x(self):
+            return 2.0
+
+    child = Child(1.0)
+    assert child.x == 2.0 and child.y.dtype == jnp.float32

@@ -70,7 +70,7 @@ def __getattr__(name: str) -> Any:
 
 
 def __dir__() -> list[str]:
-    return sorted({*globals(), *__all__})
+    return sorted([*__all__, "__version__"])
 
 
 if env_flag(EXPLAIN_RETRACES):  # watches the process from import on

@@ -288,7 +288,13 @@ def _from_jax(array: jax.Array, spec: ArraySpec):
         if not array.weak_type:
             return array  # the common case: stored as is, no copy
         return jax.lax.convert_element_type(array, dtype)  # same dtype, now strong
-    target = target_dtype(spec, np.dtype(dtype), _x64())
+    x64 = _x64()
+    # A JAX array stays one, even in a NumPy field: it can only take JAX's dtypes.
+    target = _canonical(target_dtype(spec, np.dtype(dtype), x64), x64)
+    if target == dtype:  # e.g. float32 in a Float64 field without x64: already so
+        if not array.weak_type:
+            return array
+        return jax.lax.convert_element_type(array, dtype)
     # Rare path (a JAX array of a dtype the annotation does not allow): check the
     # values on the host with the same rule as NumPy input.
     host = np.asarray(array)

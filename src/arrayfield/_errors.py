@@ -106,6 +106,11 @@ def format_annotation(annotation: Any) -> str:
     return _NDARRAY.sub("np.ndarray", text)
 
 
+def class_name(cls: type) -> str:
+    """`Outer.Inner` for messages, without the `function.<locals>.` of local classes."""
+    return cls.__qualname__.rsplit("<locals>.", 1)[-1]
+
+
 def short_repr(value: Any, limit: int = 60) -> str:
     """A one-line repr: arrays as `f32[3]`, everything else truncated to `limit`."""
     dtype = getattr(value, "dtype", None)

@@ -43,6 +43,7 @@ from ._convert import (
 from ._errors import (
     AnnotationWarning,
     ConversionError,
+    class_name,
     format_annotation,
     short_repr,
     warn_in_user_code,
@@ -173,7 +174,7 @@ class FieldConverter:
 
     def where_in(self, cls: type | None) -> str:
         """`Class.field` for messages; `Outer.Inner`, without `f.<locals>.`."""
-        owner = "<unbound>" if cls is None else _class_name(cls)
+        owner = "<unbound>" if cls is None else class_name(cls)
         return f"{owner}.{self.name}"
 
     # -- conversion -------------------------------------------------------------
@@ -230,10 +231,6 @@ class FieldConverter:
 
     def __repr__(self) -> str:
         return f"<arrayfield converter for {self.where}>"
-
-
-def _class_name(cls: type) -> str:
-    return cls.__qualname__.rsplit("<locals>.", 1)[-1]
 
 
 def _signature(first_param: Any) -> inspect.Signature:
@@ -392,6 +389,8 @@ def _batch_converters(cls: type) -> dict[str, FieldConverter]:
             continue
         if isinstance(metadata.get("converter"), FieldConverter):
             continue  # af.field(...): converted by equinox's converter hook
+        if inspect.isdatadescriptor(inspect.getattr_static(cls, f.name, None)):
+            continue  # a subclass property overrides the field: nothing is stored
         converter = _inherited_converter(cls, f)
         if converter is None:
             owner = _declaring_class(cls, f)

@@ -66,7 +66,8 @@ class RetraceWarning(UserWarning):
     Issued by `af.explain_retraces` on every trace after a function's first one. It
     names the function and, for each argument leaf that differs from the closest
     earlier call that traced, its path, old and new value, the reason and a fix.
-    Turn it into an error in tests with `-W error::arrayfield.RetraceWarning`.
+    Turn it into an error in tests with `pytest -W error::arrayfield.RetraceWarning`
+    (plain `python -W` cannot name a warning class outside the standard library).
 
     !!! example
 

@@ -22,7 +22,7 @@ import jaxtyping
 import numpy as np
 
 from ._env import CHECK, env_flag
-from ._errors import format_annotation, short_repr
+from ._errors import class_name, format_annotation, short_repr
 from ._spec import array_types
 
 ENV_VAR = CHECK
@@ -134,7 +134,7 @@ def validate(module: Any) -> None:
     if failed is None:
         return
     checked, value = pairs[failed]
-    owner = type(module).__qualname__.rsplit("<locals>.", 1)[-1]
+    owner = class_name(type(module))
     message = (
         f"{owner}.{checked.name}: expected {format_annotation(checked.annotation)}, "
         f"got {_describe(value)}."

@@ -94,15 +94,13 @@ class FieldConverter:
     def __init__(
         self,
         *,
-        owner: type | None,
-        name: str | None,
-        annotation: Any,
         dtype: np.dtype | None = None,
         user_converter: Callable[[Any], Any] | None = None,
     ):
-        self.owner = owner
-        self.name = name
-        self.annotation = annotation
+        # Which field of which class: set by `bind`, once the class exists.
+        self.owner: type | None = None
+        self.name: str | None = None
+        self.annotation: Any = Any
         self.dtype = dtype
         self.user_converter = user_converter
         self.unresolved = ""  # why the annotation could not be resolved, if so
@@ -131,9 +129,6 @@ class FieldConverter:
             first_param = _first_parameter_annotation(self.user_converter)
         self.__signature__ = _signature(first_param)
 
-    def _resolve(self) -> ArraySpec | None:
-        return self._set_spec(resolve_annotation(self.annotation, self.owner))
-
     def _set_spec(self, resolved: Any) -> ArraySpec | None:
         self.resolved = resolved
         spec = array_spec(resolved)
@@ -160,7 +155,7 @@ class FieldConverter:
             if self.spec is not _NOT_YET:
                 return self.spec  # type: ignore[return-value]
             try:
-                return self._resolve()
+                return self._set_spec(resolve_annotation(self.annotation, self.owner))
             except Unresolved as error:
                 # Often a non-array type imported only under TYPE_CHECKING: say so
                 # only when a value arrives that conversion would have changed.
@@ -328,11 +323,7 @@ def field(
     if not convert or static:
         return eqx.field(metadata=metadata, **kwargs)
     converter = FieldConverter(
-        owner=None,
-        name=None,
-        annotation=Any,
-        dtype=np_dtype,
-        user_converter=kwargs.pop("converter", None),
+        dtype=np_dtype, user_converter=kwargs.pop("converter", None)
     )
     result = eqx.field(converter=converter, metadata=metadata, **kwargs)
     result.__class__ = _ArrayField
@@ -394,7 +385,7 @@ def _batch_converters(cls: type) -> dict[str, FieldConverter]:
         converter = _inherited_converter(cls, f)
         if converter is None:
             owner = _declaring_class(cls, f)
-            converter = FieldConverter(owner=owner, name=f.name, annotation=f.type)
+            converter = FieldConverter()
             converter.bind(owner, f.name, f.type)
         if converter.spec is not None:
             converters[f.name] = converter

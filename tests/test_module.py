@@ -357,3 +357,14 @@ def test_public_names_all_resolve_and_diagnostics_load_lazily():
     )
     result = subprocess.run([sys.executable, "-c", code], capture_output=True)
     assert result.returncode == 0, result.stderr
+
+
+def test_errors_spell_legacy_function_annotations_with_their_module():
+    class Legacy(af.ArrayModule):
+        host: np.array
+        device: jnp.array
+
+    with pytest.raises(af.ConversionError, match=r"Legacy\.host: .* np\.array"):
+        Legacy(host="a", device=0)
+    with pytest.raises(af.ConversionError, match=r"annotated jnp\.array:"):
+        Legacy(host=0, device="a")

@@ -15,9 +15,9 @@ import jax
 import jax.tree_util as jtu
 import numpy as np
 
-from ._errors import short_repr
+from ._errors import format_annotation, short_repr
 from ._paths import is_array, walk
-from ._retrace import number_fix, spell_annotation
+from ._retrace import number_fix
 
 # Report order, and the heading of each group.
 _KINDS = {
@@ -221,7 +221,7 @@ def audit(tree: Any, *, name: str = "tree") -> Findings:
                     static.value,
                     "static-array",
                     f"{static.field.where} is static=True but holds an array "
-                    f"(annotated {spell_annotation(static.field.annotation)}): "
+                    f"(annotated {format_annotation(static.field.annotation)}): "
                     "drop static=True so it is traced",
                 )
             )

@@ -10,6 +10,7 @@ from typing import Any
 
 import equinox
 import jax
+import jax.numpy as jnp
 import numpy as np
 
 
@@ -99,6 +100,11 @@ def format_annotation(annotation: Any) -> str:
         return annotation.__qualname__
     if annotation is np.ndarray:
         return "np.ndarray"
+    # Legacy code annotates with the functions; their module is the whole point.
+    if annotation is np.array:
+        return "np.array"
+    if annotation is jnp.array:
+        return "jnp.array"
     text = getattr(annotation, "__name__", None)
     if text is None or getattr(annotation, "__origin__", None) is not None:
         text = repr(annotation)

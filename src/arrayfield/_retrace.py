@@ -427,15 +427,6 @@ def _hashed_reason(n: _LeafSig, was_array: bool, jit: str | None) -> tuple[str, 
     )
 
 
-def spell_annotation(annotation: Any) -> str:
-    """`np.array`, not `array`: the module matters when the annotation is a function."""
-    if annotation is np.array or annotation is np.ndarray:
-        return f"np.{annotation.__name__}"
-    if annotation is jax.numpy.array:
-        return "jnp.array"
-    return format_annotation(annotation)
-
-
 def number_fix(field: FieldRef | None) -> str:
     """How to stop a Python number in this position from being hashed."""
     if field is None:
@@ -448,7 +439,7 @@ def number_fix(field: FieldRef | None) -> str:
         resolved = resolve_annotation(annotation, field.declared_in)
     except Unresolved:
         resolved = annotation
-    spelled = spell_annotation(annotation)
+    spelled = format_annotation(annotation)
     if array_spec(resolved) is not None:
         from ._module import ArrayModule
 

@@ -380,7 +380,7 @@ def bench_class_definition(quick: bool) -> list[Row]:
         module.Ten(*a, *a, *a, a[0], a[1], a[0], None)
 
     def with_af():
-        _spec._cached_array_spec.cache_clear()  # cold: parse every annotation
+        _spec._cached_field_spec.cache_clear()  # cold: parse every annotation
         exec(af_code, module.__dict__)
         module.Ten(*_TEN_ARGS)
 

@@ -31,7 +31,7 @@ def check_instance(module, offset: int) -> None:
     assert module.x.dtype == jnp.float32 and not module.x.weak_type
     assert module.x.tolist() == [offset, offset + 0.5, offset + 1]
     assert module.n.dtype == jnp.int32 and int(module.n) == offset
-    assert type(module.data) is np.ndarray and module.data.dtype == np.float32
+    assert type(module.data) is np.ndarray and module.data.dtype == np.float64
     assert module.later.dtype == jnp.int32 and module.later.tolist() == [offset, 1]
     assert module.maybe is None
     assert module.flag is offset  # `int` annotation: untouched

@@ -24,11 +24,11 @@ from jaxtyping import (
 
 from _jax_compat import enable_x64
 from arrayfield._convert import Rejected, to_array
-from arrayfield._spec import array_spec
+from arrayfield._spec import field_spec
 
 
 def convert(annotation, value):
-    return to_array(value, array_spec(annotation))
+    return to_array(value, field_spec(annotation))
 
 
 def assert_strong(array, dtype):
@@ -95,11 +95,13 @@ def test_nested_lists_become_arrays():
     assert result.tolist() == [[1.0, 2.0], [3.0, 4.0]]
 
 
-def test_numpy_annotation_gives_numpy_array_with_jax_default_dtype():
+def test_numpy_annotation_gives_numpy_array_with_numpys_own_dtype():
     result = convert(np.ndarray, 0)
-    assert type(result) is np.ndarray and result.dtype == np.int32
+    assert type(result) is np.ndarray and result.dtype == np.int64
     result = convert(Float[np.ndarray, ""], 1)
-    assert type(result) is np.ndarray and result.dtype == np.float32
+    assert type(result) is np.ndarray and result.dtype == np.float64
+    result = convert(np.ndarray, [1.5, 2.5])
+    assert type(result) is np.ndarray and result.dtype == np.float64
 
 
 def test_numpy_array_of_the_right_dtype_is_stored_as_is():
@@ -112,10 +114,12 @@ def test_jax_array_of_right_dtype_is_the_same_object():
     assert convert(Float[Array, "3"], array) is array
 
 
-def test_weak_jax_array_is_made_strong():
+def test_weak_jax_array_of_an_allowed_dtype_stays_weak():
     weak = jnp.asarray(1.0)
     assert weak.weak_type
-    assert_strong(convert(Float[Array, ""], weak), "float32")
+    assert convert(Float[Array, ""], weak) is weak
+    # Converting to another dtype gives a strong array, as jitted construction does.
+    assert_strong(convert(Float[Array, ""], jnp.asarray(1)), "float32")
 
 
 def test_jax_array_of_another_kind_is_converted_exactly():
@@ -130,10 +134,10 @@ def test_jax_array_in_numpy_field_stays_on_device():
 
 
 def test_x64_is_honoured_at_conversion_time():
-    spec = array_spec(Float[Array, ""])
+    spec = field_spec(Float[Array, ""])
     with enable_x64(True):
         assert_strong(to_array(1.0, spec), "float64")
-        assert_strong(to_array(1, array_spec(Int[Array, ""])), "int64")
+        assert_strong(to_array(1, field_spec(Int[Array, ""])), "int64")
     assert_strong(to_array(1.0, spec), "float32")
 
 
@@ -178,7 +182,7 @@ def test_none_and_shape_dtype_structs_are_left_alone(value):
     assert convert(Float[Array, "2"] | None, value) is value
 
 
-def test_tracers_are_left_alone():
+def test_tracers_of_an_allowed_dtype_are_left_alone():
     seen = []
 
     @jax.jit
@@ -187,8 +191,33 @@ def test_tracers_are_left_alone():
         seen.append(out is x)
         return out
 
+    f(jnp.float32(1))
+    f(1.0)  # a weak tracer, kept weak
+    assert seen == [True, True]
+
+
+def test_tracers_widen_to_the_dtype_eager_construction_gives():
+    dtypes = []
+
+    @jax.jit
+    def f(x):
+        out = convert(Float[Array, ""], x)
+        dtypes.append((out.dtype, out.weak_type))
+        return out
+
+    eager = convert(Float[Array, ""], jnp.int32(1))
     f(jnp.int32(1))
-    assert seen == [True]
+    assert dtypes == [(eager.dtype, eager.weak_type)] == [(jnp.float32, False)]
+
+
+def test_tracers_are_not_narrowed_to_a_lower_kind_without_values_to_check():
+    @jax.jit
+    def f(x):
+        out = convert(Int[Array, ""], x)
+        assert out is x  # float -> int could change values it cannot see
+        return out
+
+    f(jnp.float32(2.0))
 
 
 def test_list_of_tracers_is_stacked():

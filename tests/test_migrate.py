@@ -215,12 +215,13 @@ print(heavy)
 ANNOTATION_KINDS = [
     ("jax.Array", 1.0, "jax"),
     ("jnp.ndarray", 1.0, "jax"),
-    ("ArrayLike", 1.0, "jax"),
+    ("ArrayLike", 1.0, None),  # names Python numbers: they stay as they are
+    ("Float[ArrayLike, '']", 1.0, None),
     ("Float[Array, '']", 1.0, "jax"),
     ("Int32[Array, '']", 3, "jax"),
     ("Bool[Array, '']", True, "jax"),
     ("Optional[jax.Array]", 1.0, "jax"),
-    ("Union[jax.Array, float]", 1.0, "jax"),
+    ("Union[jax.Array, float]", 1.0, None),
     ("Annotated[jax.Array, 'unit']", 1.0, "jax"),
     ("'jax.Array'", 1.0, "jax"),
     ("np.ndarray", 1.0, "numpy"),

@@ -31,7 +31,7 @@ def test_dataclass_init_converts_array_fields_only():
     m = Scalars(x=1)
     assert m.x.dtype == jnp.float32 and not m.x.weak_type
     assert m.n.dtype == jnp.int32
-    assert type(m.data) is np.ndarray and m.data.dtype == np.float32
+    assert type(m.data) is np.ndarray and m.data.dtype == np.float64
     assert m.flag is True and m.name == "star" and m.static_count == 3
     assert m.maybe is None
 
@@ -43,9 +43,10 @@ def test_arrays_that_are_already_right_are_stored_as_the_same_objects():
     assert m.x is x and m.n is n and m.data is data
 
 
-def test_weak_and_wrong_dtype_arrays_passed_in_are_fixed():
-    m = Scalars(x=jnp.asarray(1.0), n=jnp.asarray(True))
-    assert m.x.dtype == jnp.float32 and not m.x.weak_type
+def test_weak_arrays_are_kept_and_wrong_dtype_arrays_are_fixed():
+    weak = jnp.asarray(1.0)
+    m = Scalars(x=weak, n=jnp.asarray(True))
+    assert m.x is weak and m.x.weak_type  # an allowed dtype: stored as it is
     assert m.n.dtype == jnp.int32 and not m.n.weak_type
 
 

@@ -15,7 +15,7 @@ from jaxtyping import Array, ArrayLike, Bool, Float, Float32, Int, Int8, Key, Sh
 
 from arrayfield._spec import (
     Unresolved,
-    array_spec,
+    field_spec,
     init_annotation,
     resolve_annotation,
 )
@@ -39,54 +39,55 @@ NOT_ARRAYS = [bool, int, float, str, complex, Any, typing.Callable, eqx.Module, 
 
 @pytest.mark.parametrize("annotation", JAX_ARRAY_ANNOTATIONS, ids=repr)
 def test_jax_annotations_give_jax_specs(annotation):
-    spec = array_spec(annotation)
+    spec = field_spec(annotation)
     assert spec is not None and spec.kind == "jax"
 
 
 @pytest.mark.parametrize("annotation", NUMPY_ARRAY_ANNOTATIONS, ids=repr)
 def test_numpy_annotations_give_numpy_specs(annotation):
-    spec = array_spec(annotation)
+    spec = field_spec(annotation)
     assert spec is not None and spec.kind == "numpy"
 
 
 @pytest.mark.parametrize("annotation", NOT_ARRAYS, ids=repr)
 def test_non_array_annotations_are_not_fields_to_convert(annotation):
-    assert array_spec(annotation) is None
+    assert field_spec(annotation) is None
 
 
 def test_dtype_categories_are_read_from_jaxtyping():
-    assert array_spec(Float32[Array, ""]).dtypes == {"float32"}
-    assert array_spec(Int8[Array, ""]).dtypes == {"int8"}
-    assert "float32" in array_spec(Float[Array, ""]).dtypes
-    assert array_spec(Bool[Array, ""]).dtypes >= {"bool"}
-    assert array_spec(Shaped[Array, ""]).dtypes is None
-    assert array_spec(jax.Array).dtypes is None
+    assert field_spec(Float32[Array, ""]).dtypes == {"float32"}
+    assert field_spec(Int8[Array, ""]).dtypes == {"int8"}
+    assert "float32" in field_spec(Float[Array, ""]).dtypes
+    assert field_spec(Bool[Array, ""]).dtypes >= {"bool"}
+    assert field_spec(Shaped[Array, ""]).dtypes is None
+    assert field_spec(jax.Array).dtypes is None
 
 
 def test_optional_allows_none_and_union_collects_passthrough_types():
-    assert array_spec(Optional[Float[Array, ""]]).allow_none
-    assert not array_spec(Float[Array, ""]).allow_none
-    spec = array_spec(Float[Array, ""] | eqx.Module | float)
-    assert spec.passthrough == (eqx.Module,)  # numbers only widen the input
+    assert field_spec(Optional[Float[Array, ""]]).allow_none
+    assert not field_spec(Float[Array, ""]).allow_none
+    spec = field_spec(Float[Array, ""] | eqx.Module | float)
+    # A named Python number type admits its values as they are, ints too (PEP 484).
+    assert spec.passthrough == (eqx.Module, float, int)
 
 
 def test_numpy_typing_dtype_argument_is_honoured():
-    assert array_spec(npt.NDArray[np.float32]).dtypes == {"float32"}
+    assert field_spec(npt.NDArray[np.float32]).dtypes == {"float32"}
 
 
 def test_key_annotation_is_a_key_spec():
-    spec = array_spec(Key[Array, ""])
+    spec = field_spec(Key[Array, ""])
     assert spec.is_key and spec.dtypes is None
 
 
 def test_union_of_jax_and_numpy_prefers_jax():
-    assert array_spec(Float[ArrayLike, "n"]).kind == "jax"
-    assert array_spec(Union[np.ndarray, jax.Array]).kind == "jax"
+    assert field_spec(Float[ArrayLike, "n"]).kind == "jax"
+    assert field_spec(Union[np.ndarray, jax.Array]).kind == "jax"
 
 
 def test_specs_are_cached_per_annotation():
     annotation = Float[Array, "q"]
-    assert array_spec(annotation) is array_spec(annotation)
+    assert field_spec(annotation) is field_spec(annotation)
 
 
 class _Owner:
@@ -102,7 +103,7 @@ def test_string_annotations_resolve_in_the_owner_module():
 
 def test_forward_refs_inside_optional_resolve():
     resolved = resolve_annotation(Optional["Float[Array, '']"], _Owner)
-    assert array_spec(resolved).allow_none
+    assert field_spec(resolved).allow_none
 
 
 def test_init_annotation_widens_arrays_but_keeps_dims():
@@ -112,7 +113,7 @@ def test_init_annotation_widens_arrays_but_keeps_dims():
     assert float not in members  # shape (n,) never admits a bare scalar
     shaped = [m for m in members if getattr(m, "dim_str", None) == "n"]
     assert {m.array_type for m in shaped} == {jax.Array, np.ndarray}
-    assert all(array_spec(m).dtypes is None for m in shaped)  # any dtype: Shaped
+    assert all(field_spec(m).dtypes is None for m in shaped)  # any dtype: Shaped
 
 
 def test_init_annotation_admits_scalars_for_scalar_shapes():

@@ -4,11 +4,18 @@ Pure: knows nothing about classes or fields. A value that cannot become the arra
 its spec asks for raises `Rejected` with the reason in words; the module layer adds
 the class, field and annotation to make it a `ConversionError`.
 
-Dtype rule: a value gets the dtype `jnp.asarray` would give it (NumPy's dtype,
-canonicalised by JAX, so `jax_enable_x64` is honoured at conversion time), made
-strong. If the annotation does not allow that dtype, the value takes the default
-dtype of the nearest kind the annotation does allow (bool -> int -> float ->
-complex), and the conversion is checked to be exact.
+What is converted: values the annotation does not admit as they are. A value of a
+non-array member of the annotation's union (a Python number in `int | Array`, a
+Module in `Module | Array`) is stored unchanged; so are JAX arrays whose dtype the
+annotation allows (weakly typed ones stay weak), tracers of such dtypes, and pytrees
+that are not arrays (equinox's loop buffers, quax-style array values).
+
+Dtype rule for what is converted: a value gets the dtype `jnp.asarray` would give it
+(NumPy's dtype, canonicalised by JAX, so `jax_enable_x64` is honoured at conversion
+time), strongly typed; a NumPy result keeps NumPy's own dtype. If the annotation does
+not allow that dtype, the value takes the default dtype of the nearest kind the
+annotation does allow (bool -> int -> float -> complex), and the conversion is
+checked to be exact.
 """
 
 from __future__ import annotations
@@ -17,12 +24,13 @@ import math
 import warnings
 from typing import Any
 
+import equinox as eqx
 import jax
 import jax.core  # jax/__init__ does not re-export it for type checkers
 import jax.numpy as jnp
 import numpy as np
 
-from ._spec import ArraySpec
+from ._spec import ArraySpec, ContainerSpec, FieldSpec
 
 
 class Rejected(Exception):
@@ -162,22 +170,26 @@ def _device_array(array: np.ndarray) -> jax.Array:
 _scalar_to_jax = jax.jit(_device_array)
 
 
-def _from_numpy(array: np.ndarray, spec: ArraySpec, x64: bool):
+def _from_numpy(array: np.ndarray, spec: ArraySpec, x64: bool, to_numpy: bool):
+    """`array` as the field stores it: a NumPy array if `to_numpy`, else JAX's."""
     if array.dtype.kind not in "biufc":
         raise Rejected(f"it is not numeric (NumPy dtype {array.dtype})")
-    target = target_dtype(spec, array.dtype, x64)
+    # A NumPy result keeps NumPy's dtypes: float64 stays float64 without x64.
+    target = target_dtype(spec, array.dtype, x64 or to_numpy)
     if target != array.dtype:
         with np.errstate(all="ignore"), warnings.catch_warnings():
             warnings.simplefilter("ignore")
             converted = array.astype(target)
         _check_exact(array, converted)
         array = converted
-    if spec.kind == "numpy":
+    if to_numpy:
         return array
     return _scalar_to_jax(array) if array.ndim == 0 else jnp.asarray(array)
 
 
 def _from_python_scalar(value: Any, spec: ArraySpec, x64: bool):
+    # Into a NumPy field, a Python number takes NumPy's dtype for it (float64...).
+    x64 = x64 or spec.kind == "numpy"
     target = target_dtype(spec, _KIND_DEFAULT[_PYTHON_KIND[type(value)]], x64)
     if type(value) is complex and target.kind != "c":
         if value.imag != 0:
@@ -285,16 +297,12 @@ def _from_jax(array: jax.Array, spec: ArraySpec):
     dtype = array.dtype
     allowed = spec.dtypes
     if allowed is None or dtype in dtype_set(allowed):
-        if not array.weak_type:
-            return array  # the common case: stored as is, no copy
-        return jax.lax.convert_element_type(array, dtype)  # same dtype, now strong
+        return array  # stored as is, weak type and all: no copy
     x64 = _x64()
     # A JAX array stays one, even in a NumPy field: it can only take JAX's dtypes.
     target = _canonical(target_dtype(spec, np.dtype(dtype), x64), x64)
     if target == dtype:  # e.g. float32 in a Float64 field without x64: already so
-        if not array.weak_type:
-            return array
-        return jax.lax.convert_element_type(array, dtype)
+        return array
     # Rare path (a JAX array of a dtype the annotation does not allow): check the
     # values on the host with the same rule as NumPy input.
     host = np.asarray(array)
@@ -306,34 +314,61 @@ def _from_jax(array: jax.Array, spec: ArraySpec):
     return array.astype(target)
 
 
+# Kinds in the order they widen: a conversion that moves right cannot fail.
+_KIND_RANK = {"b": 0, "u": 1, "i": 1, "f": 2, "c": 3}
+
+
+def _from_tracer(tracer: Any, spec: ArraySpec):
+    """The dtype `_from_jax` would give a concrete array, where that needs no values.
+
+    So eager and jitted construction store the same dtype. A conversion to a lower
+    kind (float -> int, complex -> float) can only be checked on values, so a tracer
+    that would need one is stored as it is.
+    """
+    dtype = tracer.dtype
+    allowed = spec.dtypes
+    if spec.is_key or allowed is None or dtype in dtype_set(allowed):
+        return tracer
+    x64 = _x64()
+    target = _canonical(target_dtype(spec, np.dtype(dtype), x64), x64)
+    source_rank = _KIND_RANK.get(dtype.kind, 4)
+    target_rank = _KIND_RANK.get(target.kind, -1)
+    same_inexact_kind = target.kind == dtype.kind and dtype.kind in "fc"
+    if not (target_rank > source_rank or same_inexact_kind):
+        return tracer
+    return jax.lax.convert_element_type(tracer, target)
+
+
 def to_array(value: Any, spec: ArraySpec) -> Any:
     """Convert one field value as `spec` says; see the module docstring for the rules.
 
-    Returns the value itself when nothing needs doing: `None` (so the pytree's leaf
-    count never changes), tracers (construction under `jit`/`vmap`/`grad` must work),
-    `jax.ShapeDtypeStruct`, values of other types the annotation's union admits, and
-    JAX arrays that already have an allowed dtype and are strongly typed.
+    Returns the value itself when nothing needs doing: values of a non-array type
+    the annotation names, `None` (so the pytree's leaf count never changes), JAX
+    arrays and tracers of an allowed dtype, `jax.ShapeDtypeStruct`, and pytrees that
+    are not arrays.
     """
     kind = type(value)
     if kind in CONCRETE_ARRAY_TYPES:  # one set lookup instead of two isinstance
         # Hot path, inlined: an array that is already right is stored as it is.
         allowed = spec.dtypes
-        aval = value.aval  # one property read instead of .weak_type and .dtype
-        if not aval.weak_type and (allowed is None or aval.dtype in dtype_set(allowed)):
+        if allowed is None or value.dtype in dtype_set(allowed):
             return value
         return _from_jax(value, spec)
+    passthrough = spec.passthrough
+    if passthrough and isinstance(value, passthrough):
+        return value  # the annotation admits it as it is: `int | Array` and 1
     if kind in _PYTHON_KIND:
         if spec.is_key:
             raise Rejected("a PRNG key field needs a key array, e.g. jax.random.key(0)")
         return _from_python_scalar(value, spec, _x64())
     if isinstance(value, jax.Array):
         if isinstance(value, _Tracer):
-            return value
+            return _from_tracer(value, spec)
         if jnp.issubdtype(value.dtype, jax.dtypes.prng_key):
             if spec.is_key or spec.dtypes is None:
                 return value
             raise Rejected("a PRNG key array is not an array of numbers")
-        if hasattr(value, "aval"):  # what the fast path above reads
+        if hasattr(value, "aval"):
             CONCRETE_ARRAY_TYPES.add(kind)
         return _from_jax(value, spec)
     if value is None:
@@ -341,32 +376,114 @@ def to_array(value: Any, spec: ArraySpec) -> Any:
     if isinstance(value, (np.ndarray, np.generic)):
         if spec.is_key:
             raise Rejected("a PRNG key field needs a key array, e.g. jax.random.key(0)")
-        return _from_numpy(np.asarray(value), spec, _x64())
+        # A NumPy array stays one where the annotation admits NumPy arrays.
+        keep_numpy = spec.admits_numpy and isinstance(value, np.ndarray)
+        to_numpy = spec.kind == "numpy" or keep_numpy
+        return _from_numpy(np.asarray(value), spec, _x64(), to_numpy)
     if isinstance(value, jax.ShapeDtypeStruct):
         return value
-    if spec.passthrough and isinstance(value, spec.passthrough):
-        return value
-    if isinstance(value, (list, tuple)) and not spec.is_key:
+    if kind is list or kind is tuple:
+        if spec.is_key:
+            raise Rejected("a PRNG key field needs a key array, e.g. jax.random.key(0)")
         return _from_sequence(value, spec)
     for number_type in _PYTHON_KIND:  # an IntEnum, a float subclass...
         if isinstance(value, number_type) and not spec.is_key:
             return _from_python_scalar(number_type(value), spec, _x64())
+    if not jax.tree_util.all_leaves([value]):
+        # A pytree node (an equinox loop buffer, a quax-style value, a NamedTuple):
+        # not ours to convert; its own leaves are what JAX traces.
+        return value
     raise Rejected(f"{type(value).__name__!r} is not an array type")
 
 
+def convert(value: Any, spec: FieldSpec) -> Any:
+    """`to_array` for an array spec, element by element for a container spec."""
+    if type(spec) is ArraySpec:
+        return to_array(value, spec)
+    return _to_container(value, spec)  # type: ignore[arg-type]
+
+
+def _to_container(value: Any, spec: ContainerSpec) -> Any:
+    """Convert each element of a container; the same object if none changes."""
+    kind = spec.container
+    if kind == "pytree":
+        element = spec.elements[0]
+        leaves, treedef = jax.tree_util.tree_flatten(value, is_leaf=_is_module)
+        new = [_element(leaf, element, "a leaf") for leaf in leaves]
+        if all(n is o for n, o in zip(new, leaves, strict=True)):
+            return value
+        return jax.tree_util.tree_unflatten(treedef, new)
+    if kind == "dict":
+        if type(value) is not dict:
+            return value
+        element = spec.elements[0]
+        items = {k: _element(v, element, f"element [{k!r}]") for k, v in value.items()}
+        if all(items[k] is v for k, v in value.items()):
+            return value
+        return items
+    if type(value) is not (list if kind == "list" else tuple):
+        return value
+    if spec.fixed:
+        if len(value) != len(spec.elements):
+            raise Rejected(
+                f"it has {len(value)} elements where the annotation names "
+                f"{len(spec.elements)}"
+            )
+        specs = spec.elements
+    else:
+        specs = spec.elements * len(value)
+    new = [
+        _element(v, s, f"element [{i}]")
+        for i, (v, s) in enumerate(zip(value, specs, strict=True))
+    ]
+    if all(n is o for n, o in zip(new, value, strict=True)):
+        return value
+    return new if kind == "list" else tuple(new)
+
+
+def _element(value: Any, spec: FieldSpec, where: str) -> Any:
+    try:
+        return convert(value, spec)
+    except Rejected as reason:
+        raise Rejected(f"{where}, {_short(value)}: {reason}") from None
+
+
+def _short(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
+def _is_module(node: Any) -> bool:
+    # A Module's own fields follow its own class's rules: never convert inside one.
+    return isinstance(node, eqx.Module)
+
+
 def looks_numeric(value: Any) -> bool:
-    """Whether conversion would turn `value` into an array (for warnings)."""
-    return isinstance(value, (*_PYTHON_KIND, np.generic, np.ndarray, list, tuple))
+    """Whether `value` is numeric data: a number, a NumPy value or a rectangular
+    nested list/tuple of numbers (what conversion would have turned into an array).
+    """
+    if isinstance(value, (*_PYTHON_KIND, np.number, np.bool_)):
+        return True
+    if isinstance(value, np.ndarray):
+        return value.dtype.kind in "biufc"
+    if type(value) not in (list, tuple):
+        return False
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        try:
+            array = np.asarray(value)
+        except (ValueError, TypeError):
+            return False
+    return array.dtype.kind in "biufc"
 
 
 def _from_sequence(value: list | tuple, spec: ArraySpec):
     leaves = jax.tree_util.tree_leaves(value)
     if any(isinstance(leaf, _Tracer) for leaf in leaves):
         # Under a transform: let JAX stack the tracers.
-        stacked = jnp.asarray(value)
-        return _from_jax(stacked, spec)
+        return _from_tracer(jnp.asarray(value), spec)
     try:
         array = np.asarray(value)
     except (ValueError, TypeError) as error:
         raise Rejected(f"it is not a rectangular array of numbers ({error})") from None
-    return _from_numpy(array, spec, _x64())
+    return _from_numpy(array, spec, _x64(), spec.kind == "numpy")

@@ -36,6 +36,7 @@ import numpy as np
 from ._convert import (
     CONCRETE_ARRAY_TYPES,
     Rejected,
+    convert,
     dtype_set,
     looks_numeric,
     to_array,
@@ -50,8 +51,9 @@ from ._errors import (
 )
 from ._spec import (
     ArraySpec,
+    FieldSpec,
     Unresolved,
-    array_spec,
+    field_spec,
     init_annotation,
     resolve_annotation,
 )
@@ -104,7 +106,7 @@ class FieldConverter:
         self.dtype = dtype
         self.user_converter = user_converter
         self.unresolved = ""  # why the annotation could not be resolved, if so
-        self.spec: ArraySpec | object | None = _NOT_YET
+        self.spec: FieldSpec | object | None = _NOT_YET
         self.resolved: Any = None  # the annotation as an object, once resolved
         # The dtypes a strong, concrete JAX array may have to be kept without a call
         # into _convert: None for any; empty (always call) until resolved.
@@ -129,9 +131,9 @@ class FieldConverter:
             first_param = _first_parameter_annotation(self.user_converter)
         self.__signature__ = _signature(first_param)
 
-    def _set_spec(self, resolved: Any) -> ArraySpec | None:
+    def _set_spec(self, resolved: Any) -> FieldSpec | None:
         self.resolved = resolved
-        spec = array_spec(resolved)
+        spec = field_spec(resolved)
         if spec is None and self.dtype is not None:
             raise ConversionError(
                 f"{self.where}: af.field(dtype=...) asks for an array, but the "
@@ -141,12 +143,12 @@ class FieldConverter:
             )
         if spec is not None and self.dtype is not None:
             spec = spec.with_dtype(self.dtype)
-        if spec is not None:
+        if type(spec) is ArraySpec:
             self.fast_dtypes = None if spec.dtypes is None else dtype_set(spec.dtypes)
         self.spec = spec
         return spec
 
-    def resolved_spec(self) -> ArraySpec | None:
+    def resolved_spec(self) -> FieldSpec | None:
         """The field's spec, resolving a forward reference on first use."""
         spec = self.spec
         if spec is not _NOT_YET:
@@ -213,7 +215,7 @@ class FieldConverter:
                 )
             return value
         try:
-            return to_array(value, spec)  # type: ignore[arg-type]
+            return convert(value, spec)  # type: ignore[arg-type]
         except Rejected as reason:
             raise self._error(value, reason, cls) from None
 
@@ -432,10 +434,8 @@ def _make_check_init(
                     value = getattr(self, name)
                 if type(value) in concrete_types:
                     # Inlined: the common case of an array that is already right.
-                    # One `.aval` read is cheaper than `.weak_type` plus `.dtype`.
-                    aval = value.aval
                     fast = converter.fast_dtypes
-                    if not aval.weak_type and (fast is None or aval.dtype in fast):
+                    if fast is None or value.dtype in fast:
                         continue
                 new = converter.convert(value, cls)
                 if new is not value:
@@ -480,16 +480,20 @@ class ArrayModule(eqx.Module, metaclass=_ArrayModuleMeta):
     Subclass it instead of `eqx.Module`. After any `__init__` (the dataclass one or
     your own) and before any `__check_init__` you wrote (the conversion itself runs
     in equinox's `__check_init__` hook), each field whose annotation denotes an
-    array (`jax.Array`, `np.ndarray`, `ArrayLike`, jaxtyping's `Float[Array, "n"]`
-    and friends, also inside `Optional`/`Union`/`Annotated`) is converted:
+    array (`jax.Array`, `np.ndarray`, jaxtyping's `Float[Array, "n"]` and friends,
+    also inside `Optional`/`Union`/`Annotated`, and containers of them such as
+    `list[Float[Array, ""]]`) is converted. The annotation is the contract:
 
+    - A value of a type the union names besides arrays is stored as it is: `1` in
+      an `int | Array` field, `0.5` in `jax.typing.ArrayLike`, a Module in
+      `Module | Array`.
     - Python and NumPy scalars, NumPy arrays and nested lists of numbers become an
-      array of the annotated type (JAX for JAX annotations, NumPy for `np.ndarray`),
-      strongly typed, with the dtype the annotation asks for.
-    - A JAX array with an allowed dtype is kept as is (same object); a weakly typed
-      one is made strong.
-    - `None`, tracers, `jax.ShapeDtypeStruct` and other pytrees the annotation's union
-      admits are stored unchanged.
+      array of the annotated type (JAX for JAX annotations, NumPy for `np.ndarray`,
+      with NumPy's dtypes), strongly typed, with the dtype the annotation asks for.
+    - A JAX array or tracer with an allowed dtype is kept as is (same object, weak
+      stays weak).
+    - `None`, `jax.ShapeDtypeStruct` and pytrees that are not arrays (equinox's
+      loop buffers, quax-style values) are stored unchanged.
     - Anything else, and any conversion that would change a value, raises
       `af.ConversionError` naming the class, the field, the annotation and the value.
 

@@ -43,7 +43,7 @@ from ._errors import (
     warn_in_user_code,
 )
 from ._paths import FieldRef, bind_arguments, is_array, walk
-from ._spec import Unresolved, array_spec, resolve_annotation
+from ._spec import Unresolved, field_spec, resolve_annotation
 
 ENV_VAR = EXPLAIN_RETRACES
 
@@ -440,7 +440,7 @@ def number_fix(field: FieldRef | None) -> str:
     except Unresolved:
         resolved = annotation
     spelled = format_annotation(annotation)
-    if array_spec(resolved) is not None:
+    if field_spec(resolved) is not None:
         from ._module import ArrayModule
 
         if not issubclass(field.owner, ArrayModule):

@@ -1,7 +1,7 @@
 """Annotation -> `ArraySpec`: which fields hold arrays, of which type and dtypes.
 
 Pure functions with no knowledge of equinox. Parsing happens once per annotation
-(`array_spec` is cached); the per-value work lives in `_convert.py`.
+(`field_spec` is cached); the per-value work lives in `_convert.py`.
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ import functools
 import sys
 import types
 import typing
-from typing import Annotated, Any, Literal, Union
+from typing import Annotated, Any, Literal, Optional, Union
 
 import jax
 import jax.numpy as jnp
@@ -20,21 +20,28 @@ import numpy as np
 
 ArrayKind = Literal["jax", "numpy"]
 
-# Annotations that are plain numbers. Inside a union with an array type they read as
-# "a scalar is also accepted as input", so they do not stop conversion.
-_NUMBER_TYPES = (bool, int, float, complex, np.bool_, np.number)
+# Python number types. An annotation that names one of them admits that Python value
+# as it is (`int | Array`, optimistix-style `ScalarLike`, `jax.typing.ArrayLike`).
+_PYTHON_NUMBERS = (bool, int, float, complex)
+# What else a named Python number type admits, as type checkers read it (PEP 484's
+# numeric tower): an int where a float is expected, a float where a complex is.
+_NUMERIC_TOWER: dict[type, tuple[type, ...]] = {float: (int,), complex: (float, int)}
 
 
 @dataclasses.dataclass(frozen=True)
 class ArraySpec:
     """What an array-annotated field stores.
 
-    - `kind`: `"jax"` for JAX arrays, `"numpy"` for NumPy arrays. When a union admits
-      both (as `jax.typing.ArrayLike` does), JAX wins.
+    - `kind`: what a value that is not yet an array (a number, a list) becomes:
+      `"jax"` for a JAX array, `"numpy"` for a NumPy array. When a union admits
+      both (as `Float[Array, ""] | Float[np.ndarray, ""]` does), JAX wins.
     - `dtypes`: the dtype names the annotation allows, or `None` for any dtype.
+    - `admits_numpy`: the union has a NumPy array member, so a NumPy array passed in
+      stays a NumPy array (with NumPy's dtypes, whatever `jax_enable_x64` says).
     - `allow_none`: the annotation admits `None` (`Optional`, `X | None`).
-    - `passthrough`: other classes in the union (Modules, callables, ...); values of
-      these types are stored as they are.
+    - `passthrough`: the union's other members (Python number types, Modules,
+      callables, ...): a value of one of these types is stored as it is, because the
+      annotation admits it as it is.
     - `is_key`: a jaxtyping `Key[...]` annotation: only existing key arrays fit.
     """
 
@@ -43,6 +50,7 @@ class ArraySpec:
     allow_none: bool = False
     passthrough: tuple[type, ...] = ()
     is_key: bool = False
+    admits_numpy: bool = False
     # (value dtype, x64 enabled) -> target dtype; filled lazily by `_convert.py`.
     target_cache: dict[Any, np.dtype] = dataclasses.field(
         default_factory=dict, compare=False, hash=False, repr=False
@@ -53,6 +61,35 @@ class ArraySpec:
         return dataclasses.replace(
             self, dtypes=frozenset({dtype.name}), target_cache={}, is_key=False
         )
+
+
+ContainerKind = Literal["list", "tuple", "dict", "pytree"]
+
+
+@dataclasses.dataclass(frozen=True)
+class ContainerSpec:
+    """A container whose annotation says every element is an array.
+
+    `list[Float[Array, ""]]`, `tuple[Float[Array, ""], ...]`, `tuple[X, Y]`,
+    `dict[str, Float[Array, "n"]]` and jaxtyping's `PyTree[Float[Array, "..."]]`:
+    each element (each leaf, for `PyTree`) is converted by its own spec.
+
+    - `elements`: one spec for every element, or one per position (`fixed`).
+    - `fixed`: a `tuple[X, Y]` with one spec per position.
+    """
+
+    container: ContainerKind
+    elements: tuple[FieldSpec, ...]
+    fixed: bool = False
+    allow_none: bool = False
+
+    def with_dtype(self, dtype: np.dtype) -> ContainerSpec:
+        """The same spec with the dtype of every element fixed."""
+        elements = tuple(e.with_dtype(dtype) for e in self.elements)
+        return dataclasses.replace(self, elements=elements)
+
+
+FieldSpec = Union[ArraySpec, ContainerSpec]  # noqa: UP007 (a runtime alias on 3.10)
 
 
 def _array_member(member: Any) -> tuple[ArrayKind, frozenset[str] | None, bool] | None:
@@ -99,45 +136,78 @@ def union_members(annotation: Any) -> list[Any]:
 
 
 @functools.lru_cache(maxsize=4096)
-def _cached_array_spec(annotation: Any) -> ArraySpec | None:
-    return _build_array_spec(annotation)
+def _cached_field_spec(annotation: Any) -> FieldSpec | None:
+    return _build_field_spec(annotation)
 
 
-def array_spec(annotation: Any) -> ArraySpec | None:
-    """The `ArraySpec` of a resolved annotation, or None if it does not denote an array.
+def field_spec(annotation: Any) -> FieldSpec | None:
+    """The spec of a resolved annotation, or None if arrayfield leaves it alone.
 
     Cached per annotation: a model with many instances of one class parses once.
     """
     try:
-        return _cached_array_spec(annotation)
+        return _cached_field_spec(annotation)
     except TypeError:  # unhashable metadata inside Annotated[...]
-        return _build_array_spec(annotation)
+        return _build_field_spec(annotation)
 
 
-def _build_array_spec(annotation: Any) -> ArraySpec | None:
+def _build_field_spec(annotation: Any) -> FieldSpec | None:
+    members = union_members(annotation)
+    allow_none = any(m is None or m is type(None) for m in members)
+    others = [m for m in members if m is not None and m is not type(None)]
+    if len(others) == 1:
+        container = _container_spec(others[0], allow_none)
+        if container is not None:
+            return container
+    return _build_array_spec(others, allow_none)
+
+
+def _container_spec(member: Any, allow_none: bool) -> ContainerSpec | None:
+    """A `ContainerSpec` if `member` is a container of arrays, else None."""
+    if isinstance(member, type) and issubclass(member, jaxtyping.PyTree):
+        leaf = getattr(member, "leaftype", None)  # None for a bare `PyTree`
+        spec = None if leaf is None else field_spec(leaf)
+        if spec is None:
+            return None
+        return ContainerSpec("pytree", (spec,), allow_none=allow_none)
+    origin = typing.get_origin(member)
+    args = typing.get_args(member)
+    if origin is list and len(args) == 1:
+        kind: ContainerKind = "list"
+        element_annotations, fixed = args, False
+    elif origin is dict and len(args) == 2:
+        kind, element_annotations, fixed = "dict", args[1:], False
+    elif origin is tuple and len(args) == 2 and args[1] is Ellipsis:
+        kind, element_annotations, fixed = "tuple", args[:1], False
+    elif origin is tuple and args and Ellipsis not in args and args != ((),):
+        kind, element_annotations, fixed = "tuple", args, True
+    else:
+        return None
+    elements = tuple(field_spec(a) for a in element_annotations)
+    if any(e is None for e in elements):  # e.g. tuple[Array, int]: not all arrays
+        return None
+    return ContainerSpec(kind, elements, fixed=fixed, allow_none=allow_none)  # type: ignore[arg-type]
+
+
+def _build_array_spec(members: list[Any], allow_none: bool) -> ArraySpec | None:
     kinds: list[ArrayKind] = []
     dtype_sets: list[frozenset[str] | None] = []
-    allow_none = is_key = False
+    is_key = False
     passthrough: list[type] = []
-    for member in union_members(annotation):
-        if member is None or member is type(None):
-            allow_none = True
-            continue
+    for member in members:
         found = _array_member(member)
         if found is not None:
             kind, dtypes, member_is_key = found
             kinds.append(kind)
             dtype_sets.append(dtypes)
             is_key = is_key or member_is_key
-        elif isinstance(member, type) and issubclass(member, _NUMBER_TYPES):
             continue
-        else:
-            origin = typing.get_origin(member)
-            cls = origin if isinstance(origin, type) else member
-            if isinstance(cls, type):
-                passthrough.append(cls)
-            else:  # Any, TypeVar, Callable[...] and friends: admit anything
-                passthrough.append(object)
+        origin = typing.get_origin(member)
+        cls = origin if isinstance(origin, type) else member
+        if not isinstance(cls, type):  # Any, TypeVar and friends: admit anything
+            cls = object
+        passthrough.append(cls)
+        passthrough.extend(_NUMERIC_TOWER.get(cls, ()))
     if not kinds:
         return None
     if is_key or any(d is None for d in dtype_sets):
@@ -148,8 +218,9 @@ def _build_array_spec(annotation: Any) -> ArraySpec | None:
         kind="jax" if "jax" in kinds else "numpy",
         dtypes=dtypes,
         allow_none=allow_none,
-        passthrough=tuple(passthrough),
+        passthrough=tuple(dict.fromkeys(passthrough)),
         is_key=is_key,
+        admits_numpy="numpy" in kinds,
     )
 
 
@@ -222,6 +293,9 @@ def _admits_scalar(dims: str) -> bool:
     return isinstance(np.empty(()), scalar_shaped)
 
 
+_NUMBER_INPUTS = (*_PYTHON_NUMBERS, np.bool_, np.number)
+
+
 def init_annotation(annotation: Any) -> Any:
     """What `__init__` may receive for a field annotated `annotation`.
 
@@ -229,17 +303,42 @@ def init_annotation(annotation: Any) -> Any:
     equinox takes from a field converter's first parameter (`af.field`) and
     `ArrayModule` sets itself. So array members are widened to
     `Shaped[ArrayLike, dims] | list | tuple` (scalars and nested lists are welcome,
-    shapes and named dimensions are still checked) and every other member is kept.
+    shapes and named dimensions are still checked), containers of arrays to the
+    same container of widened elements, and every other member is kept.
     """
-    members = []
-    for member in union_members(annotation):
+    members = union_members(annotation)
+    if len(members) <= 2:
+        container = _widen_container(members)
+        if container is not None:
+            return container
+    widened = []
+    for member in members:
         if _array_member(member) is None:
-            members.append(member)
+            widened.append(member)
             continue
         dims = getattr(member, "dim_str", "...")
-        members.append(jaxtyping.Shaped[jaxtyping.ArrayLike, dims])
+        widened.append(jaxtyping.Shaped[jaxtyping.ArrayLike, dims])
         if _admits_scalar(dims):
-            members.extend(_NUMBER_TYPES)
-        members.extend([list, tuple])
-    members = list(dict.fromkeys(members))
-    return members[0] if len(members) == 1 else Union[tuple(members)]  # noqa: UP007
+            widened.extend(_NUMBER_INPUTS)
+        widened.extend([list, tuple])
+    widened = list(dict.fromkeys(widened))
+    return widened[0] if len(widened) == 1 else Union[tuple(widened)]  # noqa: UP007
+
+
+def _widen_container(members: list[Any]) -> Any:
+    """`init_annotation` of `list[X]`, `tuple[X, ...]`, `dict[K, X]`, `PyTree[X]`."""
+    others = [m for m in members if m is not None and m is not type(None)]
+    if len(others) != 1 or _container_spec(others[0], False) is None:
+        return None
+    member = others[0]
+    if isinstance(member, type) and issubclass(member, jaxtyping.PyTree):
+        widened: Any = jaxtyping.PyTree[init_annotation(member.leaftype)]  # type: ignore[attr-defined]
+    else:
+        origin: Any = typing.get_origin(member)  # list, tuple or dict
+        keys_kept = 1 if origin is dict else 0
+        args = tuple(
+            a if a is Ellipsis or i < keys_kept else init_annotation(a)
+            for i, a in enumerate(typing.get_args(member))
+        )
+        widened = types.GenericAlias(origin, args)
+    return widened if len(others) == len(members) else Optional[widened]  # noqa: UP045

@@ -12,7 +12,7 @@ class Everything(af.ArrayModule):
     a: jax.Array
     b: jnp.ndarray
     c: np.ndarray
-    d: ArrayLike
+    d: ArrayLike = eqx.field(converter=jnp.asarray)
     e: jnp.array
     f: np.array
     g: Float32[Array, "n"]
@@ -21,7 +21,7 @@ class Everything(af.ArrayModule):
     j: Bool[Array, "n"]
     k: UInt8[np.ndarray, "h w"]
     m: jt.Float[jt.Array, ""]
-    n: jax.typing.ArrayLike
+    n: jax.typing.ArrayLike = eqx.field(converter=jnp.asarray)
     # Not array annotations: the converter stays.
     o: list = eqx.field(converter=jnp.asarray)
     p: jt.PyTree = eqx.field(converter=jnp.asarray)

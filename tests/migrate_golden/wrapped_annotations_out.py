@@ -13,7 +13,7 @@ class Fit(af.ArrayModule):
     c: Union[jax.Array, None]
     d: Annotated[jax.Array, "per pixel"]
     e: typing.Optional[jax.Array]
-    # arrayfield converts Python numbers in a union with an array type too.
-    f: Union[jax.Array, float]
+    # A union that names a Python number keeps numbers as they are: kept.
+    f: Union[jax.Array, float] = eqx.field(converter=jnp.asarray)
     # A union with another type is for a human to read: left alone.
     g: Union[jax.Array, str] = eqx.field(converter=jnp.asarray)

@@ -30,8 +30,10 @@ ARRAY_TYPES: dict[str, ArrayKind] = {
     "numpy.array": "numpy",
 }
 
-# Python numbers may share a union with an array type: arrayfield converts them.
+# A union that names a Python number type admits Python numbers as they are:
+# arrayfield stores them unchanged. `ArrayLike` names them all.
 _NUMBER_TYPES = frozenset({"bool", "int", "float", "complex"})
+_NAMES_NUMBERS = frozenset({"jax.typing.ArrayLike", "jaxtyping.ArrayLike"})
 
 # jaxtyping's dtype-specific annotations: Float[...], Int32[...], Shaped[...] ...
 _JAXTYPING_DTYPE = re.compile(
@@ -113,28 +115,35 @@ def _array_type_kind(expr: cst.BaseExpression, imports: ImportMap) -> ArrayKind 
 
 
 def array_kind(annotation: cst.BaseExpression, imports: ImportMap) -> ArrayKind | None:
-    """What arrayfield turns values of a field with this annotation into.
+    """What arrayfield turns Python numbers in a field with this annotation into.
 
     `"jax"` for `jax.Array`, `Float[Array, "n"]`, `Optional[jax.Array]`...,
     `"numpy"` for `np.ndarray` and `Float[np.ndarray, "n"]`, None for anything
-    else. Python number types may appear in the union (arrayfield converts
-    them); any other member, as in `Union[jax.Array, str]`, makes the field one
-    for a human to look at, so the answer is None.
+    else. A union that names a Python number type (`Union[jax.Array, float]`,
+    `ArrayLike`) keeps Python numbers as they are, so the answer is None; any
+    other member, as in `Union[jax.Array, str]`, makes the field one for a
+    human to look at, so the answer is None too.
     """
     kinds: set[ArrayKind] = set()
     for member in alternatives(annotation, imports):
-        kind = _array_type_kind(member, imports)
-        if kind is not None:
-            kinds.add(kind)
-        elif not (
-            isinstance(member, cst.Name)
-            and member.value in _NUMBER_TYPES
-            and member.value not in imports.bindings
-        ):
+        if _names_numbers(member, imports):
             return None
+        kind = _array_type_kind(member, imports)
+        if kind is None:
+            return None
+        kinds.add(kind)
     if not kinds:
         return None
     return "jax" if "jax" in kinds else "numpy"
+
+
+def _names_numbers(member: cst.BaseExpression, imports: ImportMap) -> bool:
+    if isinstance(member, cst.Name) and member.value not in imports.bindings:
+        return member.value in _NUMBER_TYPES
+    if isinstance(member, cst.Subscript):  # Float[ArrayLike, ""]
+        items = _subscript_items(member)
+        return bool(items) and _names_numbers(items[0], imports)
+    return (imports.resolve(member) or "") in _NAMES_NUMBERS
 
 
 def scalar_annotation(annotation: cst.BaseExpression, imports: ImportMap) -> str | None:

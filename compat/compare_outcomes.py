@@ -1,0 +1,64 @@
+"""Compare the plain and swapped runs of a test suite, test by test.
+
+Usage: python compare_outcomes.py RESULTS_DIR EXPECTED_FILE
+
+RESULTS_DIR holds JUnit XML files named `plain-<file>.xml` and `swapped-<file>.xml`.
+EXPECTED_FILE lists known differences, one per line: `<test id>  <reason>`.
+Prints every difference; exits 1 if one is not listed (or a file did not run).
+"""
+
+import sys
+import xml.etree.ElementTree as ElementTree
+from pathlib import Path
+
+
+def outcomes(path: Path) -> dict[str, str]:
+    found = {}
+    for case in ElementTree.parse(path).iter("testcase"):
+        module = case.get("classname", "").replace(".", "/")
+        test_id = f"{module}.py::{case.get('name')}"
+        outcome = "passed"
+        for child in case:
+            if child.tag in ("failure", "error"):
+                outcome = "failed"
+            elif child.tag == "skipped":
+                outcome = "skipped"
+        found[test_id] = outcome
+    return found
+
+
+def expected_differences(path: Path) -> dict[str, str]:
+    known = {}
+    for line in path.read_text().splitlines():
+        if line.strip() and not line.startswith("#"):
+            test_id, _, reason = line.partition("  ")
+            known[test_id.strip()] = reason.strip()
+    return known
+
+
+def main(results: Path, expected_file: Path) -> int:
+    known = expected_differences(expected_file)
+    unexplained = 0
+    compared = 0
+    for plain_file in sorted(results.glob("plain-*.xml")):
+        swapped_file = results / plain_file.name.replace("plain-", "swapped-", 1)
+        if not swapped_file.exists():
+            print(f"{swapped_file.name}: missing (the swapped run did not finish)")
+            unexplained += 1
+            continue
+        plain, swapped = outcomes(plain_file), outcomes(swapped_file)
+        for test_id in sorted(plain.keys() | swapped.keys()):
+            compared += 1
+            before, after = plain.get(test_id, "absent"), swapped.get(test_id, "absent")
+            if before == after:
+                continue
+            reason = known.get(test_id)
+            label = f"expected: {reason}" if reason else "UNEXPLAINED"
+            print(f"{test_id}: {before} plain, {after} swapped ({label})")
+            unexplained += reason is None
+    print(f"{compared} tests compared, {unexplained} unexplained differences")
+    return 1 if unexplained or not compared else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(Path(sys.argv[1]), Path(sys.argv[2])))

@@ -1,0 +1,62 @@
+#!/usr/bin/env bash
+# Run equinox's own test suite twice, with plain eqx.Module and with `equinox.Module`
+# swapped for `arrayfield.ArrayModule`, and print every test whose outcome differs.
+#
+#   compat/run_equinox_suite.sh [--subset] [TEST_FILE...]
+#
+# The suite is data, not part of this repository: it is looked for in
+# $EQUINOX_TESTS, else in ../shared/compat/equinox-v0.13.8 beside the repository
+# (with the swap plugin `swap_module.py` in its parent folder). $PYTHON (default
+# .venv/bin/python) needs arrayfield, equinox 0.13.8, pytest, beartype, optax, tqdm.
+#
+# --subset runs the files where a swap once made a difference (what CI runs).
+# Differences listed in compat/expected_differences.txt are reported with their
+# reason; any other difference makes the script exit 1.
+set -euo pipefail
+root="$(cd "$(dirname "$0")/.." && pwd)"
+suite="${EQUINOX_TESTS:-$root/../shared/compat/equinox-v0.13.8}"
+python="${PYTHON:-$root/.venv/bin/python}"
+case "$python" in /*) ;; *) python="$root/$python" ;; esac
+if [ ! -d "$suite/tests" ]; then
+  echo "equinox's test suite not found at $suite (set EQUINOX_TESTS): not run" >&2
+  exit 0
+fi
+suite="$(cd "$suite" && pwd)"
+
+subset=0
+files=()
+for arg in "$@"; do
+  case "$arg" in
+    --subset) subset=1 ;;
+    *) files+=("$arg") ;;
+  esac
+done
+if [ "${#files[@]}" -eq 0 ]; then
+  if [ "$subset" -eq 1 ]; then
+    files=(tests/test_jit.py tests/test_vmap.py tests/test_pmap.py
+           tests/test_module.py "tests/test_while_loop.py::-k unperturbed")
+  else
+    files=()
+    for f in "$suite"/tests/test_*.py; do files+=("tests/$(basename "$f")"); done
+  fi
+fi
+
+out="$(mktemp -d)"
+trap 'rm -rf "$out"' EXIT
+export JAX_PLATFORMS=cpu PYTHONPATH="$suite/..${PYTHONPATH:+:$PYTHONPATH}"
+for mode in plain swapped; do
+  swap=$([ "$mode" = swapped ] && echo 1 || echo 0)
+  for spec in "${files[@]}"; do
+    file="${spec%%::*}"
+    extra=()
+    [ "$spec" != "$file" ] && read -r -a extra <<< "${spec#*::}"
+    name="$(basename "$file" .py)"
+    echo "== $mode: $file ${extra[*]:-}"
+    # One pytest process per file: some files leave JAX state behind.
+    (cd "$suite" && ARRAYFIELD_SWAP=$swap "$python" -m pytest -p swap_module \
+      -p no:cacheprovider -q --no-header -rN "$file" "${extra[@]}" \
+      --junitxml="$out/$mode-$name.xml" >"$out/$mode-$name.log" 2>&1) || true
+    tail -n 1 "$out/$mode-$name.log"
+  done
+done
+"$python" "$root/compat/compare_outcomes.py" "$out" "$root/compat/expected_differences.txt"

@@ -361,3 +361,60 @@ def test_shaped_annotation_keeps_what_it_is_given():
 
     weak = jnp.asarray(3)
     assert Any_(x=weak).x is weak
+
+
+def test_retrace_advice_for_a_number_kept_by_a_union_names_the_number_type():
+    class Stepper(af.ArrayModule):
+        rate: float | Float[Array, ""]
+
+    step = af.explain_retraces(eqx.filter_jit(lambda m: m.rate * 2))
+    with warnings.catch_warnings(record=True) as record:
+        warnings.simplefilter("always")
+        step(Stepper(rate=0.1))
+        step(Stepper(rate=0.2))
+    (message,) = [str(w.message) for w in record if w.category is af.RetraceWarning]
+    assert "which names a Python number type" in message
+    assert "subclass af.ArrayModule" not in message
+
+
+def test_strong_scalar_field_promotes_half_precision_where_a_python_float_did_not():
+    class Scale(af.ArrayModule):
+        factor: Float[Array, ""]
+
+    x = jnp.ones(2, jnp.float16)
+    assert (x * Scale(factor=0.5).factor).dtype == jnp.float32
+    assert (x * 0.5).dtype == jnp.float16
+
+
+def test_strong_int_field_is_an_error_under_strict_promotion():
+    class Offset(af.ArrayModule):
+        by: Int[Array, ""]
+
+    with jax.numpy_dtype_promotion("strict"):
+        assert (jnp.ones(2) + 1).dtype == jnp.float32  # a Python int is fine
+        with pytest.raises(jax.dtypes.TypePromotionError):
+            jnp.ones(2) + Offset(by=1).by
+
+
+def test_module_level_instance_keeps_the_x64_setting_of_import_time(tmp_path):
+    (tmp_path / "built_at_import.py").write_text(
+        "from jaxtyping import Array, Float\n"
+        "import arrayfield as af\n"
+        "class Scale(af.ArrayModule):\n"
+        "    factor: Float[Array, '']\n"
+        "SCALE = Scale(factor=0.5)\n"
+    )
+    script = (
+        "import jax\n"
+        "import built_at_import\n"
+        "jax.config.update('jax_enable_x64', True)\n"
+        "print(built_at_import.SCALE.factor.dtype)\n"
+    )
+    completed = subprocess.run(
+        [sys.executable, "-c", script],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert completed.stdout.strip() == "float32"

@@ -440,9 +440,17 @@ def number_fix(field: FieldRef | None) -> str:
     except Unresolved:
         resolved = annotation
     spelled = format_annotation(annotation)
-    if field_spec(resolved) is not None:
+    spec = field_spec(resolved)
+    if spec is not None:
         from ._module import ArrayModule
 
+        if any(t in _NUMBERS for t in getattr(spec, "passthrough", ())):
+            return (
+                f"{field.where} is annotated {spelled}, which names a Python number "
+                "type, so a Python number is stored as it is: drop the number type "
+                '(e.g. Float[Array, ""]) on an af.ArrayModule to store it as an '
+                "array, or pass an array"
+            )
         if not issubclass(field.owner, ArrayModule):
             return (
                 f"{field.where} is annotated {spelled} but holds a Python number: "

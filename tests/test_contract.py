@@ -418,3 +418,12 @@ def test_module_level_instance_keeps_the_x64_setting_of_import_time(tmp_path):
         check=True,
     )
     assert completed.stdout.strip() == "float32"
+
+
+def test_check_true_accepts_converted_containers():
+    class Checked(af.ArrayModule, check=True):
+        tree: PyTree[Float[Array, "..."]]
+        items: list[Float[Array, ""]]
+
+    checked = Checked(tree=jnp.ones(2), items=[1.0])
+    assert checked.items[0].dtype == jnp.float32

@@ -23,7 +23,7 @@ import numpy as np
 
 from ._env import CHECK, env_flag
 from ._errors import class_name, format_annotation, short_repr
-from ._spec import array_types
+from ._spec import ArraySpec, array_types
 
 ENV_VAR = CHECK
 
@@ -87,8 +87,8 @@ def _checked_fields(cls: type) -> tuple[_CheckedField, ...]:
     found = []
     for name, converter in field_converters(cls).items():
         spec = converter.resolved_spec()
-        if spec is None:
-            continue
+        if not isinstance(spec, ArraySpec):
+            continue  # None, or a container: its elements are not checked (yet)
         resolved = converter.resolved
         found.append(
             _CheckedField(name, resolved, array_types(resolved), spec.allow_none)

@@ -38,6 +38,7 @@ from ._env import EXPLAIN_RETRACES, env_flag
 from ._errors import (
     EQUINOX_DIR,
     JAX_DIR,
+    class_name,
     format_annotation,
     short_repr,
     warn_in_user_code,
@@ -794,6 +795,10 @@ class _ExplainRetraces:
             _hooks.uninstall_call_hook()
             _hooks.release_trace_counter()
 
+    def __call__(self, fn: Callable[..., Any]) -> Any:
+        # `@af.explain_retraces()`, parentheses and all: the same as without.
+        return explain_retraces(fn)
+
 
 @overload
 def explain_retraces(fn: None = None) -> _ExplainRetraces: ...
@@ -869,6 +874,13 @@ def explain_retraces(fn: Callable[..., Any] | None = None) -> Any:
     """
     if fn is None:
         return _ExplainRetraces()
+    if isinstance(fn, type) or not callable(fn):
+        what = f"the class {class_name(fn)}" if isinstance(fn, type) else repr(fn)
+        raise TypeError(
+            f"af.explain_retraces() wraps a function, not {what}. Decorate a "
+            "function (or method) that is jitted or called under a jit, or use "
+            "`with af.explain_retraces():` around the calls."
+        )
     return _wrap(fn)
 
 

@@ -333,7 +333,8 @@ sys.exit(main(["migrate", "model.py"]))
     )
     assert result.returncode == 2
     assert result.stderr == (
-        "arrayfield migrate needs libcst: pip install 'arrayfield[migrate]'\n"
+        "arrayfield migrate needs libcst: pip install libcst (or install "
+        "arrayfield with its migrate extra)\n"
     )
     assert (tmp_path / "model.py").read_bytes() == (
         GOLDEN / "decorated_in.py"

@@ -220,7 +220,8 @@ def run(args: argparse.Namespace) -> int:
         import libcst  # noqa: F401
     except ModuleNotFoundError:
         print(
-            "arrayfield migrate needs libcst: pip install 'arrayfield[migrate]'",
+            "arrayfield migrate needs libcst: pip install libcst (or install "
+            "arrayfield with its migrate extra)",
             file=sys.stderr,
         )
         return EXIT_ERROR

@@ -32,6 +32,11 @@ def misspelled_dtype() -> Any:
         flux: Float[Array, ""] = af.field(dtype="floot32")
 
 
+def dtype_on_a_static_field() -> Any:
+    class Star(af.ArrayModule):
+        flux: Float[Array, ""] = af.field(dtype="float32", static=True)
+
+
 def misspelled_af_field_keyword() -> Any:
     class Star(af.ArrayModule):
         flux: Float[Array, ""] = af.field(defualt=1.0)
@@ -84,6 +89,12 @@ MISTAKES = [
         af.ConversionError,
         ["dtype='floot32'", "Did you mean 'float32'?", "jnp.float32"],
         id="af.field(dtype='floot32')",
+    ),
+    pytest.param(
+        dtype_on_a_static_field,
+        TypeError,
+        ["af.field(dtype=...)", "cannot be combined with convert=False or static=True"],
+        id="af.field(dtype=..., static=True)",
     ),
     pytest.param(
         misspelled_af_field_keyword,

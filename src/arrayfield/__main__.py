@@ -20,7 +20,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Parse `argv` (default: the command line), run the subcommand and return
     its exit status."""
     parser = argparse.ArgumentParser(
-        prog="arrayfield", description="Command-line tools of arrayfield."
+        prog="arrayfield",
+        description="Command-line tools of arrayfield.",
+        epilog="Run `arrayfield COMMAND --help` for a command's options.",
     )
     parser.add_argument(
         "--version", action="version", version=f"%(prog)s {__version__}"

@@ -532,6 +532,8 @@ def _init_behind_array_module(bases: tuple[type, ...]) -> Callable | None:
     were not there: return the `__init__` the class should have, or None if the
     dataclass one is right.
     """
+    if len(bases) < 2:
+        return None  # the one base decides, as for any Module
     array_module = globals().get("ArrayModule")  # None while creating it
     mro = _linearize(bases)
     if array_module is None or mro is None:

@@ -54,6 +54,13 @@ def none_in_non_optional_field_with_check() -> Any:
     return Star(flux=None)  # pyright: ignore[reportArgumentType]
 
 
+def string_into_float_field() -> Any:
+    class Star(af.ArrayModule):
+        flux: Float[Array, ""]
+
+    return Star(flux="1.0")  # pyright: ignore[reportArgumentType]
+
+
 def float_into_int_field() -> Any:
     class Counter(af.ArrayModule):
         count: Int[Array, ""]
@@ -113,6 +120,12 @@ MISTAKES = [
         af.ValidationError,
         ["Star.flux", "Float[Array, '']", "got None", "Float[Array, ''] | None"],
         id="check=True and None in a field that is not Optional",
+    ),
+    pytest.param(
+        string_into_float_field,
+        af.ConversionError,
+        ["Star.flux", "'1.0' (str)", "Float[Array, '']", "af.field(convert=False)"],
+        id="a string into a Float field",
     ),
     pytest.param(
         float_into_int_field,

@@ -219,10 +219,17 @@ class FieldConverter:
             raise self._error(value, reason, cls) from None
 
     def _error(self, value: Any, reason: Rejected, cls: type | None) -> ConversionError:
+        fix = ""
+        if not looks_numeric(value):  # not array data at all: say what would be
+            fix = (
+                " Pass a number, an array or a nested list of numbers; if the field "
+                "holds something else, annotate it with that type, or opt it out "
+                "with af.field(convert=False)."
+            )
         return ConversionError(
             f"{self.where_in(cls or self.owner)}: cannot store {short_repr(value)} "
             f"({type(value).__name__}) in a field annotated "
-            f"{format_annotation(self.annotation)}: {reason}."
+            f"{format_annotation(self.annotation)}: {reason}.{fix}"
         )
 
     def __repr__(self) -> str:

@@ -363,9 +363,13 @@ def field(
     return result
 
 
-# What af.field passes on: eqx.field's own keywords and those of dataclasses.field.
+# What af.field passes on: eqx.field's own keywords and those of dataclasses.field,
+# to which eqx.field passes the rest.
 _EQX_FIELD_KEYWORDS = frozenset(
-    {"converter", "static", *inspect.signature(dataclasses.field).parameters}
+    name
+    for function in (eqx.field, dataclasses.field)
+    for name, parameter in inspect.signature(function).parameters.items()
+    if parameter.kind is not inspect.Parameter.VAR_KEYWORD
 )
 
 

@@ -887,7 +887,7 @@ def explain_retraces(fn: Callable[..., Any] | None = None) -> Any:
     if fn is None:
         return RetraceWatch()
     if isinstance(fn, type) or not callable(fn):
-        what = f"the class {class_name(fn)}" if isinstance(fn, type) else repr(fn)
+        what = f"the class {class_name(fn)}" if isinstance(fn, type) else short_repr(fn)
         raise TypeError(
             f"af.explain_retraces() wraps a function, not {what}. Decorate a "
             "function (or method) that is jitted or called under a jit, or use "

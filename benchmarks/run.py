@@ -1,4 +1,4 @@
-"""arrayfield's performance targets (issue 5), each measured against its baseline.
+"""arrayfield's performance targets, each measured against its baseline.
 
 Run `python benchmarks/run.py` for the full suite or `--quick` for a smoke run
 (under a minute). Every timing compares arrayfield with its baseline in one process,
@@ -49,7 +49,7 @@ class Row:
     arrayfield: str
     ratio: str
     target: str
-    status: str  # "pass", "MISS", "FAIL" (trace count: exits 1) or "info"
+    status: str  # "pass", "MISS", "FAIL" (trace count: exits 1), "info" or not judged
 
 
 # -- timing helpers ------------------------------------------------------------
@@ -101,7 +101,11 @@ def compare(
     )
 
 
-def _status(ok: bool) -> str:
+def _status(ok: bool, quick: bool) -> str:
+    # A quick run's few rounds on a loaded machine swing across a target's line:
+    # it reports timings but does not judge them.
+    if quick:
+        return "not judged in quick mode"
     return "pass" if ok else "MISS"
 
 
@@ -208,7 +212,7 @@ def bench_seed_loop(quick: bool) -> tuple[list[Row], dict[str, SeedRun], bool]:
             f"{cand:.1f}",
             f"{ratio:.3f}",
             "<= 1.05x array",
-            _status(ratio <= 1.05),
+            _status(ratio <= 1.05, quick),
         )
     )
     return rows, runs, traces_ok
@@ -297,7 +301,7 @@ def bench_construction(quick: bool) -> list[Row]:
             f"{cand:.1f}",
             f"{ratio:.3f}",
             "<= 0.6x",
-            _status(ratio <= 0.6),
+            _status(ratio <= 0.6, quick),
         )
     ]
     arrays = [jnp.asarray(np.float32(v)) for v in (1.0, 2.0, 3.0)]
@@ -314,7 +318,7 @@ def bench_construction(quick: bool) -> list[Row]:
             f"{cand:.1f}",
             f"{ratio:.3f}",
             "<= 1.15x",
-            _status(ratio <= 1.15),
+            _status(ratio <= 1.15, quick),
         )
     )
     base, cand, ratio = compare(
@@ -423,7 +427,7 @@ def bench_import(quick: bool) -> list[Row]:
             f"{cand:.0f}",
             f"{added:+.0f} ms (paired)",
             "<= +30 ms",
-            _status(added <= 30),
+            _status(added <= 30, quick),
         )
     ]
 
@@ -474,7 +478,7 @@ def bench_memory(quick: bool) -> list[Row]:
             f"{cand:,.0f}",
             f"{cand / base:.3f}",
             "no extra objects",
-            _status(only_arrays and cand <= base * 1.02 + 16),
+            _status(only_arrays and cand <= base * 1.02 + 16, quick),
         )
     ]
 
@@ -503,7 +507,7 @@ def bench_retrace(quick: bool) -> list[Row]:
                 f"{found['arrayfield_us']:.1f}",
                 f"{ratio:.3f}" if isinstance(ratio, (int, float)) else str(ratio),
                 f"< {target}x" if numeric else str(target or ""),
-                _status(ratio < target) if numeric else "info",  # type: ignore[operator]
+                _status(ratio < target, quick) if numeric else "info",  # type: ignore[operator]
             )
         )
     return rows
@@ -543,7 +547,11 @@ def markdown(rows: list[Row]) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="smoke run, < 60 s")
+    parser.add_argument(
+        "--quick",
+        action="store_true",
+        help="smoke run, < 60 s: exact trace counts, timings reported but not judged",
+    )
     args = parser.parse_args(argv)
     quick = args.quick
     started = time.perf_counter()

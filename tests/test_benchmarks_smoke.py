@@ -42,3 +42,12 @@ def test_seed_loop_rows_report_exact_trace_counts(bench):
     assert traces_ok
     assert rows[0].status == "pass"
     assert runs["arraymodule"].traces == 1
+    # The timing row of a quick run is reported, never judged.
+    assert rows[1].status == "not judged in quick mode"
+
+
+def test_quick_mode_judges_no_timing_target_and_full_mode_does(bench):
+    assert bench._status(False, quick=True) == "not judged in quick mode"
+    assert bench._status(True, quick=True) == "not judged in quick mode"
+    assert bench._status(False, quick=False) == "MISS"
+    assert bench._status(True, quick=False) == "pass"

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -103,10 +104,20 @@ def test_unparsable_file_exits_2_while_the_others_still_migrate(tmp_path):
 
     assert result.returncode == 2
     errors = result.stderr.splitlines()
-    assert errors[0].startswith("broken.py: error: cannot parse: line 1: ")
+    assert re.fullmatch(r"broken\.py:1:\d+: error: cannot parse: .+", errors[0])
     assert "migrated: good.py" in result.stdout
     assert good.read_bytes() == expected("decorated")
     assert broken.read_text() == "class Broken(eqx.Module:\n    x: int\n"
+
+
+def test_syntax_error_is_reported_at_its_line_and_column(tmp_path):
+    (tmp_path / "bad.py").write_text("import equinox as eqx\n\n\n\ny = = 3\n")
+
+    result = run_migrate("--quiet", "bad.py", cwd=tmp_path)
+
+    assert result.returncode == 2
+    assert result.stderr == "bad.py:5:5: error: cannot parse: invalid syntax\n"
+    assert result.stdout == ""
 
 
 def test_missing_path_exits_2_with_one_line_message(tmp_path):
@@ -115,7 +126,7 @@ def test_missing_path_exits_2_with_one_line_message(tmp_path):
     result = run_migrate("nowhere.py", "good.py", "--quiet", cwd=tmp_path)
 
     assert result.returncode == 2
-    assert result.stderr == "nowhere.py: error: no such file or directory\n"
+    assert result.stderr == "nowhere.py:1:1: error: no such file or directory\n"
     assert (tmp_path / "good.py").read_bytes() == expected("decorated")
 
 
@@ -131,7 +142,7 @@ def test_unreadable_file_exits_2(tmp_path):
     finally:
         path.chmod(0o644)
     assert result.returncode == 2
-    assert result.stderr.startswith("secret.py: error: cannot read: ")
+    assert result.stderr.startswith("secret.py:1:1: error: cannot read: ")
 
 
 def test_files_needing_no_change_are_not_written(tmp_path):
@@ -210,6 +221,84 @@ def test_diagnostics_are_sorted_and_leave_the_exit_status_alone(tmp_path):
     assert lines[1:] == [f"b.py:{line}" for line in expected_b]
 
 
+def test_diff_puts_only_the_diff_on_stdout_and_diagnostics_on_stderr(tmp_path):
+    copy_case("diagnostics", tmp_path / "model.py")
+
+    result = run_migrate("--diff", "model.py", cwd=tmp_path)
+
+    assert result.returncode == 1
+    assert result.stdout.startswith("--- model.py\n+++ model.py\n@@ ")
+    assert all(line[:1] in " +-@\\" for line in result.stdout.splitlines())
+    assert "model.py:" in result.stderr and " AF00" in result.stderr
+
+
+@pytest.mark.parametrize(
+    ("files", "summary"),
+    [
+        (["decorated"], "1 of 1 file migrated."),
+        (["decorated", "unrelated"], "1 of 2 files migrated."),
+        (["diagnostics"], "1 of 1 file migrated, {n} diagnostics."),
+    ],
+)
+def test_summary_counts_in_the_right_number(files, summary, tmp_path):
+    for index, case in enumerate(files):
+        copy_case(case, tmp_path / f"m{index}.py")
+
+    result = run_migrate(".", cwd=tmp_path)
+
+    diagnostics = [line for line in result.stdout.splitlines() if " AF00" in line]
+    assert result.stderr.splitlines()[-1] == summary.format(n=len(diagnostics))
+
+
+def test_summary_says_one_error_and_one_diagnostic_in_the_singular(tmp_path):
+    (tmp_path / "a.py").write_text(
+        "import equinox as eqx\n\n\nclass A(eqx.Module):\n    rate: float\n"
+    )
+
+    result = run_migrate("a.py", "nowhere.py", cwd=tmp_path)
+
+    assert result.stderr.splitlines()[-1] == (
+        "1 of 1 file migrated, 1 diagnostic, 1 error."
+    )
+
+
+def run_arrayfield(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "arrayfield", *args],
+        capture_output=True,
+        text=True,
+        cwd=cwd,
+        env=ENV,
+        timeout=120,
+    )
+
+
+def test_version_prints_the_package_version(tmp_path):
+    import arrayfield
+
+    result = run_arrayfield("--version", cwd=tmp_path)
+
+    assert result.returncode == 0
+    assert result.stdout == f"arrayfield {arrayfield.__version__}\n"
+
+
+def test_unknown_option_shows_the_subcommands_usage(tmp_path):
+    result = run_migrate("--frobnicate", "model.py", cwd=tmp_path)
+
+    assert result.returncode == 2
+    assert result.stderr.startswith("usage: arrayfield migrate [-h] [--check]")
+    assert result.stderr.endswith(
+        "arrayfield migrate: error: unrecognized arguments: --frobnicate\n"
+    )
+
+
+def test_help_names_a_migration_guide_that_exists(tmp_path):
+    result = run_migrate("--help", cwd=tmp_path)
+
+    guide = result.stdout.rsplit("The whole migration, step by step: ", 1)[1].strip()
+    assert Path(guide).is_file() and guide.endswith("migration.md")
+
+
 def test_help_documents_diagnostic_codes_and_exit_statuses(tmp_path):
     result = run_migrate("--help", cwd=tmp_path)
     assert result.returncode == 0
@@ -244,7 +333,8 @@ sys.exit(main(["migrate", "model.py"]))
     )
     assert result.returncode == 2
     assert result.stderr == (
-        "arrayfield migrate needs libcst: pip install 'arrayfield[migrate]'\n"
+        "arrayfield migrate needs libcst: pip install libcst (or install "
+        "arrayfield with its migrate extra)\n"
     )
     assert (tmp_path / "model.py").read_bytes() == (
         GOLDEN / "decorated_in.py"

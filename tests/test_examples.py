@@ -29,8 +29,8 @@ def test_scene_fit_traces_once_on_array_module_and_reaches_3000():
     assert "eqx.Module     :  100 traces in 100 steps" in out
 
 
-def test_fit_scene_is_clean_fits_and_traces_once():
-    out = run_example("fit_scene.py")
+def test_optax_fit_is_clean_fits_and_traces_once():
+    out = run_example("optax_fit.py")
     assert "tree is clean" in out
     assert "after 1 trace" in out
     final_loss = float(out.split("final loss ")[1].split()[0])

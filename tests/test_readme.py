@@ -22,7 +22,20 @@ def test_readme_has_exactly_two_setup_commands_example_and_tests():
     assert commands[1].endswith("-m pytest")
 
 
-def test_ci_runs_the_readme_test_command_verbatim():
-    test_command = bash_commands((ROOT / "README.md").read_text())[1]
+def test_ci_runs_both_readme_commands_verbatim():
     ci_lines = (ROOT / ".ci" / "run").read_text().splitlines()
-    assert test_command in ci_lines
+    for command in bash_commands((ROOT / "README.md").read_text()):
+        assert command in ci_lines
+
+
+def test_ci_runs_every_example():
+    ci = (ROOT / ".ci" / "run").read_text()
+    assert "for example in examples/*.py; do" in ci
+    assert '.venv/bin/python "$example"' in ci
+
+
+def test_every_example_is_linked_from_the_readme_and_every_link_exists():
+    readme = (ROOT / "README.md").read_text()
+    linked = set(re.findall(r"\]\((examples/[^)]+)\)", readme))
+    examples = {f"examples/{path.name}" for path in (ROOT / "examples").glob("*.py")}
+    assert linked == examples

@@ -18,6 +18,7 @@ for forward references), never per instance.
 from __future__ import annotations
 
 import dataclasses
+import difflib
 import inspect
 import sys
 import threading
@@ -136,10 +137,10 @@ class FieldConverter:
         spec = field_spec(resolved)
         if spec is None and self.dtype is not None:
             raise ConversionError(
-                f"{self.where}: af.field(dtype=...) asks for an array, but the "
-                f"annotation {format_annotation(self.annotation)} does not denote an "
-                "array. "
-                'Annotate the field as an array, e.g. Float[Array, ""].'
+                f"{self.where}: af.field(dtype={self.dtype.name!r}) stores an array, "
+                f"but the annotation {format_annotation(self.annotation)} does not "
+                "denote an array. Annotate the field as an array (e.g. "
+                'Float[Array, ""]), or drop dtype= to keep the value as it is.'
             )
         if spec is not None and self.dtype is not None:
             spec = spec.with_dtype(self.dtype)
@@ -220,10 +221,17 @@ class FieldConverter:
             raise self._error(value, reason, cls) from None
 
     def _error(self, value: Any, reason: Rejected, cls: type | None) -> ConversionError:
+        fix = ""
+        if not looks_numeric(value):  # not array data at all: say what would be
+            fix = (
+                " Pass a number, an array or a nested list of numbers; if the field "
+                "holds something else, annotate it with that type, or opt it out "
+                "with af.field(convert=False)."
+            )
         return ConversionError(
             f"{self.where_in(cls or self.owner)}: cannot store {short_repr(value)} "
             f"({type(value).__name__}) in a field annotated "
-            f"{format_annotation(self.annotation)}: {reason}."
+            f"{format_annotation(self.annotation)}: {reason}.{fix}"
         )
 
     def __repr__(self) -> str:
@@ -263,7 +271,25 @@ class _ArrayField(dataclasses.Field):
         converter = self.metadata.get("converter")
         if isinstance(converter, FieldConverter) and converter.owner is None:
             annotation = inspect.get_annotations(owner).get(name, Any)
-            converter.bind(owner, name, annotation)
+            try:
+                converter.bind(owner, name, annotation)
+            except ConversionError as error:
+                # Python < 3.12 wraps an error raised here in a RuntimeError. Raise
+                # it a moment later instead, still while the class is created:
+                # dataclasses looks the field's default up on the class.
+                type.__setattr__(owner, name, _RaiseOnLookup(str(error)))
+
+
+class _RaiseOnLookup:
+    """Stands in for a wrongly declared field: looking it up raises the error."""
+
+    __slots__ = ("message",)
+
+    def __init__(self, message: str):
+        self.message = message
+
+    def __get__(self, instance: Any, owner: type | None = None) -> Any:
+        raise ConversionError(self.message)
 
 
 def field(
@@ -291,11 +317,10 @@ def field(
 
     **Raises:**
 
-    `TypeError` if `dtype` is given together with `convert=False` or `static=True`;
-    `af.ConversionError` when the class is created if `dtype` is given for a field
-    whose annotation does not denote an array (Python 3.11 wraps it in the
-    `RuntimeError` it raises for any error in `__set_name__`; 3.12 and later
-    raise it as is).
+    `TypeError` if `dtype` is given together with `convert=False` or `static=True`,
+    or for a keyword neither `af.field` nor `eqx.field` takes; `af.ConversionError`
+    if NumPy does not understand `dtype`, and when the class is created if `dtype`
+    is given for a field whose annotation does not denote an array.
 
     !!! example
 
@@ -313,7 +338,15 @@ def field(
         assert src.flux.dtype == jnp.float32 and src.shape == (64, 64)
         ```
     """
-    np_dtype = None if dtype is None else np.dtype(dtype)
+    unknown = kwargs.keys() - _EQX_FIELD_KEYWORDS
+    if unknown:
+        name = min(unknown)
+        raise TypeError(
+            f"af.field() got an unexpected keyword argument {name!r}."
+            f"{_did_you_mean(name, ['convert', 'dtype', *_EQX_FIELD_KEYWORDS])} "
+            "It takes convert= and dtype=, and passes eqx.field's keywords on."
+        )
+    np_dtype = None if dtype is None else _field_dtype(dtype)
     static = kwargs.get("static", False)
     if np_dtype is not None and (not convert or static):
         raise TypeError(
@@ -330,6 +363,34 @@ def field(
     result = eqx.field(converter=converter, metadata=metadata, **kwargs)
     result.__class__ = _ArrayField
     return result
+
+
+# What af.field passes on: eqx.field's own keywords and those of dataclasses.field,
+# to which eqx.field passes the rest.
+_EQX_FIELD_KEYWORDS = frozenset(
+    name
+    for function in (eqx.field, dataclasses.field)
+    for name, parameter in inspect.signature(function).parameters.items()
+    if parameter.kind is not inspect.Parameter.VAR_KEYWORD
+)
+
+
+def _did_you_mean(name: str, candidates: Any) -> str:
+    """` Did you mean 'check'?`, or nothing when no candidate is close."""
+    close = difflib.get_close_matches(name, sorted(candidates), n=1)
+    return f" Did you mean {close[0]!r}?" if close else ""
+
+
+def _field_dtype(dtype: Any) -> np.dtype:
+    try:
+        return np.dtype(dtype)
+    except TypeError:
+        names = [name for name in np.sctypeDict if isinstance(name, str)]
+        hint = _did_you_mean(str(dtype), names) if isinstance(dtype, str) else ""
+        raise ConversionError(
+            f"af.field(dtype={dtype!r}): NumPy does not understand this dtype."
+            f"{hint} Pass a dtype such as jnp.float32 or 'float32'."
+        ) from None
 
 
 # -- ArrayModule ----------------------------------------------------------------
@@ -450,6 +511,62 @@ def _make_check_init(
     return __check_init__
 
 
+def _linearize(bases: tuple[type, ...]) -> list[type] | None:
+    """The MRO a class with these bases will get, without the class itself (C3).
+
+    None if there is none: creating the class then raises Python's own error.
+    """
+    sequences = [list(base.__mro__) for base in bases] + [list(bases)]
+    order: list[type] = []
+    while True:
+        sequences = [sequence for sequence in sequences if sequence]
+        if not sequences:
+            return order
+        for sequence in sequences:
+            head = sequence[0]
+            if not any(head in other[1:] for other in sequences):
+                break
+        else:
+            return None
+        order.append(head)
+        for sequence in sequences:
+            if sequence[0] is head:
+                del sequence[0]
+
+
+def _init_behind_array_module(bases: tuple[type, ...]) -> Callable | None:
+    """The custom `__init__` that `class C(af.ArrayModule, eqx.nn.Linear)` would lose.
+
+    Equinox gives a class without an `__init__` of its own a dataclass `__init__`
+    if the first Module in its MRO has one, and with `ArrayModule` listed first
+    that is `ArrayModule`, whose (empty) dataclass `__init__` would also come
+    before the layer's in the MRO. `ArrayModule` adds no fields, so decide as if it
+    were not there: return the `__init__` the class should have, or None if the
+    dataclass one is right.
+    """
+    if len(bases) < 2:
+        return None  # the one base decides, as for any Module
+    array_module = globals().get("ArrayModule")  # None while creating it
+    mro = _linearize(bases)
+    if array_module is None or mro is None:
+        return None
+    # The classes equinox asks, in order (object last, never asked).
+    asked = [
+        klass
+        for klass in mro[:-1]
+        if issubclass(klass, eqx.Module) or klass.__init__ is not object.__init__
+    ]
+    if len(asked) < 2 or asked[0] is not array_module:
+        return None
+    behind = asked[1]
+    if issubclass(behind, eqx.Module) and behind.__dataclass_params__.init:  # pyright: ignore[reportAttributeAccessIssue]
+        return None
+    for klass in mro:
+        if klass is not array_module and "__init__" in klass.__dict__:
+            return klass.__dict__["__init__"]
+    return None
+
+
 # Static checkers read dataclass semantics off the metaclass; say it again for ours.
 @dataclass_transform(field_specifiers=(dataclasses.field, eqx.field, field))
 class _ArrayModuleMeta(type(eqx.Module)):
@@ -459,6 +576,10 @@ class _ArrayModuleMeta(type(eqx.Module)):
     """
 
     def __new__(mcs, name, bases, namespace, **kwargs):
+        if "__init__" not in namespace:
+            shadowed = _init_behind_array_module(bases)
+            if shadowed is not None:
+                namespace = {**namespace, "__init__": shadowed}
         cls = super().__new__(mcs, name, bases, namespace, **kwargs)
         converters = _batch_converters(cls)
         setattr(cls, _CONVERTERS, converters)
@@ -534,11 +655,34 @@ class ArrayModule(eqx.Module, metaclass=_ArrayModuleMeta):
         pass
 
     def __init_subclass__(cls, *, check: bool | None = None, **kwargs: Any):
+        if kwargs:
+            _reject_unknown_class_keywords(cls, kwargs)
         super().__init_subclass__(**kwargs)
         if check if check is not None else enabled_by_environment():
             setattr(cls, _VALIDATES, True)  # inherited: subclasses validate too
         elif check is False:
             setattr(cls, _VALIDATES, False)
+
+
+def _reject_unknown_class_keywords(cls: type, kwargs: dict[str, Any]) -> None:
+    """Name a misspelled `class C(af.ArrayModule, chek=True)` keyword.
+
+    Left alone when a base after `ArrayModule` in the MRO takes class keywords of
+    its own (an `__init_subclass__` other than `object`'s).
+    """
+    mro = cls.__mro__
+    for klass in mro[mro.index(ArrayModule) + 1 :]:
+        if "__init_subclass__" in klass.__dict__:
+            if klass is not object:
+                return
+            break
+    name = min(kwargs)
+    raise TypeError(
+        f"{class_name(cls)}: unknown class keyword {name}={kwargs[name]!r}."
+        f"{_did_you_mean(name, ['check', 'strict', 'is_abstract'])} "
+        "An ArrayModule subclass takes check=True/False (validation against the "
+        "annotations) and equinox's strict= and is_abstract=."
+    )
 
 
 def field_converters(cls: type) -> dict[str, FieldConverter]:

@@ -38,6 +38,7 @@ from ._env import EXPLAIN_RETRACES, env_flag
 from ._errors import (
     EQUINOX_DIR,
     JAX_DIR,
+    class_name,
     format_annotation,
     short_repr,
     warn_in_user_code,
@@ -57,7 +58,8 @@ _NUMBERS = (bool, int, float, complex)
 FILTER_JIT = "eqx.filter_jit"
 JAX_JIT = "jax.jit"
 
-_F = TypeVar("_F", bound=Callable[..., Any])
+# Public names: the API reference shows them in `explain_retraces`'s signatures.
+Function = TypeVar("Function", bound=Callable[..., Any])
 
 
 class RetraceWarning(UserWarning):
@@ -661,7 +663,7 @@ _thread = _ThreadState()
 _decorated: weakref.WeakValueDictionary[int, _Site] = weakref.WeakValueDictionary()
 
 
-def _wrap(fn: _F) -> _F:
+def _wrap(fn: Function) -> Function:
     if _hooks.is_filter_jit(fn) or hasattr(fn, "lower"):
         return _wrap_jitted(fn)
     return _wrap_traced(fn)
@@ -777,7 +779,7 @@ def _watching_call(original: Callable[..., Any]) -> Callable[..., Any]:
     return __call__
 
 
-class _ExplainRetraces:
+class RetraceWatch:
     """`with af.explain_retraces():` watches every `eqx.filter_jit` call in the block.
 
     The block covers the thread that opens it. Blocks nest (an inner block shares
@@ -802,13 +804,17 @@ class _ExplainRetraces:
             _hooks.uninstall_call_hook()
             _hooks.release_trace_counter()
 
+    def __call__(self, fn: Function) -> Function:
+        # `@af.explain_retraces()`, parentheses and all: the same as without.
+        return explain_retraces(fn)
+
 
 @overload
-def explain_retraces(fn: None = None) -> _ExplainRetraces: ...
+def explain_retraces(fn: None = None) -> RetraceWatch: ...
 
 
 @overload
-def explain_retraces(fn: _F) -> _F: ...
+def explain_retraces(fn: Function) -> Function: ...
 
 
 def explain_retraces(fn: Callable[..., Any] | None = None) -> Any:
@@ -855,6 +861,17 @@ def explain_retraces(fn: Callable[..., Any] | None = None) -> Any:
     with the last 32 traced calls of that function. The reuse check looks at
     hashed leaves, not at values inside `static=True` fields.
 
+    **Returns:**
+
+    Given `fn`, a function of the same type (`Function` is any callable) that warns
+    on retraces. Without it, a `RetraceWatch`: the context manager of
+    `with af.explain_retraces():`, which also decorates like `af.explain_retraces`
+    itself, so `@af.explain_retraces()` works too.
+
+    **Raises:**
+
+    `TypeError` if `fn` is not callable, or is a class.
+
     !!! example
 
         ```python
@@ -876,7 +893,14 @@ def explain_retraces(fn: Callable[..., Any] | None = None) -> Any:
         ```
     """
     if fn is None:
-        return _ExplainRetraces()
+        return RetraceWatch()
+    if isinstance(fn, type) or not callable(fn):
+        what = f"the class {class_name(fn)}" if isinstance(fn, type) else short_repr(fn)
+        raise TypeError(
+            f"af.explain_retraces() wraps a function, not {what}. Decorate a "
+            "function (or method) that is jitted or called under a jit, or use "
+            "`with af.explain_retraces():` around the calls."
+        )
     return _wrap(fn)
 
 

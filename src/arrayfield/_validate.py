@@ -126,8 +126,15 @@ def validate(module: Any) -> None:
     pairs = []
     for checked in _checked_fields(type(module)):
         value = getattr(module, checked.name)
-        if value is None and checked.allow_none:
-            continue
+        if value is None:
+            if checked.allow_none:
+                continue
+            annotation = format_annotation(checked.annotation)
+            raise ValidationError(
+                f"{class_name(type(module))}.{checked.name}: expected {annotation}, "
+                f"got None. Pass an array, or annotate the field {annotation} | None "
+                "if None is allowed."
+            )
         if _is_checkable(value):
             pairs.append((checked, value))
     failed = _first_mismatch(pairs)

@@ -45,6 +45,15 @@ a second run changes nothing. Directories are searched for *.py files.
 """
 
 
+def _guide() -> str:
+    """Where the migration guide is: installed with the package, or in a checkout."""
+    here = Path(__file__).resolve().parent
+    for candidate in (here / "migration.md", here.parents[2] / "docs" / "migration.md"):
+        if candidate.is_file():
+            return str(candidate)
+    return "docs/migration.md in arrayfield's source distribution"
+
+
 def _epilog() -> str:
     codes = "\n".join(
         textwrap.fill(
@@ -54,8 +63,12 @@ def _epilog() -> str:
     )
     return f"""\
 diagnostics (printed as path:line:col: CODE message, sorted; they need a human
-decision and do not change the exit status):
+decision and do not change the exit status; with --diff they go to stderr and
+stdout holds only the diff):
 {codes}
+
+errors are printed as path:line:col: error: message on stderr (1:1 when the
+error is not at a place in the file).
 
 exit status:
   0  nothing to change, or files rewritten
@@ -63,7 +76,7 @@ exit status:
   2  a path could not be read, or a file does not parse (the other files are
      still processed)
 
-See docs/migration.md for the whole migration, step by step.
+The whole migration, step by step: {_guide()}
 """
 
 
@@ -135,20 +148,23 @@ class _Outcome:
     errors: int = 0
 
 
-def _syntax_error(data: bytes, exc: Exception) -> str:
-    """Python's own description of a syntax error: it names the line and the
-    problem more precisely than libcst's parser does."""
+def _syntax_error(data: bytes, exc: Exception) -> tuple[int, int, str]:
+    """Line, column (1-based) and message of a syntax error: Python's own when it
+    sees one, as it names the problem more precisely than libcst's parser does."""
     try:
         compile(data, "<file>", "exec", flags=ast.PyCF_ONLY_AST, dont_inherit=True)
     except SyntaxError as python_error:
-        return f"line {python_error.lineno}: {python_error.msg}"
+        return python_error.lineno or 1, python_error.offset or 1, python_error.msg
     except ValueError:  # e.g. null bytes
         pass
-    return " ".join(str(getattr(exc, "message", exc)).split())
+    message = " ".join(str(getattr(exc, "message", exc)).split())
+    line = getattr(exc, "raw_line", 1)
+    column = getattr(exc, "raw_column", 0) + 1  # libcst counts from 0
+    return line, column, message
 
 
-def _error(path: Path | str, message: str) -> None:
-    print(f"{path}: error: {message}", file=sys.stderr)
+def _error(path: Path | str, message: str, line: int = 1, col: int = 1) -> None:
+    print(f"{path}:{line}:{col}: error: {message}", file=sys.stderr)
 
 
 def _migrate_file(path: Path, args: argparse.Namespace, outcome: _Outcome) -> None:
@@ -165,7 +181,8 @@ def _migrate_file(path: Path, args: argparse.Namespace, outcome: _Outcome) -> No
     try:
         result: MigrationResult = migrate_source(data)
     except libcst.ParserSyntaxError as exc:
-        _error(path, f"cannot parse: {_syntax_error(data, exc)}")
+        line, col, message = _syntax_error(data, exc)
+        _error(path, f"cannot parse: {message}", line, col)
         outcome.errors += 1
         return
     except (UnicodeDecodeError, SyntaxError, LookupError) as exc:
@@ -203,7 +220,8 @@ def run(args: argparse.Namespace) -> int:
         import libcst  # noqa: F401
     except ModuleNotFoundError:
         print(
-            "arrayfield migrate needs libcst: pip install 'arrayfield[migrate]'",
+            "arrayfield migrate needs libcst: pip install libcst (or install "
+            "arrayfield with its migrate extra)",
             file=sys.stderr,
         )
         return EXIT_ERROR
@@ -224,8 +242,10 @@ def run(args: argparse.Namespace) -> int:
             print(f"[{number}/{len(files)}] {path}", file=sys.stderr, flush=True)
         _migrate_file(path, args, outcome)
 
+    # With --diff, stdout is a patch: nothing else may go there.
+    diagnostics_stream = sys.stderr if args.diff else sys.stdout
     for *_, line in sorted(outcome.diagnostics):
-        print(line)
+        print(line, file=diagnostics_stream)
     if not args.quiet:
         _summarise(len(files), outcome, dry_run=args.check or args.diff)
 
@@ -238,9 +258,14 @@ def run(args: argparse.Namespace) -> int:
 
 def _summarise(total: int, outcome: _Outcome, *, dry_run: bool) -> None:
     verb = "would be migrated" if dry_run else "migrated"
-    parts = [f"{len(outcome.changed)} of {total} files {verb}"]
+    parts = [f"{len(outcome.changed)} of {_count(total, 'file')} {verb}"]
     if outcome.diagnostics:
-        parts.append(f"{len(outcome.diagnostics)} diagnostics")
+        parts.append(_count(len(outcome.diagnostics), "diagnostic"))
     if outcome.errors:
-        parts.append(f"{outcome.errors} errors")
+        parts.append(_count(outcome.errors, "error"))
     print(", ".join(parts) + ".", file=sys.stderr)
+
+
+def _count(number: int, noun: str) -> str:
+    """`1 file`, `2 files`, `0 files`."""
+    return f"{number} {noun}" if number == 1 else f"{number} {noun}s"

@@ -6,7 +6,9 @@ built from plain Python numbers and fitted in an `eqx.filter_jit` step.
 `af.explain_retraces` watches the loop: with `af.ArrayModule` it stays silent, and
 the step traces once.
 
-Run: python examples/fit_scene.py
+Needs optax (the `examples` extra: pip install -e '.[examples]').
+
+Run: python examples/optax_fit.py
 """
 
 import os

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, TypeVar
 
 from ._diagnostics import CODES
-from ._index import FileContext, FileFacts, ProjectIndex, read_file
+from ._index import FileContext, FileFacts, ProjectIndex, module_name, read_file
 from ._walk import python_files
 
 if TYPE_CHECKING:
@@ -231,16 +231,19 @@ def _index_project(
 ) -> ProjectIndex:
     """Index the files that mention equinox, then, until nothing new turns up,
     those that mention a Module class found so far (a subclass in a file that
-    imports only the project's own base class)."""
+    imports only the project's own base class) and the modules that files with
+    Module classes import from (where the types of their fields are defined)."""
     facts: list[FileFacts] = []
     pending = dict(contents)
+    by_module: dict[str, Path] | None = None
     pattern: re.Pattern[bytes] | None = _MENTIONS
+    found = [path for path, data in pending.items() if pattern.search(data)]
     searched: set[str] = set()
-    while pattern is not None:
-        found = [path for path, data in pending.items() if pattern.search(data)]
+    while found:
         for path in found:
             del pending[path]
         jobs = [(str(path), contents[path]) for path in found]
+        new: list[FileFacts] = []
         for path, result in zip(
             found, _pool_map(_index_file, jobs, workers), strict=True
         ):
@@ -248,14 +251,32 @@ def _index_project(
                 _error(path, result)
                 outcome.errors += 1
             else:
-                facts.append(result)
+                new.append(result)
+        facts.extend(new)
         index = ProjectIndex(facts)
+        if not pending:
+            break
         names = index.exported_module_classes() - searched
         searched |= names
-        pattern = None
-        if names and pending:
+        found = []
+        if names:
             words = b"|".join(re.escape(name.encode()) for name in sorted(names))
             pattern = re.compile(rb"\b(?:" + words + rb")\b")
+            found = [path for path, data in pending.items() if pattern.search(data)]
+        imported = {
+            target
+            for file in new
+            if index.module_classes(file)
+            for target in file.imports.values()
+        }
+        if imported:
+            if by_module is None:
+                by_module = {module_name(path)[0]: path for path in pending}
+            for target in imported:
+                for module in (target, target.rpartition(".")[0]):
+                    path = by_module.get(module)
+                    if path is not None and path in pending and path not in found:
+                        found.append(path)
     return ProjectIndex(facts)
 
 

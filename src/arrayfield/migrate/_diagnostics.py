@@ -26,6 +26,8 @@ CODES: dict[str, str] = {
     "AF005": "non-static field holding a value made per instance (a lambda, a "
     "functools.partial, a string set per instance, an object hashed by "
     "identity): every new instance recompiles; the message says how to fix it",
+    "AF006": "Module class made by type(...) inside a function: each call makes a "
+    "new class, so each new instance recompiles; make the class once",
 }
 
 
@@ -150,4 +152,13 @@ def converter_kind_mismatch(cls: str, field: str, converter: str, kind: str) -> 
         f"`converter={converter}` makes JAX arrays, so it still holds JAX "
         "arrays. Annotate it `jax.Array` and delete the converter to let "
         "arrayfield do the conversion."
+    )
+
+
+def class_per_call(name: str) -> str:
+    return (
+        f"Module class {name} is made with type(...) each time this function runs; "
+        "instances of different class objects never share a compilation, so every "
+        "call recompiles a jitted function that receives one. Make the class once: "
+        "at module level, or in a functools.cache'd factory keyed by its field names."
     )

@@ -309,23 +309,29 @@ def _is_docstring(statement: cst.BaseStatement) -> bool:
     )
 
 
-def add_import(module: cst.Module, code: str, next_to: str) -> cst.Module:
+def add_import(
+    module: cst.Module, code: str, next_to: str | tuple[str, ...]
+) -> cst.Module:
     """Insert the statement `code` (e.g. ``import arrayfield as af``).
 
     It goes just above the first top-level import of `next_to`, taking over
     the comments and blank lines above it: that keeps it in the same isort
     section and, for ``arrayfield`` above ``equinox``, in sorted order. Without
-    such an import it goes after the leading docstring and imports.
+    such an import it goes after the leading docstring and imports. Given
+    several packages, the first one the file imports is used.
     """
     body = list(module.body)
     new = cst.parse_statement(code + module.default_newline)
     assert isinstance(new, cst.SimpleStatementLine)
-    for index, statement in enumerate(body):
-        if _imports_module(statement, next_to):
-            assert isinstance(statement, cst.SimpleStatementLine)
-            body[index] = statement.with_changes(leading_lines=[])
-            body.insert(index, new.with_changes(leading_lines=statement.leading_lines))
-            return module.with_changes(body=body)
+    for package in (next_to,) if isinstance(next_to, str) else next_to:
+        for index, statement in enumerate(body):
+            if _imports_module(statement, package):
+                assert isinstance(statement, cst.SimpleStatementLine)
+                body[index] = statement.with_changes(leading_lines=[])
+                body.insert(
+                    index, new.with_changes(leading_lines=statement.leading_lines)
+                )
+                return module.with_changes(body=body)
     position = 0
     import_lines = set(_import_lines_in(body))
     for index, statement in enumerate(body):

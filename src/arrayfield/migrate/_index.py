@@ -48,6 +48,12 @@ _SHAPE_KEYWORDS = frozenset(
 # Builtins that need a concrete Python value.
 _CONCRETE_BUILTINS = frozenset({"int", "bool", "len", "range", "slice"})
 
+# Classes from these packages are pytrees or arrays (jax.tree_util.Partial,
+# optax states...), not opaque objects hashed by identity.
+_PYTREE_PACKAGES = frozenset(
+    {"jax", "jaxlib", "equinox", "numpy", "jaxtyping", "arrayfield", "optax"}
+)
+
 # Kinds of use, and kinds of value assigned, recorded per attribute.
 SHAPE = "shape"  # a shape, size, axis or slice bound
 CONTROL = "control"  # an `if`/`while`/`assert` test, `int(...)`, `bool(...)`
@@ -69,6 +75,8 @@ class ClassFacts:
     - `line`: the line of the `class` keyword.
     - `bases`: the bases as written (`eqx.Module`, `base.Module`, `Base`).
     - `has_init`: whether the class defines `__init__`.
+    - `value_eq`: whether it defines `__eq__` or has a decorator (a dataclass
+        compares by value), so its instances may not be hashed by identity.
     - `uses`: attribute -> kind (`SHAPE`, `CONTROL`) -> first line using it so.
     - `assigns`: attribute -> kind (`PARAM`, `LAMBDA`...) -> first line; also
         `OBJECT` records the class called, in `objects`.
@@ -79,6 +87,8 @@ class ClassFacts:
     line: int
     bases: list[str]
     has_init: bool = False
+    # Defines __eq__ or is decorated (a dataclass, say): maybe compared by value.
+    value_eq: bool = False
     uses: dict[str, dict[str, int]] = dataclasses.field(default_factory=dict)
     assigns: dict[str, dict[str, int]] = dataclasses.field(default_factory=dict)
     objects: dict[str, str] = dataclasses.field(default_factory=dict)
@@ -334,11 +344,14 @@ class _FileReader(ast.NodeVisitor):
         qualname = node.name if outer is None else f"{outer}.{node.name}"
         bases = [name for name in map(dotted, node.bases) if name is not None]
         facts = ClassFacts(qualname, node.lineno, bases)
+        facts.value_eq = bool(node.decorator_list)
         self.facts.classes.setdefault(qualname, facts)
         for statement in node.body:
             if isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef)):
                 if statement.name == "__init__":
                     facts.has_init = True
+                if statement.name == "__eq__":
+                    facts.value_eq = True
                 arguments = statement.args
                 positional = [*arguments.posonlyargs, *arguments.args]
                 if not positional:
@@ -389,10 +402,15 @@ class FileContext:
 
     - `classes`: qualname -> `ClassContext`, for every Module class in the file.
     - `tree_at`: attribute -> `path:line` where some `eqx.tree_at` replaces it.
+    - `bases`: names bound in the file to Module classes (imported or not).
+    - `plain_classes`: names bound in the file (`WCS`, `wcs.WCS`) to classes of
+        the tree that are not Modules and compare by identity.
     """
 
     classes: dict[str, ClassContext]
     tree_at: dict[str, str]
+    plain_classes: frozenset[str] = frozenset()
+    bases: frozenset[str] = frozenset()
 
 
 class ProjectIndex:
@@ -540,7 +558,10 @@ class ProjectIndex:
                             )
                 for attr, called in member.objects.items():
                     resolved = self.qualify(self.files[where], called) or called
-                    if not self.is_module(resolved):
+                    if not (
+                        self.is_module(resolved)
+                        or resolved.split(".")[0] in _PYTREE_PACKAGES
+                    ):
                         objects.setdefault(attr, called)
             for attr in [a for a in assigns if OBJECT in assigns[a]]:
                 if attr not in objects:
@@ -553,4 +574,20 @@ class ProjectIndex:
             for other in self.files.values()
             for attr, line in other.tree_at.items()
         }
-        return FileContext(classes, tree_at)
+        plain, bases = self._bound_classes(facts)
+        return FileContext(classes, tree_at, plain, bases)
+
+    def _bound_classes(self, facts: FileFacts) -> tuple[frozenset[str], frozenset[str]]:
+        """The file's names for plain classes and for Module classes of the tree."""
+        plain, modules = set(), set()
+        for local in [*facts.classes, *facts.imports, *facts.aliases]:
+            qualified = self.qualify(facts, local)
+            if qualified is None:
+                continue
+            if self.is_module(qualified):
+                modules.add(local)
+                continue
+            found = self.class_facts(qualified)
+            if found is not None and not found[1].value_eq:
+                plain.add(local)
+        return frozenset(plain), frozenset(modules)

@@ -170,6 +170,8 @@ class _Analysis(cst.CSTVisitor):
         # are named as arrayfield's runtime errors name them, `Scene.Config`,
         # with the part up to a function's `<locals>` left out.
         self._scopes: list[str | None] = []
+        # Per enclosing function: whether it is functools.cache'd.
+        self._cached: list[bool] = []
 
     def _position(self, node: cst.CSTNode) -> tuple[int, int]:
         # Without a default, get_metadata raises KeyError rather than return one.
@@ -208,16 +210,29 @@ class _Analysis(cst.CSTVisitor):
             and isinstance(node.args[1].value, cst.Tuple)
         ):
             return
-        for element in node.args[1].value.elements:
-            if self._is_equinox_module(element.value):
-                self.expression_edits.add(element.value)
-                self.released_names.add(_root_name(element.value) or "")
+        bases = [element.value for element in node.args[1].value.elements]
+        direct = [base for base in bases if self._is_equinox_module(base)]
+        for base in direct:
+            self.expression_edits.add(base)
+            self.released_names.add(_root_name(base) or "")
+        derived = direct or any(
+            dotted_name(base) in self.module_aliases
+            or dotted_name(base) in self.module_classes
+            or (self.context is not None and dotted_name(base) in self.context.bases)
+            for base in bases
+        )
+        if derived and self._cached and not self._cached[-1]:
+            self._report(
+                node, "AF006", diag.class_per_call(_snippet(node.args[0].value))
+            )
 
     def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
         self._scopes.append(None)
+        self._cached.append(any(map(_is_cache, node.decorators)))
 
     def leave_FunctionDef(self, original_node: cst.FunctionDef) -> None:
         self._scopes.pop()
+        self._cached.pop()
 
     def visit_ClassDef(self, node: cst.ClassDef) -> None:
         outer = self._scopes[-1] if self._scopes else None
@@ -368,6 +383,8 @@ class _Analysis(cst.CSTVisitor):
             evidence = f"it is replaced with eqx.tree_at at {replaced}"
         elif assigned is not None:
             evidence = f"it is set from an `__init__` argument at {assigned}"
+        elif context is not None and context.init_from_args:
+            evidence = "it is set from a constructor argument"
         if scalar == "int" and replaced is None:
             return  # ints are mostly sizes, counts and ids
         message = diag.scalar_field(cls, name, scalar, evidence)
@@ -388,7 +405,17 @@ class _Analysis(cst.CSTVisitor):
                 message = diag.per_instance_field(cls, name, kind, assigns[kind], what)
                 self._report(field.target, "AF005", message)
                 return
-        is_str = scalar_annotation(field.annotation.annotation, self.imports, ("str",))
+        annotation = field.annotation.annotation
+        if self.context is not None and dotted_name(annotation) in (
+            self.context.plain_classes
+        ):
+            where = assigns.get(PARAM, "a constructor argument")
+            message = diag.per_instance_field(
+                cls, name, OBJECT, where, dotted_name(annotation) or ""
+            )
+            self._report(field.target, "AF005", message)
+            return
+        is_str = scalar_annotation(annotation, self.imports, ("str",))
         if is_str != "str":
             return
         if PARAM in assigns:
@@ -436,6 +463,14 @@ class _Analysis(cst.CSTVisitor):
                 message = diag.shape_like_field(cls, name, _snippet(value), line)
                 self._report(field.target, "AF002", message)
                 return
+
+
+def _is_cache(decorator: cst.Decorator) -> bool:
+    """`@functools.cache`, `@lru_cache(maxsize=None)` and the like."""
+    expr = decorator.decorator
+    if isinstance(expr, cst.Call):
+        expr = expr.func
+    return (dotted_name(expr) or "").rpartition(".")[2] in ("cache", "lru_cache")
 
 
 def _without_arg(call: cst.Call, index: int) -> cst.Call:
@@ -588,7 +623,7 @@ def migrate_module(
     if needs_module and new_import is not None:
         migrated = add_import(migrated, new_import, next_to="equinox")
     elif needs_field and field_import is not None:
-        migrated = add_import(migrated, field_import, next_to="equinox")
+        migrated = add_import(migrated, field_import, next_to=("equinox", "jax"))
     migrated = remove_unused_imports(migrated, analysis.released_names)
     return migrated, diagnostics
 

@@ -48,7 +48,11 @@ def migrate(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
 def traces_of_fit(cwd: Path) -> subprocess.CompletedProcess[str]:
     """Fit N_SCENES scenes; stdout is how many times the jitted step traced."""
     return subprocess.run(
-        [sys.executable, "-c", f"import skyfit.fit; print(skyfit.fit.main({N_SCENES}))"],
+        [
+            sys.executable,
+            "-c",
+            f"import skyfit.fit; print(skyfit.fit.main({N_SCENES}))",
+        ],
         capture_output=True,
         text=True,
         cwd=cwd,

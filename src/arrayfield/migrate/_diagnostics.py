@@ -160,5 +160,6 @@ def class_per_call(name: str) -> str:
         f"Module class {name} is made with type(...) each time this function runs; "
         "instances of different class objects never share a compilation, so every "
         "call recompiles a jitted function that receives one. Make the class once: "
-        "at module level, or in a functools.cache'd factory keyed by its field names."
+        "at module level, or in a factory decorated with functools.cache that "
+        "takes its field names."
     )

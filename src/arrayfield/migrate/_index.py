@@ -493,12 +493,15 @@ class ProjectIndex:
         ]
 
     def exported_module_classes(self) -> set[str]:
-        """The names of Module classes, for finding files that mention them."""
-        return {
-            cls.qualname.rpartition(".")[2]
-            for facts in self.files.values()
-            for cls in self.module_classes(facts)
-        }
+        """The names of Module classes, and the other names files bind them to
+        (`import ... as`, aliases), for finding files that mention them."""
+        names = set()
+        for facts in self.files.values():
+            names.update(
+                cls.qualname.rpartition(".")[2] for cls in self.module_classes(facts)
+            )
+            names.update(self._bound_classes(facts)[1])
+        return names
 
     def _child_map(self) -> dict[str, list[tuple[str, ClassFacts]]]:
         if self._children is None:

@@ -318,7 +318,8 @@ def run(args: argparse.Namespace) -> int:
         for path in contents
         if str(path) in index.files
         and (
-            index.module_classes(index.files[str(path)]) or b"equinox" in contents[path]
+            index.module_classes(index.files[str(path)])
+            or index.files[str(path)].imports_equinox()
         )
     ]
     jobs = [

@@ -66,7 +66,9 @@ class ImportMap:
     @classmethod
     def from_module(cls, module: cst.Module) -> ImportMap:
         everywhere = _ImportCollector()
-        module.visit(everywhere)
+        for small in small_statements(module.body):
+            if isinstance(small, (cst.Import, cst.ImportFrom)):
+                small.visit(everywhere)
         unconditional = _ImportCollector()
         for statement in module.body:
             if isinstance(statement, cst.SimpleStatementLine):
@@ -100,6 +102,32 @@ class ImportMap:
             if target == module:
                 return f"{local}.{attr}"
         return None
+
+
+_NESTED_BODIES = ("body", "orelse", "handlers", "finalbody", "cases")
+
+
+def small_statements(
+    body: Sequence[cst.BaseStatement | cst.BaseSmallStatement] | cst.CSTNode,
+) -> Iterable[cst.BaseSmallStatement]:
+    """Every simple statement (`x = 1`, `import y`...) in a body, at any depth
+    of nested blocks, functions and classes, without walking expressions: a
+    walk with a libcst visitor rebuilds every node it passes, which costs
+    several times more."""
+    if isinstance(body, cst.BaseSmallStatement):
+        yield body
+        return
+    if isinstance(body, cst.SimpleStatementLine | cst.SimpleStatementSuite):
+        yield from body.body
+        return
+    if isinstance(body, cst.CSTNode):
+        for name in _NESTED_BODIES:
+            nested = getattr(body, name, None)
+            if isinstance(nested, cst.CSTNode | list | tuple):
+                yield from small_statements(nested)
+        return
+    for statement in body:
+        yield from small_statements(statement)
 
 
 class _ImportCollector(cst.CSTVisitor):

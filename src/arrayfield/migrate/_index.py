@@ -81,6 +81,8 @@ class ClassFacts:
     - `assigns`: attribute -> kind (`PARAM`, `LAMBDA`...) -> first line; also
         `OBJECT` records the class called, in `objects`.
     - `objects`: attribute -> dotted name of the class instantiated into it.
+    - `fields`: annotated names in the class body -> (line, column), 1-based,
+        the column counted in characters as libcst and editors count it.
     """
 
     qualname: str
@@ -92,6 +94,7 @@ class ClassFacts:
     uses: dict[str, dict[str, int]] = dataclasses.field(default_factory=dict)
     assigns: dict[str, dict[str, int]] = dataclasses.field(default_factory=dict)
     objects: dict[str, str] = dataclasses.field(default_factory=dict)
+    fields: dict[str, tuple[int, int]] = dataclasses.field(default_factory=dict)
 
 
 @dataclasses.dataclass
@@ -117,6 +120,12 @@ class FileFacts:
     aliases: dict[str, str] = dataclasses.field(default_factory=dict)
     classes: dict[str, ClassFacts] = dataclasses.field(default_factory=dict)
     tree_at: dict[str, int] = dataclasses.field(default_factory=dict)
+
+    def imports_equinox(self) -> bool:
+        return any(
+            target == "equinox" or target.startswith("equinox.")
+            for target in self.imports.values()
+        )
 
 
 def module_name(path: Path) -> tuple[str, bool]:
@@ -288,9 +297,15 @@ def _resolve_relative(module: str, is_package: bool, level: int, name: str) -> s
 
 
 class _FileReader(ast.NodeVisitor):
-    def __init__(self, facts: FileFacts) -> None:
+    def __init__(self, facts: FileFacts, lines: list[bytes]) -> None:
         self.facts = facts
+        self.lines = lines
         self.scopes: list[str | None] = []
+
+    def _column(self, node: ast.expr) -> int:
+        """ast counts columns in UTF-8 bytes; this counts characters, from 1."""
+        prefix = self.lines[node.lineno - 1][: node.col_offset]
+        return len(prefix.decode("utf-8", errors="replace")) + 1
 
     def visit_Import(self, node: ast.Import) -> None:
         for alias in node.names:
@@ -347,6 +362,11 @@ class _FileReader(ast.NodeVisitor):
         facts.value_eq = bool(node.decorator_list)
         self.facts.classes.setdefault(qualname, facts)
         for statement in node.body:
+            if isinstance(statement, ast.AnnAssign) and isinstance(
+                statement.target, ast.Name
+            ):
+                target = statement.target
+                facts.fields[target.id] = (target.lineno, self._column(target))
             if isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef)):
                 if statement.name == "__init__":
                     facts.has_init = True
@@ -370,7 +390,7 @@ def read_file(path: str, source: bytes) -> FileFacts:
     module, is_package = module_name(Path(path))
     tree = ast.parse(source, filename=path)
     facts = FileFacts(path, module, is_package)
-    _FileReader(facts).visit(tree)
+    _FileReader(facts, source.splitlines()).visit(tree)
     return facts
 
 
@@ -386,12 +406,14 @@ class ClassContext:
     - `objects`: attribute -> the class whose instance is assigned to it.
     - `init_from_args`: no class in its MRO defines `__init__`, so every field
         is set from a constructor argument.
+    - `fields`: the positions of the class's own annotated fields.
     """
 
     uses: dict[str, dict[str, str]]
     assigns: dict[str, dict[str, str]]
     objects: dict[str, str]
     init_from_args: bool
+    fields: dict[str, tuple[int, int]] = dataclasses.field(default_factory=dict)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -570,7 +592,7 @@ class ProjectIndex:
                 if attr not in objects:
                     del assigns[attr][OBJECT]  # it was a Module after all
             classes[cls.qualname] = ClassContext(
-                uses, assigns, objects, self._init_from_args(qualified)
+                uses, assigns, objects, self._init_from_args(qualified), cls.fields
             )
         tree_at = {
             attr: f"{other.path}:{line}"

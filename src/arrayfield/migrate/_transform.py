@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import enum
-from typing import cast
+from collections.abc import Iterable, Mapping, Sequence
 
 import libcst as cst
 from libcst.metadata import CodeRange, MetadataWrapper, PositionProvider
@@ -30,6 +30,7 @@ from ._imports import (
     can_bind,
     dotted_name,
     remove_unused_imports,
+    small_statements,
 )
 from ._index import (
     CONTROL,
@@ -114,6 +115,16 @@ def _snippet(node: cst.CSTNode, limit: int = 40) -> str:
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
+def _method_statements(body: cst.BaseSuite) -> Iterable[cst.BaseSmallStatement]:
+    """The simple statements of a method, those of nested classes left out."""
+    if isinstance(body, cst.SimpleStatementSuite):
+        yield from body.body
+        return
+    for statement in body.body:
+        if not isinstance(statement, cst.ClassDef):
+            yield from small_statements([statement])
+
+
 class _SelfAssignments(cst.CSTVisitor):
     """`self.<attr> = value` statements in a method, nested classes excluded."""
 
@@ -146,12 +157,19 @@ class _SelfAssignments(cst.CSTVisitor):
 class _Analysis(cst.CSTVisitor):
     """Finds Module classes and plans what to rewrite; changes nothing."""
 
-    METADATA_DEPENDENCIES = (PositionProvider,)
-
     def __init__(
-        self, imports: ImportMap, context: FileContext | None, fix: bool
+        self,
+        wrapper: MetadataWrapper,
+        imports: ImportMap,
+        context: FileContext | None,
+        fix: bool,
     ) -> None:
         super().__init__()
+        self.wrapper = wrapper
+        # Field positions the project index read with `ast`: computing libcst's
+        # positions costs a code generation pass over the whole file.
+        self.known_positions: dict[cst.CSTNode, tuple[int, int]] = {}
+        self._positions: Mapping[cst.CSTNode, CodeRange] | None = None
         self.imports = imports
         self.context = context
         self.fix = fix
@@ -174,14 +192,49 @@ class _Analysis(cst.CSTVisitor):
         self._cached: list[bool] = []
 
     def _position(self, node: cst.CSTNode) -> tuple[int, int]:
-        # Without a default, get_metadata raises KeyError rather than return one.
-        position = cast(CodeRange, self.get_metadata(PositionProvider, node))
-        start = position.start
+        known = self.known_positions.get(node)
+        if known is not None:
+            return known
+        if self._positions is None:
+            self._positions = self.wrapper.resolve(PositionProvider)
+        start = self._positions[node].start
         return start.line, start.column + 1
 
     def _report(self, node: cst.CSTNode, code: str, message: str) -> None:
         line, col = self._position(node)
         self.diagnostics.append(Diagnostic(line, col, code, message))
+
+    def walk_statements(self, module: cst.Module) -> None:
+        """What `module.visit(self)` does for a file without `type(...)` calls:
+        the classes and functions are found by walking statements only, several
+        times faster than a libcst visit, which rebuilds every node it passes."""
+        self.visit_Module(module)
+        self._walk(module.body)
+
+    def _walk(self, body: Sequence[cst.CSTNode] | cst.CSTNode) -> None:
+        if isinstance(body, cst.ClassDef | cst.FunctionDef):
+            if isinstance(body, cst.ClassDef):
+                self.visit_ClassDef(body)
+            else:
+                self.visit_FunctionDef(body)
+            self._walk(body.body)
+            if isinstance(body, cst.ClassDef):
+                self.leave_ClassDef(body)
+            else:
+                self.leave_FunctionDef(body)
+            return
+        if isinstance(body, cst.CSTNode):
+            if isinstance(body, cst.BaseSuite):
+                self._walk(body.body)
+                return
+            for name in ("body", "orelse", "handlers", "finalbody", "cases"):
+                nested = getattr(body, name, None)
+                if isinstance(nested, cst.CSTNode | list | tuple):
+                    self._walk(nested)
+            return
+        for statement in body:
+            if not isinstance(statement, cst.BaseSmallStatement):
+                self._walk(statement)
 
     def _is_equinox_module(self, expr: cst.BaseExpression) -> bool:
         return self.imports.resolve(expr) == "equinox.Module"
@@ -275,7 +328,11 @@ class _Analysis(cst.CSTVisitor):
         for statement in statements:
             if isinstance(statement, cst.FunctionDef) and statement.params.params:
                 collector = _SelfAssignments(statement.params.params[0].name.value)
-                statement.body.visit(collector)
+                for small in _method_statements(statement.body):
+                    if isinstance(small, cst.Assign):
+                        collector.visit_Assign(small)
+                    elif isinstance(small, cst.AnnAssign):
+                        collector.visit_AnnAssign(small)
                 assignments.extend(collector.found)
         for statement in statements:
             if isinstance(statement, cst.AnnAssign) and isinstance(
@@ -298,6 +355,9 @@ class _Analysis(cst.CSTVisitor):
         annotation = field.annotation.annotation
         if is_class_var(annotation, self.imports):
             return
+        context = self._class_context(cls)
+        if context is not None and name in context.fields:
+            self.known_positions[field.target] = context.fields[name]
         value = field.value
         call = None
         if isinstance(value, cst.Call):
@@ -310,7 +370,6 @@ class _Analysis(cst.CSTVisitor):
         static = "static" in keywords and _is_true(keywords["static"].value, "True")
 
         kind = array_kind(annotation, self.imports)
-        context = self._class_context(cls)
         if kind is None:
             converter = keywords.get("converter")
             # A converter that makes arrays already keeps new values traced.
@@ -599,13 +658,21 @@ def _arrayfield_reference(
 
 
 def migrate_module(
-    module: cst.Module, context: FileContext | None = None, *, fix: bool = False
+    module: cst.Module,
+    context: FileContext | None = None,
+    *,
+    fix: bool = False,
+    scan_calls: bool = True,
 ) -> tuple[cst.Module, list[Diagnostic]]:
-    """Migrate a parsed module; see `migrate_source`."""
+    """Migrate a parsed module; see `migrate_source`. `scan_calls=False` (for a
+    file without `type(` in it) skips looking for `type(...)` classes."""
     imports = ImportMap.from_module(module)
     wrapper = MetadataWrapper(module, unsafe_skip_copy=True)
-    analysis = _Analysis(imports, context, fix)
-    wrapper.visit(analysis)
+    analysis = _Analysis(wrapper, imports, context, fix)
+    if scan_calls:
+        wrapper.visit(analysis)
+    else:
+        analysis.walk_statements(module)
     diagnostics = sorted(analysis.diagnostics)
     if not (analysis.base_edits or analysis.field_edits or analysis.expression_edits):
         return module, diagnostics
@@ -657,10 +724,18 @@ def migrate_source(
     `libcst.ParserSyntaxError` if the source does not parse.
     """
     module = cst.parse_module(source)
-    migrated, diagnostics = migrate_module(module, context, fix=fix)
+    needle = b"type(" if isinstance(source, bytes) else "type("
+    scan_calls = needle in source  # pyright: ignore[reportOperatorIssue]
+    migrated, diagnostics = migrate_module(
+        module, context, fix=fix, scan_calls=scan_calls
+    )
+    # libcst reproduces its input exactly: decoding is cheaper than `.code`.
+    original = source if isinstance(source, str) else source.decode(module.encoding)
+    if original.startswith("\ufeff"):
+        original = module.code
     return MigrationResult(
-        original=module.code,
-        code=migrated.code,
+        original=original,
+        code=original if migrated is module else migrated.code,
         encoding=module.encoding,
         diagnostics=tuple(diagnostics),
     )

@@ -77,3 +77,24 @@ def test_explain_retraces_names_the_declaring_class_and_line():
     (message,) = messages
     n_line = _line_of(Base, "n: float")
     assert f"(declared as Base.n, test_field_locations.py:{n_line})" in message
+
+
+def test_a_class_made_per_call_is_named_as_the_structure_change():
+    def make(value):
+        cls = type("Parameters", (af.ArrayModule,), {"__annotations__": {"a": float}})
+        return cls(a=value)
+
+    @eqx.filter_jit
+    def double(parameters):
+        return parameters.a * 2
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        with af.explain_retraces():
+            double(make(1.0))
+            double(make(1.0))
+    (message,) = [
+        str(w.message) for w in caught if isinstance(w.message, af.RetraceWarning)
+    ]
+    assert "same class names, different class objects" in message
+    assert "make each class once" in message

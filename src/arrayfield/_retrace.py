@@ -293,14 +293,23 @@ def _diff(
         for name, treedef in new.structure.items():
             before = old.structure.get(name)
             if before is not None and before != treedef:
+                old_text, new_text = short_repr(before, 120), short_repr(treedef, 120)
+                same_names = str(before) == str(treedef)
                 changes.append(
                     _Change(
                         name,
-                        short_repr(before, 120),
-                        short_repr(treedef, 120),
-                        "pytree structure changed (container types or the "
+                        old_text,
+                        new_text,
+                        "pytree structure changed: same class names, different "
+                        "class objects (a class made anew, e.g. by type(...) in "
+                        "a function, on every call)"
+                        if same_names
+                        else "pytree structure changed (container types or the "
                         "order of keys), with the same leaves",
-                        _STRUCTURE_FIX,
+                        "make each class once, at module level or in a "
+                        "functools.cache'd factory"
+                        if same_names
+                        else _STRUCTURE_FIX,
                     )
                 )
     return changes

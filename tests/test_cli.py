@@ -341,3 +341,27 @@ def test_migrated_scene_is_array_module_and_traces_once(tmp_path, monkeypatch):
     # Python scalars in the old classes are new static values every step.
     assert _count_traces(before) == 20
     assert _count_traces(after) == 1
+
+
+def test_the_command_never_imports_jax(tmp_path):
+    copy_case("diagnostics", tmp_path / "model.py")
+    script = (
+        "import sys, runpy\n"
+        "sys.argv = ['arrayfield', 'migrate', '--check', 'model.py']\n"
+        "try:\n"
+        "    runpy.run_module('arrayfield', run_name='__main__')\n"
+        "except SystemExit:\n"
+        "    pass\n"
+        "heavy = ('jax', 'equinox', 'jaxtyping')\n"
+        "print(sorted(m for m in heavy if m in sys.modules))\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", script],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        env=ENV,
+        timeout=120,
+    )
+    assert result.stdout.splitlines()[-1] == "[]", result.stderr
+    assert " AF001 " in result.stdout

@@ -3,7 +3,10 @@
 A file goes through three steps. An analysis pass finds the Module classes,
 plans the rewrites and collects diagnostics; a rewrite pass changes only the
 planned nodes, so every other byte of the file survives; a last step adds
-`import arrayfield as af` and drops the imports the rewrite left unused.
+`import arrayfield as af` and drops the imports the rewrite left unused. What
+the project index (`_index`) knows about the file, its Module classes whose
+bases live elsewhere and how the whole tree uses their fields, comes in as a
+`FileContext`.
 """
 
 from __future__ import annotations

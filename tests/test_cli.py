@@ -175,34 +175,58 @@ def test_quiet_prints_neither_file_names_nor_summary(flag, tmp_path):
     assert (tmp_path / "m6.py").read_bytes() == expected("decorated")
 
 
-def test_progress_goes_to_stderr_beyond_five_files(tmp_path):
-    for index in range(6):
+def test_no_per_file_progress_lines_off_a_terminal(tmp_path):
+    for index in range(30):
         copy_case("decorated", tmp_path / f"m{index}.py")
 
     result = run_migrate(".", cwd=tmp_path)
 
-    progress = [line for line in result.stderr.splitlines() if line.startswith("[")]
-    assert progress[0] == f"[1/6] {Path('.', 'm0.py')}"
-    assert progress[-1] == f"[6/6] {Path('.', 'm5.py')}"
-    assert "[" not in result.stdout
-
-
-def test_no_progress_for_five_files_or_fewer(tmp_path):
-    for index in range(5):
-        copy_case("decorated", tmp_path / f"m{index}.py")
-    result = run_migrate(".", cwd=tmp_path)
-    assert not [line for line in result.stderr.splitlines() if line.startswith("[")]
+    assert result.stderr == "30 of 30 files migrated.\n"
+    assert len(result.stdout.splitlines()) == 30  # one `migrated:` line a file
 
 
 def test_directory_walk_skips_hidden_cache_and_virtualenv_folders(tmp_path):
-    for folder in (".hidden", "__pycache__", ".venv", "venv"):
+    for folder in (".hidden", "__pycache__", ".venv", "venv", "build", "dist"):
         copy_case("decorated", tmp_path / "src" / folder / "model.py")
+    copy_case("decorated", tmp_path / "src" / "env311" / "lib" / "model.py")
+    (tmp_path / "src" / "env311" / "pyvenv.cfg").write_text("home = /usr\n")
+    copy_case("decorated", tmp_path / "src" / "lib" / "site-packages" / "model.py")
     copy_case("decorated", tmp_path / "src" / "pkg" / "model.py")
     (tmp_path / "src" / "pkg" / "notes.txt").write_text("class A(eqx.Module): ...")
 
     result = run_migrate("--check", "src", cwd=tmp_path)
 
     assert result.stdout == f"would migrate: {Path('src', 'pkg', 'model.py')}\n"
+
+
+def test_directory_walk_respects_gitignore_and_exclude(tmp_path):
+    (tmp_path / ".git").mkdir()
+    (tmp_path / ".gitignore").write_text(
+        "# generated\n/src/generated/\n*_pb2.py\nscratch*\n!scratch_keep.py\n"
+    )
+    names = [
+        "generated/model.py",
+        "api_pb2.py",
+        "scratch_a.py",
+        "scratch_keep.py",
+        "vendored/thing.py",
+        "pkg/model.py",
+    ]
+    for name in names:
+        copy_case("decorated", tmp_path / "src" / name)
+
+    result = run_migrate("--check", "--exclude", "vendored", "src", cwd=tmp_path)
+
+    assert result.stdout.splitlines() == [
+        f"would migrate: {Path('src', 'scratch_keep.py')}",
+        f"would migrate: {Path('src', 'pkg', 'model.py')}",
+    ]
+
+
+def test_a_file_named_on_the_command_line_is_always_taken(tmp_path):
+    copy_case("decorated", tmp_path / "build" / "model.py")
+    result = run_migrate("--check", Path("build", "model.py"), cwd=tmp_path)
+    assert result.stdout == f"would migrate: {Path('build', 'model.py')}\n"
 
 
 def test_diagnostics_are_sorted_and_leave_the_exit_status_alone(tmp_path):
@@ -407,3 +431,27 @@ def test_migrated_scene_is_array_module_and_traces_once(tmp_path, monkeypatch):
     # Python scalars in the old classes are new static values every step.
     assert _count_traces(before) == 20
     assert _count_traces(after) == 1
+
+
+def test_the_command_never_imports_jax(tmp_path):
+    copy_case("diagnostics", tmp_path / "model.py")
+    script = (
+        "import sys, runpy\n"
+        "sys.argv = ['arrayfield', 'migrate', '--check', 'model.py']\n"
+        "try:\n"
+        "    runpy.run_module('arrayfield', run_name='__main__')\n"
+        "except SystemExit:\n"
+        "    pass\n"
+        "heavy = ('jax', 'equinox', 'jaxtyping')\n"
+        "print(sorted(m for m in heavy if m in sys.modules))\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", script],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        env=ENV,
+        timeout=120,
+    )
+    assert result.stdout.splitlines()[-1] == "[]", result.stderr
+    assert " AF001 " in result.stdout

@@ -10,28 +10,35 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 from ._env import EXPLAIN_RETRACES, env_flag
-from ._errors import AnnotationWarning as AnnotationWarning
-from ._errors import ConversionError as ConversionError
-from ._module import ArrayModule as ArrayModule
-from ._module import field as field
-from ._module import normalize as normalize
-from ._validate import ValidationError as ValidationError
 
-if TYPE_CHECKING:  # the diagnostics are imported on first use, below
+if TYPE_CHECKING:  # imported on first use, below
     from ._audit import AuditError as AuditError
     from ._audit import Finding as Finding
     from ._audit import Findings as Findings
     from ._audit import assert_clean as assert_clean
     from ._audit import audit as audit
+    from ._errors import AnnotationWarning as AnnotationWarning
+    from ._errors import ConversionError as ConversionError
+    from ._module import ArrayModule as ArrayModule
+    from ._module import field as field
+    from ._module import normalize as normalize
     from ._retrace import RetraceWarning as RetraceWarning
     from ._retrace import TraceReuseWarning as TraceReuseWarning
     from ._retrace import explain_retraces as explain_retraces
+    from ._validate import ValidationError as ValidationError
 
 __version__ = "0.1.0"
 
-# Loaded when first used: they are half of arrayfield's own import time, and a
-# training script that never asks for a diagnosis should not pay for them.
-_DIAGNOSTICS = {
+# Loaded when first used: the diagnostics are half of arrayfield's own import
+# time, and a training script that never asks for a diagnosis should not pay for
+# them; the core imports JAX, which the `arrayfield migrate` command never needs.
+_LAZY = {
+    "AnnotationWarning": "._errors",
+    "ConversionError": "._errors",
+    "ArrayModule": "._module",
+    "field": "._module",
+    "normalize": "._module",
+    "ValidationError": "._validate",
     "AuditError": "._audit",
     "Finding": "._audit",
     "Findings": "._audit",
@@ -61,7 +68,7 @@ __all__ = [
 
 
 def __getattr__(name: str) -> Any:
-    module = _DIAGNOSTICS.get(name)
+    module = _LAZY.get(name)
     if module is None:
         raise AttributeError(f"module 'arrayfield' has no attribute {name!r}")
     value = getattr(importlib.import_module(module, __name__), name)

@@ -39,7 +39,9 @@ class Finding:
     """One hazard: where it is, the value found there, its kind, and what to do.
 
     `kind` is one of `"python-scalar"`, `"numpy-scalar"`, `"hashed-leaf"`,
-    `"weak-type"` and `"static-array"`.
+    `"weak-type"` and `"static-array"`. `field` names the Module field that holds
+    the value and where it is declared, `"Source.flux (scene.py:12)"`, or is empty
+    when the value is not directly a field's.
 
     !!! example
 
@@ -56,6 +58,9 @@ class Finding:
     value: Any
     kind: str
     hint: str
+    # The Module field holding the value, as `SersicMorphology.n (morphology.py:88)`;
+    # empty when the value is not directly a field's (a list element, a dict value).
+    field: str = ""
 
     def __str__(self) -> str:
         weak = "weak " if self.kind == "weak-type" else ""
@@ -130,7 +135,7 @@ def _is_stable_callable(x: Any) -> bool:
 
 def _leaf_finding(path: str, value: Any, field: Any) -> Finding | None:
     if type(value) in (bool, int, float, complex):
-        return Finding(path, value, "python-scalar", number_fix(field))
+        return Finding(path, value, "python-scalar", number_fix(field, value))
     if isinstance(value, np.generic):
         return Finding(
             path,
@@ -162,7 +167,8 @@ def _leaf_finding(path: str, value: Any, field: Any) -> Finding | None:
             "eqx.field(static=True) if it is a fixed setting, or keep it out of "
             "the jitted arguments if it changes"
         )
-    return Finding(path, value, "hashed-leaf", hint)
+    declared = "" if field is None else field.declared
+    return Finding(path, value, "hashed-leaf", hint + declared)
 
 
 def audit(tree: Any, *, name: str = "tree") -> Findings:
@@ -212,6 +218,8 @@ def audit(tree: Any, *, name: str = "tree") -> Findings:
     for leaf in leaves:
         finding = _leaf_finding(leaf.path, leaf.value, leaf.field)
         if finding is not None:
+            if leaf.field is not None:
+                finding = dataclasses.replace(finding, field=leaf.field.location)
             findings.append(finding)
     for static in statics:
         if any(is_array(x) for x in jtu.tree_leaves(static.value)):
@@ -222,7 +230,8 @@ def audit(tree: Any, *, name: str = "tree") -> Findings:
                     "static-array",
                     f"{static.field.where} is static=True but holds an array "
                     f"(annotated {format_annotation(static.field.annotation)}): "
-                    "drop static=True so it is traced",
+                    f"drop static=True so it is traced{static.field.declared}",
+                    static.field.location,
                 )
             )
     order = list(_KINDS)

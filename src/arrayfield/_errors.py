@@ -123,7 +123,7 @@ def short_repr(value: Any, limit: int = 60) -> str:
     shape = getattr(value, "shape", None)
     if dtype is not None and shape is not None and not np.isscalar(value):
         return f"{dtype_shorthand(dtype)}[{','.join(map(str, shape))}]"
-    text = repr(value)
+    text = " ".join(repr(value).split())  # multi-line reprs (a WCS) on one line
     if len(text) > limit:
         text = text[: limit - 3] + "..."
     return text

@@ -8,7 +8,10 @@ for a call, or whatever name the caller of `audit` gives.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import inspect
+import os
+import re
 from collections.abc import Callable
 from typing import Any
 
@@ -79,6 +82,43 @@ class FieldRef:
     @property
     def where(self) -> str:
         return f"{self.owner.__qualname__}.{self.name}"
+
+    @property
+    def declared(self) -> str:
+        """`" (declared as SersicMorphology.n, morphology.py:88)"` to end a hint
+        with, or `""` when the field's source line cannot be found."""
+        cls = self.declared_in
+        line = _declaration(cls, self.name)
+        if line is None:
+            return ""
+        return f" (declared as {cls.__qualname__}.{self.name}, {line})"
+
+    @property
+    def location(self) -> str:
+        """`SersicMorphology.n (morphology.py:88)`: the class that declares the
+        field and the line of its declaration, or only the class and field when
+        the source cannot be found (a class made with `type(...)`, say)."""
+        cls = self.declared_in
+        line = _declaration(cls, self.name)
+        name = f"{cls.__qualname__}.{self.name}"
+        return name if line is None else f"{name} ({line})"
+
+
+@functools.lru_cache(maxsize=1024)
+def _declaration(cls: type, name: str) -> str | None:
+    """`file.py:line` of `name: ...` in the body of `cls`, if its source is on disk."""
+    try:
+        lines, start = inspect.getsourcelines(cls)
+        path = inspect.getsourcefile(cls)
+    except (OSError, TypeError):
+        return None
+    if path is None:
+        return None
+    pattern = re.compile(rf"\s*{re.escape(name)}\s*:")
+    for offset, text in enumerate(lines):
+        if pattern.match(text):
+            return f"{os.path.basename(path)}:{start + offset}"
+    return None
 
 
 @dataclasses.dataclass(frozen=True)

@@ -295,14 +295,23 @@ def _diff(
         for name, treedef in new.structure.items():
             before = old.structure.get(name)
             if before is not None and before != treedef:
+                old_text, new_text = short_repr(before, 120), short_repr(treedef, 120)
+                same_names = str(before) == str(treedef)
                 changes.append(
                     _Change(
                         name,
-                        short_repr(before, 120),
-                        short_repr(treedef, 120),
-                        "pytree structure changed (container types or the "
+                        old_text,
+                        new_text,
+                        "pytree structure changed: same class names, different "
+                        "class objects (a class made anew, e.g. by type(...) in "
+                        "a function, on every call)"
+                        if same_names
+                        else "pytree structure changed (container types or the "
                         "order of keys), with the same leaves",
-                        _STRUCTURE_FIX,
+                        "make each class once, at module level or in a "
+                        "functools.cache'd factory"
+                        if same_names
+                        else _STRUCTURE_FIX,
                     )
                 )
     return changes
@@ -397,7 +406,7 @@ def _hashed_reason(n: _LeafSig, was_array: bool, jit: str | None) -> tuple[str, 
                 "key (eqx.filter_jit hashes every non-array leaf, jax.jit its static "
                 "arguments): every new value compiles again"
             )
-        return why, number_fix(n.field)
+        return why, number_fix(n.field, n.key)
     if callable(n.key):
         return (
             "a different callable object: functions, lambdas and functools.partial "
@@ -429,8 +438,15 @@ def _hashed_reason(n: _LeafSig, was_array: bool, jit: str | None) -> tuple[str, 
     )
 
 
-def number_fix(field: FieldRef | None) -> str:
-    """How to stop a Python number in this position from being hashed."""
+def number_fix(field: FieldRef | None, value: Any = None) -> str:
+    """How to stop a Python number in this position from being hashed. An int
+    may be a shape, size or id, which must stay a Python int: no array advice."""
+    if field is None and type(value) is int:
+        return (
+            "if this int is a shape, size, count or id, keep it static "
+            "(static_argnums, eqx.field(static=True)); if it changes every call, "
+            "pass an array, jnp.asarray(x, dtype=...)"
+        )
     if field is None:
         return (
             "pass an array instead, jnp.asarray(x, dtype=...), or store the value "
@@ -457,17 +473,27 @@ def number_fix(field: FieldRef | None) -> str:
             return (
                 f"{field.where} is annotated {spelled} but holds a Python number: "
                 f"subclass af.ArrayModule instead of eqx.Module, and it is stored "
-                "as a strongly typed array"
+                f"as a strongly typed array{field.declared}"
             )
         return (
             f"{field.where} is annotated {spelled} but is not converted "
             "(af.field(convert=False)?); store an array in it"
+        )
+    if type(value) is int and not (
+        isinstance(resolved, type) and issubclass(resolved, float | complex)
+    ):
+        return (
+            f"{field.where} is annotated {spelled}: if this int is a shape, size, "
+            "count or id, mark it eqx.field(static=True); only a value that "
+            'changes every call, such as a step, belongs in an Int[Array, ""]'
+            f"{field.declared}"
         )
     if isinstance(resolved, type) and issubclass(resolved, _NUMBERS):
         return (
             f'{field.where} is annotated {spelled}: annotate it Float[Array, ""] '
             '(or Int[Array, ""]) on an af.ArrayModule so it is stored as an array, '
             "or, if it is a flag or setting, mark it eqx.field(static=True)"
+            f"{field.declared}"
         )
     return (
         f"store an array in {field.where} (annotated {spelled}), e.g. "

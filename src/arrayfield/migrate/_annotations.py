@@ -146,13 +146,16 @@ def _names_numbers(member: cst.BaseExpression, imports: ImportMap) -> bool:
     return (imports.resolve(member) or "") in _NAMES_NUMBERS
 
 
-def scalar_annotation(annotation: cst.BaseExpression, imports: ImportMap) -> str | None:
-    """`"float"` or `"complex"` when that builtin is all the annotation allows."""
-    types = alternatives(annotation, imports)
-    if len(types) != 1 or not isinstance(types[0], cst.Name):
+def scalar_annotation(
+    annotation: cst.BaseExpression, imports: ImportMap, types: tuple[str, ...] = ()
+) -> str | None:
+    """`"float"` or `"complex"` (or one of `types`, e.g. `"int"`, `"str"`) when
+    that builtin is all the annotation allows."""
+    members = alternatives(annotation, imports)
+    if len(members) != 1 or not isinstance(members[0], cst.Name):
         return None
-    name = types[0].value
-    if name in ("float", "complex") and name not in imports.bindings:
+    name = members[0].value
+    if name in ("float", "complex", *types) and name not in imports.bindings:
         return name
     return None
 

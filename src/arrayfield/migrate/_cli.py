@@ -11,37 +11,52 @@ import ast
 import dataclasses
 import difflib
 import os
+import re
 import sys
 import textwrap
-from collections.abc import Iterator
+from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
 
 from ._diagnostics import CODES
+from ._index import FileContext, FileFacts, ProjectIndex, module_name, read_file
+from ._walk import python_files
 
 if TYPE_CHECKING:
     from ._transform import MigrationResult
+
+_T = TypeVar("_T")
 
 EXIT_OK = 0
 EXIT_CHANGES_PENDING = 1
 EXIT_ERROR = 2
 
-# Directory names never walked into, besides hidden ones (.venv, .git, .tox...).
-_SKIPPED_DIRECTORIES = frozenset(
-    {"__pycache__", "venv", "node_modules", "site-packages"}
-)
-# Progress lines appear on stderr when more files than this are processed.
-_PROGRESS_THRESHOLD = 5
+# A file that mentions none of these cannot hold a Module class unless it
+# subclasses one found elsewhere, which `_index_project` searches for by name.
+_MENTIONS = re.compile(rb"equinox|eqx|Module")
+# A bare no-qa comment, or one naming codes: AF001 or AF001,AF002.
+_NOQA = re.compile(r"#\s*noqa(?::\s*(?P<codes>[A-Z]+[0-9]+(?:[,\s]+[A-Z]+[0-9]+)*))?")
+# Worker processes pay off from this many files to parse.
+_PARALLEL_THRESHOLD = 24
+# A progress counter appears on a terminal from this many files to rewrite.
+_PROGRESS_THRESHOLD = 200
 
 _DESCRIPTION = """\
 Rewrite equinox Module classes to subclass arrayfield's ArrayModule.
 
 Classes whose base is equinox's Module (eqx.Module, equinox.Module, an alias
-of `from equinox import Module`) get `af.ArrayModule` instead, `import
+of `from equinox import Module`, `Base = eqx.Module`, the bases of
+`type(name, (eqx.Module,), namespace)`) get `af.ArrayModule` instead, `import
 arrayfield as af` is added once, and eqx.field(converter=jnp.asarray) on
 array-annotated fields is dropped because the base class now converts. Every
 other byte of a file is kept, files that need no change are not written, and
-a second run changes nothing. Directories are searched for *.py files.
+a second run changes nothing.
+
+All PATHs form one project: subclasses of a Module class are found in every
+file, through imports, relative imports and re-exports, and diagnostics use
+what the whole tree does with a field. Directories are searched for *.py
+files, skipping hidden, build/, dist/, site-packages, virtual environments
+(pyvenv.cfg) and .gitignore'd paths. `# noqa: AF001` silences a diagnostic.
 """
 
 
@@ -101,27 +116,32 @@ def add_parser(subcommands: argparse._SubParsersAction) -> None:
         help="write nothing; print a unified diff of the changes",
     )
     parser.add_argument(
+        "--fix",
+        action="store_true",
+        help="also make the safe edits diagnostics ask for (AF002 on fields used "
+        "as shapes: af.field(convert=False))",
+    )
+    parser.add_argument(
+        "--exclude",
+        action="append",
+        default=[],
+        metavar="GLOB",
+        help="skip files and directories matching GLOB (repeatable)",
+    )
+    parser.add_argument(
+        "-j",
+        "--jobs",
+        type=int,
+        default=0,
+        help="worker processes for parsing (default: one per CPU)",
+    )
+    parser.add_argument(
         "-q",
         "--quiet",
         action="store_true",
         help="print only diagnostics, diffs and errors",
     )
     parser.set_defaults(run=run)
-
-
-def _python_files(path: Path) -> Iterator[Path]:
-    if not path.is_dir():
-        yield path
-        return
-    for root, directories, files in os.walk(path):
-        directories[:] = sorted(
-            name
-            for name in directories
-            if not name.startswith(".") and name not in _SKIPPED_DIRECTORIES
-        )
-        for name in sorted(files):
-            if name.endswith(".py"):
-                yield Path(root, name)
 
 
 def _unified_diff(path: str, before: str, after: str) -> str:
@@ -167,51 +187,123 @@ def _error(path: Path | str, message: str, line: int = 1, col: int = 1) -> None:
     print(f"{path}:{line}:{col}: error: {message}", file=sys.stderr)
 
 
-def _migrate_file(path: Path, args: argparse.Namespace, outcome: _Outcome) -> None:
+def _pool_map(function: Callable[..., _T], jobs: list[tuple], workers: int) -> list[_T]:
+    """`function(*job)` for every job, in worker processes when there are many.
+
+    Workers are forked: a spawned one would import the `arrayfield` package
+    afresh, and forking skips the start-up of a new interpreter.
+    """
+    if workers <= 1 or len(jobs) < _PARALLEL_THRESHOLD:
+        return [function(*job) for job in jobs]
+    import concurrent.futures
+    import multiprocessing
+
+    try:
+        context = multiprocessing.get_context("fork")
+    except ValueError:  # Windows: no fork
+        return [function(*job) for job in jobs]
+    with concurrent.futures.ProcessPoolExecutor(workers, mp_context=context) as pool:
+        chunk = max(1, len(jobs) // (4 * workers))
+        return list(pool.map(function, *zip(*jobs, strict=True), chunksize=chunk))
+
+
+@dataclasses.dataclass(frozen=True)
+class _FileError:
+    """Why a file could not be processed, and where (1:1 when nowhere in it)."""
+
+    message: str
+    line: int = 1
+    col: int = 1
+
+
+def _index_file(path: str, data: bytes) -> FileFacts | _FileError:
+    """Phase 1: the file's facts, or why it does not parse."""
+    try:
+        return read_file(path, data)
+    except SyntaxError as exc:
+        return _FileError(f"cannot parse: {exc.msg}", exc.lineno or 1, exc.offset or 1)
+    except ValueError as exc:  # null bytes
+        return _FileError(f"cannot parse: {exc}")
+
+
+def _transform_file(
+    path: str, data: bytes, context: FileContext, fix: bool
+) -> MigrationResult | _FileError:
+    """Phase 2: the rewrite and diagnostics of one file, or an error message."""
     import libcst
 
     from ._transform import migrate_source
 
     try:
-        data = path.read_bytes()
-    except OSError as exc:
-        _error(path, f"cannot read: {exc.strerror or exc}")
-        outcome.errors += 1
-        return
-    try:
-        result: MigrationResult = migrate_source(data)
+        return migrate_source(data, context, fix=fix)
     except libcst.ParserSyntaxError as exc:
         line, col, message = _syntax_error(data, exc)
-        _error(path, f"cannot parse: {message}", line, col)
-        outcome.errors += 1
-        return
+        return _FileError(f"cannot parse: {message}", line, col)
     except (UnicodeDecodeError, SyntaxError, LookupError) as exc:
-        _error(path, f"cannot decode: {exc}")
-        outcome.errors += 1
-        return
+        return _FileError(f"cannot decode: {exc}")
 
-    name = str(path)
-    outcome.diagnostics.extend(
-        (name, d.line, d.col, d.format(name)) for d in result.diagnostics
-    )
-    if not result.changed:
-        return
-    if args.diff:
-        sys.stdout.write(_unified_diff(name, result.original, result.code))
-    if args.check or args.diff:
-        outcome.changed.append(name)
-        if args.check:
-            print(f"would migrate: {name}")
-        return
-    try:
-        path.write_bytes(result.code.encode(result.encoding))
-    except OSError as exc:
-        _error(path, f"cannot write: {exc.strerror or exc}")
-        outcome.errors += 1
-        return
-    outcome.changed.append(name)
-    if not args.quiet:
-        print(f"migrated: {name}")
+
+def _suppressed(line: str, code: str) -> bool:
+    """`# noqa` or `# noqa: AF001, AF002` on the reported line."""
+    match = _NOQA.search(line)
+    if match is None:
+        return False
+    codes = match.group("codes")
+    return codes is None or code in re.split(r"[,\s]+", codes.strip())
+
+
+def _index_project(
+    contents: dict[Path, bytes], outcome: _Outcome, workers: int
+) -> ProjectIndex:
+    """Index the files that mention equinox, then, until nothing new turns up,
+    those that mention a Module class found so far (a subclass in a file that
+    imports only the project's own base class) and the modules that files with
+    Module classes import from (where the types of their fields are defined)."""
+    facts: list[FileFacts] = []
+    pending = dict(contents)
+    by_module: dict[str, Path] | None = None
+    pattern: re.Pattern[bytes] | None = _MENTIONS
+    found = [path for path, data in pending.items() if pattern.search(data)]
+    searched: set[str] = set()
+    while found:
+        for path in found:
+            del pending[path]
+        jobs = [(str(path), contents[path]) for path in found]
+        new: list[FileFacts] = []
+        for path, result in zip(
+            found, _pool_map(_index_file, jobs, workers), strict=True
+        ):
+            if isinstance(result, _FileError):
+                _error(path, result.message, result.line, result.col)
+                outcome.errors += 1
+            else:
+                new.append(result)
+        facts.extend(new)
+        index = ProjectIndex(facts)
+        if not pending:
+            break
+        names = index.exported_module_classes() - searched
+        searched |= names
+        found = []
+        if names:
+            words = b"|".join(re.escape(name.encode()) for name in sorted(names))
+            pattern = re.compile(rb"\b(?:" + words + rb")\b")
+            found = [path for path, data in pending.items() if pattern.search(data)]
+        imported = {
+            target
+            for file in new
+            if index.module_classes(file)
+            for target in file.imports.values()
+        }
+        if imported:
+            if by_module is None:
+                by_module = {module_name(path)[0]: path for path in pending}
+            for target in imported:
+                for module in (target, target.rpartition(".")[0]):
+                    path = by_module.get(module)
+                    if path is not None and path in pending and path not in found:
+                        found.append(path)
+    return ProjectIndex(facts)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -234,13 +326,38 @@ def run(args: argparse.Namespace) -> int:
             _error(given, "no such file or directory")
             outcome.errors += 1
             continue
-        files.update(dict.fromkeys(_python_files(path)))
+        files.update(dict.fromkeys(python_files(path, args.exclude)))
 
-    show_progress = len(files) > _PROGRESS_THRESHOLD and not args.quiet
-    for number, path in enumerate(files, start=1):
-        if show_progress:
-            print(f"[{number}/{len(files)}] {path}", file=sys.stderr, flush=True)
-        _migrate_file(path, args, outcome)
+    contents: dict[Path, bytes] = {}
+    for path in files:
+        try:
+            contents[path] = path.read_bytes()
+        except OSError as exc:
+            _error(path, f"cannot read: {exc.strerror or exc}")
+            outcome.errors += 1
+
+    workers = args.jobs or os.cpu_count() or 1
+    index = _index_project(contents, outcome, workers)
+    # Phase 2 only for files with a Module class, or that import equinox (an
+    # alias `Base = eqx.Module`, a `type(...)` class).
+    work = [
+        path
+        for path in contents
+        if str(path) in index.files
+        and (
+            index.module_classes(index.files[str(path)])
+            or index.files[str(path)].imports_equinox()
+        )
+    ]
+    jobs = [
+        (str(path), contents[path], index.context(str(path)), args.fix) for path in work
+    ]
+    progress = _Progress(len(jobs), enabled=not args.quiet)
+    results = _pool_map(_transform_file, jobs, workers)
+    for path, result in zip(work, results, strict=True):
+        progress.step()
+        _report_file(path, result, args, outcome)
+    progress.done()
 
     # With --diff, stdout is a patch: nothing else may go there.
     diagnostics_stream = sys.stderr if args.diff else sys.stdout
@@ -254,6 +371,62 @@ def run(args: argparse.Namespace) -> int:
     if outcome.changed and (args.check or args.diff):
         return EXIT_CHANGES_PENDING
     return EXIT_OK
+
+
+class _Progress:
+    """A one-line counter on stderr, only on a terminal and for long runs."""
+
+    def __init__(self, total: int, *, enabled: bool) -> None:
+        self.total = total
+        self.count = 0
+        self.enabled = enabled and total >= _PROGRESS_THRESHOLD and sys.stderr.isatty()
+
+    def step(self) -> None:
+        self.count += 1
+        if self.enabled:
+            print(f"\r{self.count}/{self.total} files", end="", file=sys.stderr)
+
+    def done(self) -> None:
+        if self.enabled:
+            print("\r\033[K", end="", file=sys.stderr)
+
+
+def _report_file(
+    path: Path,
+    result: MigrationResult | _FileError,
+    args: argparse.Namespace,
+    outcome: _Outcome,
+) -> None:
+    if isinstance(result, _FileError):
+        _error(path, result.message, result.line, result.col)
+        outcome.errors += 1
+        return
+    name = str(path)
+    lines = result.original.splitlines()
+    for d in result.diagnostics:
+        if args.fix and d.fixable:
+            continue  # made by --fix
+        if 0 < d.line <= len(lines) and _suppressed(lines[d.line - 1], d.code):
+            continue
+        outcome.diagnostics.append((name, d.line, d.col, d.format(name)))
+    if not result.changed:
+        return
+    if args.diff:
+        sys.stdout.write(_unified_diff(name, result.original, result.code))
+    if args.check or args.diff:
+        outcome.changed.append(name)
+        if args.check:
+            print(f"would migrate: {name}")
+        return
+    try:
+        path.write_bytes(result.code.encode(result.encoding))
+    except OSError as exc:
+        _error(path, f"cannot write: {exc.strerror or exc}")
+        outcome.errors += 1
+        return
+    outcome.changed.append(name)
+    if not args.quiet:
+        print(f"migrated: {name}")
 
 
 def _summarise(total: int, outcome: _Outcome, *, dry_run: bool) -> None:

@@ -12,15 +12,22 @@ import dataclasses
 
 # One line per code, shown in `arrayfield migrate --help`.
 CODES: dict[str, str] = {
-    "AF001": "non-static field annotated float/complex without an array "
-    'converter: use Float[Array, ""] (or Complex[Array, ""]) so a new value '
-    "does not recompile",
-    "AF002": "array-annotated field assigned a shape-like value (list/tuple of "
-    "ints, .shape): if it is a shape, declare it af.field(convert=False)",
+    "AF001": "non-static field annotated float/complex (or an int that "
+    "eqx.tree_at replaces) without an array converter and not used in control "
+    'flow or as a size: use Float[Array, ""] (or Complex/Int[Array, ""]) so a '
+    "new value does not recompile",
+    "AF002": "array-annotated field used as a shape or size (in its class or a "
+    "subclass), or assigned a shape-like value: declare it "
+    "af.field(convert=False) (--fix does, for fields used so)",
     "AF003": "array-annotated field declared static=True: arrays are not "
     "hashable configuration; drop static=True or fix the annotation",
     "AF004": "converter kept because it makes NumPy arrays for a JAX-annotated "
     "field, or JAX arrays for an np.ndarray one: make the annotation say which",
+    "AF005": "non-static field holding a value made per instance (a lambda, a "
+    "functools.partial, a string set per instance, an object hashed by "
+    "identity): every new instance recompiles; the message says how to fix it",
+    "AF006": "Module class made by type(...) inside a function: each call makes a "
+    "new class, so each new instance recompiles; make the class once",
 }
 
 
@@ -40,19 +47,27 @@ class Diagnostic:
     col: int
     code: str
     message: str
+    # Whether `arrayfield migrate --fix` makes the edit the message asks for.
+    fixable: bool = False
 
     def format(self, path: str) -> str:
         """Render as ``path:line:col: CODE message``."""
         return f"{path}:{self.line}:{self.col}: {self.code} {self.message}"
 
 
-def scalar_field(cls: str, field: str, type_name: str) -> str:
-    jaxtyping_name = "Complex" if type_name == "complex" else "Float"
+_JAXTYPING_NAMES = {"complex": "Complex", "int": "Int"}
+
+
+def scalar_field(cls: str, field: str, type_name: str, evidence: str = "") -> str:
+    """`evidence` says where the field gets new values, e.g. "it is replaced
+    with eqx.tree_at at fit.py:12", or is empty."""
+    jaxtyping_name = _JAXTYPING_NAMES.get(type_name, "Float")
+    because = f" ({evidence})" if evidence else ""
     return (
         f"field '{cls}.{field}' is annotated `{type_name}`; every new value "
-        "recompiles a jitted function that receives the model. Annotate it "
-        f'`{jaxtyping_name}[Array, ""]` so arrayfield turns it into a traced '
-        "array, or declare it static=True if it is configuration."
+        f"recompiles a jitted function that receives the model{because}. "
+        f'Annotate it `{field}: {jaxtyping_name}[Array, ""]` so arrayfield turns '
+        "it into a traced array, or declare it static=True if it is configuration."
     )
 
 
@@ -67,6 +82,50 @@ def shape_like_field(cls: str, field: str, snippet: str, line: int | None) -> st
         "If it holds a shape or indices, declare "
         "it `af.field(convert=False)` so it stays a Python value under jit; "
         "if it really is data, leave it."
+    )
+
+
+def shape_used_field(cls: str, field: str, use: str, where: str) -> str:
+    """`use` is "a shape or size" or "a Python condition"; `where` is path:line."""
+    return (
+        f"field '{cls}.{field}' is annotated as an array but used as {use} at "
+        f"{where}; arrayfield would store it as an array, which fails there under "
+        "jit. Declare it `af.field(convert=False)` (--fix does) or static=True, "
+        "or annotate the Python type it holds (e.g. `tuple[int, ...]`)."
+    )
+
+
+def per_instance_field(cls: str, field: str, kind: str, where: str, what: str) -> str:
+    """`kind` is one of _index's LAMBDA, PARTIAL, STRING, OBJECT; `what` names
+    the class instantiated, for OBJECT."""
+    head = f"field '{cls}.{field}' holds "
+    tail = (
+        "; eqx.filter_jit treats it as a static part of the model, so every new "
+        "instance compiles again. "
+    )
+    if kind == "lambda":
+        return (
+            f"{head}a lambda made per instance ({where}), compared by identity{tail}"
+            "Define the function once at module level and assign that function."
+        )
+    if kind == "partial":
+        return (
+            f"{head}a functools.partial made per instance ({where}), compared by "
+            f"identity{tail}Use jax.tree_util.Partial: its function is compared "
+            "by equality and its arguments are traced leaves."
+        )
+    if kind == "string":
+        return (
+            f"{head}a string that differs per instance ({where}){tail}Keep "
+            "per-instance names and keys out of the jitted arguments (store them "
+            "outside the model, or eqx.partition them off), or map them to an "
+            "integer array index."
+        )
+    return (
+        f"{head}a `{what}` object ({where}), hashed by identity{tail}Convert what "
+        "the jitted code needs to arrays in a Module, or give the class "
+        "value-based __eq__/__hash__ and declare the field static=True, or keep "
+        "the object out of the jitted arguments."
     )
 
 
@@ -93,4 +152,14 @@ def converter_kind_mismatch(cls: str, field: str, converter: str, kind: str) -> 
         f"`converter={converter}` makes JAX arrays, so it still holds JAX "
         "arrays. Annotate it `jax.Array` and delete the converter to let "
         "arrayfield do the conversion."
+    )
+
+
+def class_per_call(name: str) -> str:
+    return (
+        f"Module class {name} is made with type(...) each time this function runs; "
+        "instances of different class objects never share a compilation, so every "
+        "call recompiles a jitted function that receives one. Make the class once: "
+        "at module level, or in a factory decorated with functools.cache that "
+        "takes its field names."
     )

@@ -66,7 +66,9 @@ class ImportMap:
     @classmethod
     def from_module(cls, module: cst.Module) -> ImportMap:
         everywhere = _ImportCollector()
-        module.visit(everywhere)
+        for small in small_statements(module.body):
+            if isinstance(small, (cst.Import, cst.ImportFrom)):
+                small.visit(everywhere)
         unconditional = _ImportCollector()
         for statement in module.body:
             if isinstance(statement, cst.SimpleStatementLine):
@@ -100,6 +102,32 @@ class ImportMap:
             if target == module:
                 return f"{local}.{attr}"
         return None
+
+
+_NESTED_BODIES = ("body", "orelse", "handlers", "finalbody", "cases")
+
+
+def small_statements(
+    body: Sequence[cst.BaseStatement | cst.BaseSmallStatement] | cst.CSTNode,
+) -> Iterable[cst.BaseSmallStatement]:
+    """Every simple statement (`x = 1`, `import y`...) in a body, at any depth
+    of nested blocks, functions and classes, without walking expressions: a
+    walk with a libcst visitor rebuilds every node it passes, which costs
+    several times more."""
+    if isinstance(body, cst.BaseSmallStatement):
+        yield body
+        return
+    if isinstance(body, cst.SimpleStatementLine | cst.SimpleStatementSuite):
+        yield from body.body
+        return
+    if isinstance(body, cst.CSTNode):
+        for name in _NESTED_BODIES:
+            nested = getattr(body, name, None)
+            if isinstance(nested, cst.CSTNode | list | tuple):
+                yield from small_statements(nested)
+        return
+    for statement in body:
+        yield from small_statements(statement)
 
 
 class _ImportCollector(cst.CSTVisitor):
@@ -309,23 +337,29 @@ def _is_docstring(statement: cst.BaseStatement) -> bool:
     )
 
 
-def add_import(module: cst.Module, code: str, next_to: str) -> cst.Module:
+def add_import(
+    module: cst.Module, code: str, next_to: str | tuple[str, ...]
+) -> cst.Module:
     """Insert the statement `code` (e.g. ``import arrayfield as af``).
 
     It goes just above the first top-level import of `next_to`, taking over
     the comments and blank lines above it: that keeps it in the same isort
     section and, for ``arrayfield`` above ``equinox``, in sorted order. Without
-    such an import it goes after the leading docstring and imports.
+    such an import it goes after the leading docstring and imports. Given
+    several packages, the first one the file imports is used.
     """
     body = list(module.body)
     new = cst.parse_statement(code + module.default_newline)
     assert isinstance(new, cst.SimpleStatementLine)
-    for index, statement in enumerate(body):
-        if _imports_module(statement, next_to):
-            assert isinstance(statement, cst.SimpleStatementLine)
-            body[index] = statement.with_changes(leading_lines=[])
-            body.insert(index, new.with_changes(leading_lines=statement.leading_lines))
-            return module.with_changes(body=body)
+    for package in (next_to,) if isinstance(next_to, str) else next_to:
+        for index, statement in enumerate(body):
+            if _imports_module(statement, package):
+                assert isinstance(statement, cst.SimpleStatementLine)
+                body[index] = statement.with_changes(leading_lines=[])
+                body.insert(
+                    index, new.with_changes(leading_lines=statement.leading_lines)
+                )
+                return module.with_changes(body=body)
     position = 0
     import_lines = set(_import_lines_in(body))
     for index, statement in enumerate(body):

@@ -3,14 +3,17 @@
 A file goes through three steps. An analysis pass finds the Module classes,
 plans the rewrites and collects diagnostics; a rewrite pass changes only the
 planned nodes, so every other byte of the file survives; a last step adds
-`import arrayfield as af` and drops the imports the rewrite left unused.
+`import arrayfield as af` and drops the imports the rewrite left unused. What
+the project index (`_index`) knows about the file, its Module classes whose
+bases live elsewhere and how the whole tree uses their fields, comes in as a
+`FileContext`.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import enum
-from typing import cast
+from collections.abc import Iterable, Mapping, Sequence
 
 import libcst as cst
 from libcst.metadata import CodeRange, MetadataWrapper, PositionProvider
@@ -30,6 +33,18 @@ from ._imports import (
     can_bind,
     dotted_name,
     remove_unused_imports,
+    small_statements,
+)
+from ._index import (
+    CONTROL,
+    LAMBDA,
+    OBJECT,
+    PARAM,
+    PARTIAL,
+    SHAPE,
+    STRING,
+    ClassContext,
+    FileContext,
 )
 
 # Converters that make the array kind arrayfield makes for an annotation of
@@ -68,6 +83,11 @@ class MigrationResult:
 class _FieldEdit(enum.Enum):
     DROP_CONVERTER = enum.auto()  # eqx.field(converter=jnp.asarray, static=False)
     DROP_DEFAULT = enum.auto()  # = eqx.field(converter=jnp.asarray)
+    NO_CONVERT = enum.auto()  # --fix: `= af.field(convert=False)` on a shape field
+
+
+# Kinds of per-instance values, in the order they are reported.
+_PER_INSTANCE = (LAMBDA, PARTIAL, OBJECT, STRING)
 
 
 def _root_name(expr: cst.BaseExpression) -> str | None:
@@ -96,6 +116,16 @@ def _class_statements(node: cst.ClassDef) -> list[cst.CSTNode]:
 def _snippet(node: cst.CSTNode, limit: int = 40) -> str:
     text = " ".join(cst.Module(body=[]).code_for_node(node).split())
     return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def _method_statements(body: cst.BaseSuite) -> Iterable[cst.BaseSmallStatement]:
+    """The simple statements of a method, those of nested classes left out."""
+    if isinstance(body, cst.SimpleStatementSuite):
+        yield from body.body
+        return
+    for statement in body.body:
+        if not isinstance(statement, cst.ClassDef):
+            yield from small_statements([statement])
 
 
 class _SelfAssignments(cst.CSTVisitor):
@@ -130,14 +160,30 @@ class _SelfAssignments(cst.CSTVisitor):
 class _Analysis(cst.CSTVisitor):
     """Finds Module classes and plans what to rewrite; changes nothing."""
 
-    METADATA_DEPENDENCIES = (PositionProvider,)
-
-    def __init__(self, imports: ImportMap) -> None:
+    def __init__(
+        self,
+        wrapper: MetadataWrapper,
+        imports: ImportMap,
+        context: FileContext | None,
+        fix: bool,
+    ) -> None:
         super().__init__()
+        self.wrapper = wrapper
+        # Field positions the project index read with `ast`: computing libcst's
+        # positions costs a code generation pass over the whole file.
+        self.known_positions: dict[cst.CSTNode, tuple[int, int]] = {}
+        self._positions: Mapping[cst.CSTNode, CodeRange] | None = None
         self.imports = imports
+        self.context = context
+        self.fix = fix
         self.module_classes: set[str] = set()
         self.base_edits: dict[cst.ClassDef, list[int]] = {}
         self.field_edits: dict[cst.AnnAssign, _FieldEdit] = {}
+        # `Base = eqx.Module` and the base in `type(name, (eqx.Module,), ns)`:
+        # expressions that become a reference to ArrayModule.
+        self.expression_edits: set[cst.BaseExpression] = set()
+        # Module-level names bound to equinox's Module by an assignment.
+        self.module_aliases: set[str] = set()
         # Names whose last use may have been rewritten away (`eqx`, `jnp`...).
         self.released_names: set[str] = set()
         self.diagnostics: list[Diagnostic] = []
@@ -145,22 +191,104 @@ class _Analysis(cst.CSTVisitor):
         # are named as arrayfield's runtime errors name them, `Scene.Config`,
         # with the part up to a function's `<locals>` left out.
         self._scopes: list[str | None] = []
+        # Per enclosing function: whether it is functools.cache'd.
+        self._cached: list[bool] = []
 
     def _position(self, node: cst.CSTNode) -> tuple[int, int]:
-        # Without a default, get_metadata raises KeyError rather than return one.
-        position = cast(CodeRange, self.get_metadata(PositionProvider, node))
-        start = position.start
+        known = self.known_positions.get(node)
+        if known is not None:
+            return known
+        if self._positions is None:
+            self._positions = self.wrapper.resolve(PositionProvider)
+        start = self._positions[node].start
         return start.line, start.column + 1
 
     def _report(self, node: cst.CSTNode, code: str, message: str) -> None:
         line, col = self._position(node)
         self.diagnostics.append(Diagnostic(line, col, code, message))
 
+    def walk_statements(self, module: cst.Module) -> None:
+        """What `module.visit(self)` does for a file without `type(...)` calls:
+        the classes and functions are found by walking statements only, several
+        times faster than a libcst visit, which rebuilds every node it passes."""
+        self.visit_Module(module)
+        self._walk(module.body)
+
+    def _walk(self, body: Sequence[cst.CSTNode] | cst.CSTNode) -> None:
+        if isinstance(body, cst.ClassDef | cst.FunctionDef):
+            if isinstance(body, cst.ClassDef):
+                self.visit_ClassDef(body)
+            else:
+                self.visit_FunctionDef(body)
+            self._walk(body.body)
+            if isinstance(body, cst.ClassDef):
+                self.leave_ClassDef(body)
+            else:
+                self.leave_FunctionDef(body)
+            return
+        if isinstance(body, cst.CSTNode):
+            if isinstance(body, cst.BaseSuite):
+                self._walk(body.body)
+                return
+            for name in ("body", "orelse", "handlers", "finalbody", "cases"):
+                nested = getattr(body, name, None)
+                if isinstance(nested, cst.CSTNode | list | tuple):
+                    self._walk(nested)
+            return
+        for statement in body:
+            if not isinstance(statement, cst.BaseSmallStatement):
+                self._walk(statement)
+
+    def _is_equinox_module(self, expr: cst.BaseExpression) -> bool:
+        return self.imports.resolve(expr) == "equinox.Module"
+
+    def visit_Module(self, node: cst.Module) -> None:
+        for statement in node.body:
+            if not isinstance(statement, cst.SimpleStatementLine):
+                continue
+            for small in statement.body:
+                if (
+                    isinstance(small, cst.Assign)
+                    and len(small.targets) == 1
+                    and isinstance(small.targets[0].target, cst.Name)
+                    and self._is_equinox_module(small.value)
+                ):
+                    self.module_aliases.add(small.targets[0].target.value)
+                    self.expression_edits.add(small.value)
+                    self.released_names.add(_root_name(small.value) or "")
+
+    def visit_Call(self, node: cst.Call) -> None:
+        # type(name, (eqx.Module, ...), namespace): a class made at run time.
+        if not (
+            isinstance(node.func, cst.Name)
+            and node.func.value == "type"
+            and len(node.args) == 3
+            and isinstance(node.args[1].value, cst.Tuple)
+        ):
+            return
+        bases = [element.value for element in node.args[1].value.elements]
+        direct = [base for base in bases if self._is_equinox_module(base)]
+        for base in direct:
+            self.expression_edits.add(base)
+            self.released_names.add(_root_name(base) or "")
+        derived = direct or any(
+            dotted_name(base) in self.module_aliases
+            or dotted_name(base) in self.module_classes
+            or (self.context is not None and dotted_name(base) in self.context.bases)
+            for base in bases
+        )
+        if derived and self._cached and not self._cached[-1]:
+            self._report(
+                node, "AF006", diag.class_per_call(_snippet(node.args[0].value))
+            )
+
     def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
         self._scopes.append(None)
+        self._cached.append(any(map(_is_cache, node.decorators)))
 
     def leave_FunctionDef(self, original_node: cst.FunctionDef) -> None:
         self._scopes.pop()
+        self._cached.pop()
 
     def visit_ClassDef(self, node: cst.ClassDef) -> None:
         outer = self._scopes[-1] if self._scopes else None
@@ -176,43 +304,63 @@ class _Analysis(cst.CSTVisitor):
             or dotted_name(base.value) in self.module_classes
             for base in node.bases
         )
-        if not (equinox_bases or already_migrated):
+        # Known from the project index: a subclass of a Module class defined in
+        # another module, or of an alias such as `Base = eqx.Module`.
+        elsewhere = any(
+            dotted_name(base.value) in self.module_aliases for base in node.bases
+        ) or (self.context is not None and qualname in self.context.classes)
+        if not (equinox_bases or already_migrated or elsewhere):
             return
         self.module_classes.add(node.name.value)
         if equinox_bases:
             self.base_edits[node] = equinox_bases
             for index in equinox_bases:
                 self.released_names.add(_root_name(node.bases[index].value) or "")
-        self._analyse_fields(node, qualname)
+        self._analyse_fields(
+            node, qualname, drop_converters=bool(equinox_bases or already_migrated)
+        )
 
     def leave_ClassDef(self, original_node: cst.ClassDef) -> None:
         self._scopes.pop()
 
-    def _analyse_fields(self, node: cst.ClassDef, qualname: str) -> None:
+    def _analyse_fields(
+        self, node: cst.ClassDef, qualname: str, *, drop_converters: bool
+    ) -> None:
         statements = _class_statements(node)
         assignments: list[tuple[str, cst.BaseExpression, cst.CSTNode]] = []
         for statement in statements:
             if isinstance(statement, cst.FunctionDef) and statement.params.params:
                 collector = _SelfAssignments(statement.params.params[0].name.value)
-                statement.body.visit(collector)
+                for small in _method_statements(statement.body):
+                    if isinstance(small, cst.Assign):
+                        collector.visit_Assign(small)
+                    elif isinstance(small, cst.AnnAssign):
+                        collector.visit_AnnAssign(small)
                 assignments.extend(collector.found)
         for statement in statements:
             if isinstance(statement, cst.AnnAssign) and isinstance(
                 statement.target, cst.Name
             ):
-                self._analyse_field(qualname, statement, assignments)
+                self._analyse_field(qualname, statement, assignments, drop_converters)
+
+    def _class_context(self, cls: str) -> ClassContext | None:
+        return None if self.context is None else self.context.classes.get(cls)
 
     def _analyse_field(
         self,
         cls: str,
         field: cst.AnnAssign,
         assignments: list[tuple[str, cst.BaseExpression, cst.CSTNode]],
+        drop_converters: bool,
     ) -> None:
         assert isinstance(field.target, cst.Name)
         name = field.target.value
         annotation = field.annotation.annotation
         if is_class_var(annotation, self.imports):
             return
+        context = self._class_context(cls)
+        if context is not None and name in context.fields:
+            self.known_positions[field.target] = context.fields[name]
         value = field.value
         call = None
         if isinstance(value, cst.Call):
@@ -226,13 +374,12 @@ class _Analysis(cst.CSTVisitor):
 
         kind = array_kind(annotation, self.imports)
         if kind is None:
-            scalar = scalar_annotation(annotation, self.imports)
             converter = keywords.get("converter")
             # A converter that makes arrays already keeps new values traced.
             makes_array = converter is not None and self._makes_array(converter.value)
-            if scalar is not None and not (static or makes_array):
-                message = diag.scalar_field(cls, name, scalar)
-                self._report(field.target, "AF001", message)
+            if not (static or makes_array):
+                self._check_scalar(cls, field, context)
+                self._check_per_instance(cls, field, context)
             return
 
         if static:
@@ -240,8 +387,13 @@ class _Analysis(cst.CSTVisitor):
             return
         convert = keywords.get("convert")
         if not (convert is not None and _is_true(convert.value, "False")):
-            self._check_shape_like(cls, field, call, keywords, assignments)
-        if call is None or "converter" not in keywords:
+            self._check_shape_like(cls, field, call, keywords, assignments, context)
+        if (
+            call is None
+            or "converter" not in keywords
+            or not drop_converters
+            or field in self.field_edits
+        ):
             return
         if self.imports.resolve(call.func) != "equinox.field":
             return
@@ -273,6 +425,70 @@ class _Analysis(cst.CSTVisitor):
             converter = converter.args[0].value
         return self.imports.resolve(converter) in _CONVERTER_KINDS
 
+    def _check_scalar(
+        self, cls: str, field: cst.AnnAssign, context: ClassContext | None
+    ) -> None:
+        """AF001: a Python number that changes between calls recompiles."""
+        assert isinstance(field.target, cst.Name)
+        name = field.target.value
+        annotation = field.annotation.annotation
+        scalar = scalar_annotation(annotation, self.imports, ("int",))
+        if scalar is None:
+            return
+        uses = context.uses.get(name, {}) if context is not None else {}
+        if SHAPE in uses or CONTROL in uses:
+            return  # a size or a flag: it must stay a Python number
+        evidence = ""
+        replaced = self.context.tree_at.get(name) if self.context else None
+        assigned = context.assigns.get(name, {}).get(PARAM) if context else None
+        if replaced is not None:
+            evidence = f"it is replaced with eqx.tree_at at {replaced}"
+        elif assigned is not None:
+            evidence = f"it is set from an `__init__` argument at {assigned}"
+        elif context is not None and context.init_from_args:
+            evidence = "it is set from a constructor argument"
+        if scalar == "int" and replaced is None:
+            return  # ints are mostly sizes, counts and ids
+        message = diag.scalar_field(cls, name, scalar, evidence)
+        self._report(field.target, "AF001", message)
+
+    def _check_per_instance(
+        self, cls: str, field: cst.AnnAssign, context: ClassContext | None
+    ) -> None:
+        """AF005: a static leaf made per instance compiles per instance."""
+        if context is None:
+            return
+        assert isinstance(field.target, cst.Name)
+        name = field.target.value
+        assigns = context.assigns.get(name, {})
+        for kind in _PER_INSTANCE:
+            if kind in assigns:
+                what = context.objects.get(name, "")
+                message = diag.per_instance_field(cls, name, kind, assigns[kind], what)
+                self._report(field.target, "AF005", message)
+                return
+        annotation = field.annotation.annotation
+        if self.context is not None and dotted_name(annotation) in (
+            self.context.plain_classes
+        ):
+            where = assigns.get(PARAM, "a constructor argument")
+            message = diag.per_instance_field(
+                cls, name, OBJECT, where, dotted_name(annotation) or ""
+            )
+            self._report(field.target, "AF005", message)
+            return
+        is_str = scalar_annotation(annotation, self.imports, ("str",))
+        if is_str != "str":
+            return
+        if PARAM in assigns:
+            where = assigns[PARAM]
+        elif context.init_from_args and field.value is None:
+            where = "a constructor argument"
+        else:
+            return
+        message = diag.per_instance_field(cls, name, STRING, where, "")
+        self._report(field.target, "AF005", message)
+
     def _check_shape_like(
         self,
         cls: str,
@@ -280,9 +496,23 @@ class _Analysis(cst.CSTVisitor):
         call: cst.Call | None,
         keywords: dict[str, cst.Arg],
         assignments: list[tuple[str, cst.BaseExpression, cst.CSTNode]],
+        context: ClassContext | None,
     ) -> None:
         assert isinstance(field.target, cst.Name)
         name = field.target.value
+        uses = context.uses.get(name, {}) if context is not None else {}
+        for kind, use in ((SHAPE, "a shape or size"), (CONTROL, "a Python condition")):
+            if kind in uses:
+                message = diag.shape_used_field(cls, name, use, uses[kind])
+                line, col = self._position(field.target)
+                self.diagnostics.append(
+                    Diagnostic(line, col, "AF002", message, fixable=True)
+                )
+                if self.fix:
+                    self.field_edits[field] = _FieldEdit.NO_CONVERT
+                    if call is not None:
+                        self.released_names.add(_root_name(call.func) or "")
+                return
         if call is None:
             default = field.value
         else:
@@ -297,6 +527,14 @@ class _Analysis(cst.CSTVisitor):
                 return
 
 
+def _is_cache(decorator: cst.Decorator) -> bool:
+    """`@functools.cache`, `@lru_cache(maxsize=None)` and the like."""
+    expr = decorator.decorator
+    if isinstance(expr, cst.Call):
+        expr = expr.func
+    return (dotted_name(expr) or "").rpartition(".")[2] in ("cache", "lru_cache")
+
+
 def _without_arg(call: cst.Call, index: int) -> cst.Call:
     args = list(call.args)
     removed = args.pop(index)
@@ -308,10 +546,50 @@ def _without_arg(call: cst.Call, index: int) -> cst.Call:
 class _Rewriter(cst.CSTTransformer):
     """Applies an `_Analysis` plan; every node it was not told about is kept."""
 
-    def __init__(self, analysis: _Analysis, array_module: cst.BaseExpression) -> None:
+    def __init__(
+        self,
+        analysis: _Analysis,
+        array_module: cst.BaseExpression,
+        field_function: cst.BaseExpression,
+    ) -> None:
         super().__init__()
         self.analysis = analysis
         self.array_module = array_module
+        self.field_function = field_function
+
+    def on_leave(
+        self, original_node: cst.CSTNode, updated_node: cst.CSTNode
+    ) -> cst.CSTNode | cst.RemovalSentinel | cst.FlattenSentinel[cst.CSTNode]:
+        if original_node in self.analysis.expression_edits:
+            return self.array_module
+        return super().on_leave(original_node, updated_node)
+
+    def _no_convert(self, value: cst.BaseExpression | None) -> cst.Call:
+        """`value` (a default, `eqx.field(...)` or nothing) as an `af.field` call
+        that also says `convert=False`."""
+        if value is None:
+            return cst.Call(func=self.field_function, args=[_no_convert_arg()])
+        if (
+            isinstance(value, cst.Call)
+            and self.analysis.imports.resolve(value.func) in _FIELD_FUNCTIONS
+        ):
+            args = list(value.args)
+            if args:
+                args[-1] = _with_comma(args[-1])
+            return value.with_changes(
+                func=self.field_function, args=[*args, _no_convert_arg()]
+            )
+        default = cst.Arg(
+            value=value,
+            keyword=cst.Name("default"),
+            equal=cst.AssignEqual(
+                whitespace_before=cst.SimpleWhitespace(""),
+                whitespace_after=cst.SimpleWhitespace(""),
+            ),
+        )
+        return cst.Call(
+            func=self.field_function, args=[_with_comma(default), _no_convert_arg()]
+        )
 
     def leave_ClassDef(
         self, original_node: cst.ClassDef, updated_node: cst.ClassDef
@@ -332,6 +610,14 @@ class _Rewriter(cst.CSTTransformer):
             return updated_node.with_changes(
                 value=None, equal=cst.MaybeSentinel.DEFAULT
             )
+        if edit is _FieldEdit.NO_CONVERT:
+            return updated_node.with_changes(
+                value=self._no_convert(updated_node.value),
+                equal=cst.AssignEqual(
+                    whitespace_before=cst.SimpleWhitespace(" "),
+                    whitespace_after=cst.SimpleWhitespace(" "),
+                ),
+            )
         if edit is _FieldEdit.DROP_CONVERTER:
             call = updated_node.value
             assert isinstance(call, cst.Call)
@@ -344,44 +630,89 @@ class _Rewriter(cst.CSTTransformer):
         return updated_node
 
 
-def _array_module_reference(
-    wrapper: MetadataWrapper, imports: ImportMap
+def _no_convert_arg() -> cst.Arg:
+    return cst.Arg(
+        value=cst.Name("False"),
+        keyword=cst.Name("convert"),
+        equal=cst.AssignEqual(
+            whitespace_before=cst.SimpleWhitespace(""),
+            whitespace_after=cst.SimpleWhitespace(""),
+        ),
+    )
+
+
+def _with_comma(arg: cst.Arg) -> cst.Arg:
+    if isinstance(arg.comma, cst.Comma):
+        return arg
+    return arg.with_changes(comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" ")))
+
+
+def _arrayfield_reference(
+    wrapper: MetadataWrapper, imports: ImportMap, name: str
 ) -> tuple[str, str | None]:
-    """Source text naming ArrayModule, and the import to add for it (if any)."""
-    existing = imports.local_name_for("arrayfield.ArrayModule")
+    """Source text naming `arrayfield.<name>`, and the import to add for it
+    (if any)."""
+    existing = imports.local_name_for(f"arrayfield.{name}")
     if existing is not None:
         return existing, None
     if can_bind(wrapper, "af", "arrayfield"):
-        return "af.ArrayModule", "import arrayfield as af"
-    return "arrayfield.ArrayModule", "import arrayfield"
+        return f"af.{name}", "import arrayfield as af"
+    return f"arrayfield.{name}", "import arrayfield"
 
 
-def migrate_module(module: cst.Module) -> tuple[cst.Module, list[Diagnostic]]:
-    """Migrate a parsed module; see `migrate_source`."""
+def migrate_module(
+    module: cst.Module,
+    context: FileContext | None = None,
+    *,
+    fix: bool = False,
+    scan_calls: bool = True,
+) -> tuple[cst.Module, list[Diagnostic]]:
+    """Migrate a parsed module; see `migrate_source`. `scan_calls=False` (for a
+    file without `type(` in it) skips looking for `type(...)` classes."""
     imports = ImportMap.from_module(module)
     wrapper = MetadataWrapper(module, unsafe_skip_copy=True)
-    analysis = _Analysis(imports)
-    wrapper.visit(analysis)
+    analysis = _Analysis(wrapper, imports, context, fix)
+    if scan_calls:
+        wrapper.visit(analysis)
+    else:
+        analysis.walk_statements(module)
     diagnostics = sorted(analysis.diagnostics)
-    if not (analysis.base_edits or analysis.field_edits):
+    if not (analysis.base_edits or analysis.field_edits or analysis.expression_edits):
         return module, diagnostics
 
-    reference, new_import = _array_module_reference(wrapper, imports)
-    rewriter = _Rewriter(analysis, cst.parse_expression(reference))
+    reference, new_import = _arrayfield_reference(wrapper, imports, "ArrayModule")
+    field_reference, field_import = _arrayfield_reference(wrapper, imports, "field")
+    rewriter = _Rewriter(
+        analysis,
+        cst.parse_expression(reference),
+        cst.parse_expression(field_reference),
+    )
     migrated = wrapper.visit(rewriter)
-    if analysis.base_edits and new_import is not None:
+    needs_module = analysis.base_edits or analysis.expression_edits
+    needs_field = _FieldEdit.NO_CONVERT in analysis.field_edits.values()
+    if needs_module and new_import is not None:
         migrated = add_import(migrated, new_import, next_to="equinox")
+    elif needs_field and field_import is not None:
+        migrated = add_import(migrated, field_import, next_to=("equinox", "jax"))
     migrated = remove_unused_imports(migrated, analysis.released_names)
     return migrated, diagnostics
 
 
-def migrate_source(source: str | bytes) -> MigrationResult:
+def migrate_source(
+    source: str | bytes, context: FileContext | None = None, *, fix: bool = False
+) -> MigrationResult:
     """Rewrite the equinox Module classes of one file to use arrayfield.
 
     **Arguments:**
 
     - `source`: the file's contents. Bytes are decoded the way Python would
         (PEP 263 coding line, else UTF-8) and `MigrationResult.encoding` says how.
+    - `context`: what the project index (`_index.ProjectIndex.context`) knows
+        about this file: its Module classes whose bases are in other files, and
+        how the class and its subclasses use each field. Without it, only
+        classes whose base is visibly equinox's Module are analysed.
+    - `fix`: also make the safe edits diagnostics ask for (AF002's
+        `af.field(convert=False)` on fields used as shapes).
 
     **Returns:**
 
@@ -396,10 +727,18 @@ def migrate_source(source: str | bytes) -> MigrationResult:
     `libcst.ParserSyntaxError` if the source does not parse.
     """
     module = cst.parse_module(source)
-    migrated, diagnostics = migrate_module(module)
+    needle = b"type(" if isinstance(source, bytes) else "type("
+    scan_calls = needle in source  # pyright: ignore[reportOperatorIssue]
+    migrated, diagnostics = migrate_module(
+        module, context, fix=fix, scan_calls=scan_calls
+    )
+    # libcst reproduces its input exactly: decoding is cheaper than `.code`.
+    original = source if isinstance(source, str) else source.decode(module.encoding)
+    if original.startswith("\ufeff"):
+        original = module.code
     return MigrationResult(
-        original=module.code,
-        code=migrated.code,
+        original=original,
+        code=original if migrated is module else migrated.code,
         encoding=module.encoding,
         diagnostics=tuple(diagnostics),
     )

@@ -1,0 +1,171 @@
+"""`arrayfield migrate --check` against `ruff check` on the same 300-file tree.
+
+The tree is what issue 11 measured: 300 files of about 380 lines, one in ten of
+them with equinox Module classes (a project base class and subclasses), the
+rest plain Python. Both tools run as fresh processes, interleaved round by
+round, with the side that goes first alternating; the table gives medians and
+the median of the per-round ratios. Target: migrate within 5x of ruff.
+
+    python benchmarks/migrate_tree.py [--files 300] [--rounds 7]
+
+Timings are reported, never asserted. The script checks that migrate finds
+every Module class file (exit 1 otherwise).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import resource
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+SRC = HERE.parent / "src"
+RUFF = shutil.which("ruff") or str(Path(sys.executable).with_name("ruff"))
+
+_PLAIN_UNIT = '''
+
+def helper_{i}(values, scale=2.0):
+    """Scale and sum values: plain Python."""
+    total = 0.0
+    for value in values:
+        if value > {i}:
+            total += value * scale
+        else:
+            total -= value / scale
+    return total
+
+
+class Record{i}:
+    def __init__(self, name, size):
+        self.name = name
+        self.size = size
+
+    def describe(self):
+        return f"{{self.name}} has size {{self.size}}"
+
+    def grow(self, by):
+        self.size += by
+        return self.size
+'''
+
+_MODULE_UNIT = """
+
+class Part{i}(Base):
+    flux: float
+    scale: float
+    weights: jax.Array
+    shape: tuple
+
+    def __call__(self, x):
+        y = jnp.zeros(self.shape) + x
+        for _ in range({i} % 3 + 1):
+            y = y * self.scale
+        return self.flux * (y * self.weights).sum()
+
+
+def build_{i}(flux):
+    return Part{i}(flux=flux, scale=1.5, weights=jnp.ones(3), shape=(3,))
+"""
+
+
+def build_tree(root: Path, n_files: int) -> int:
+    """Write the tree; returns how many files hold Module classes."""
+    package = root / "proj"
+    package.mkdir(parents=True)
+    (package / "__init__.py").write_text('"""A project."""\n')
+    (package / "base.py").write_text(
+        "import equinox as eqx\n\n\nclass Base(eqx.Module):\n    pass\n"
+    )
+    module_files = 1
+    for number in range(n_files - 2):
+        if number % 10 == 0:
+            header = (
+                '"""Model parts."""\n\nimport jax\nimport jax.numpy as jnp\n\n'
+                "from .base import Base\n"
+            )
+            units = [_MODULE_UNIT.format(i=number * 100 + k) for k in range(21)]
+            module_files += 1
+        else:
+            header = '"""Helpers."""\n\nimport math\n'
+            units = [_PLAIN_UNIT.format(i=number * 100 + k) for k in range(16)]
+        (package / f"mod_{number:03d}.py").write_text(header + "".join(units))
+    return module_files
+
+
+def _time(
+    command: list[str], cwd: Path, env: dict[str, str]
+) -> tuple[float, float, str]:
+    """Wall seconds, CPU seconds (user + system, all processes) and stdout."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    start = time.perf_counter()
+    done = subprocess.run(command, capture_output=True, text=True, cwd=cwd, env=env)
+    wall = time.perf_counter() - start
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    return wall, cpu, done.stdout
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--files", type=int, default=300)
+    parser.add_argument("--rounds", type=int, default=7)
+    args = parser.parse_args()
+
+    env = {**os.environ, "PYTHONPATH": str(SRC)}
+    migrate = [sys.executable, "-m", "arrayfield", "migrate", "--check", "-q", "proj"]
+    ruff = [RUFF, "check", "--no-cache", "--quiet", "--exit-zero", "proj"]
+    with tempfile.TemporaryDirectory() as directory:
+        root = Path(directory)
+        expected = build_tree(root, args.files)
+        lines = sum(len(p.read_text().splitlines()) for p in root.rglob("*.py"))
+
+        samples: dict[str, list[float]] = {
+            key: [] for key in ("migrate", "ruff", "migrate cpu", "ruff cpu")
+        }
+        ratios: dict[str, list[float]] = {"wall": [], "cpu": []}
+        stdout = ""
+        for round_number in range(args.rounds):
+            pair = [("migrate", migrate), ("ruff", ruff)]
+            if round_number % 2:
+                pair.reverse()
+            for name, command in pair:
+                wall, cpu, out = _time(command, root, env)
+                samples[name].append(wall)
+                samples[f"{name} cpu"].append(cpu)
+                if name == "migrate":
+                    stdout = out
+            ratios["wall"].append(samples["migrate"][-1] / samples["ruff"][-1])
+            ratios["cpu"].append(samples["migrate cpu"][-1] / samples["ruff cpu"][-1])
+
+    found = sum(1 for line in stdout.splitlines() if line.startswith("would migrate"))
+    reported = sum(1 for line in stdout.splitlines() if " AF001 " in line)
+    print(f"tree: {args.files} files, {lines} lines, {expected} with Module classes")
+    print(f"migrate --check: {found} files to migrate (base.py), {reported} AF001")
+    median = statistics.median
+    print(f"{'':<20}{'wall s':>8}{'CPU s':>8}")
+    for label, key in (("arrayfield migrate", "migrate"), ("ruff check", "ruff")):
+        wall, cpu = median(samples[key]), median(samples[f"{key} cpu"])
+        print(f"{label:<20}{wall:>8.3f}{cpu:>8.3f}")
+    for kind in ("wall", "cpu"):
+        ratio = median(ratios[kind])
+        verdict = "pass" if ratio <= 5 else "MISS"
+        print(
+            f"ratio, {kind} (median of rounds): {ratio:.1f}x, target <= 5x: {verdict}"
+        )
+    # Every Module file has 21 classes with one float field reported each
+    # (`flux`, `scale`), so the counts are exact.
+    if found != 1 or reported != 2 * 21 * (expected - 1):
+        print("unexpected migrate output", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

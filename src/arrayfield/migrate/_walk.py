@@ -1,0 +1,167 @@
+"""Which files `arrayfield migrate` looks at: directory walking with the skips
+users expect from ruff and black, and `.gitignore` matching.
+
+Only the `.gitignore` features source trees use are implemented: comments,
+`!` negation, `/` anchoring, a trailing `/` for directories only, and the `*`,
+`?`, `[...]` and `**` wildcards. Files named on the command line are always
+taken; only what a directory walk finds is filtered.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import os
+import re
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+
+# Directory names never walked into, besides hidden ones (.venv, .git, .tox...).
+SKIPPED_DIRECTORIES = frozenset(
+    {"__pycache__", "venv", "node_modules", "site-packages", "build", "dist"}
+)
+
+
+class _Rule:
+    def __init__(self, pattern: str) -> None:
+        self.negated = pattern.startswith("!")
+        if self.negated:
+            pattern = pattern[1:]
+        self.directory_only = pattern.endswith("/")
+        pattern = pattern.rstrip("/")
+        # A slash anywhere but at the end anchors the pattern to its directory.
+        self.anchored = "/" in pattern
+        self.regex = re.compile(_translate(pattern.lstrip("/")) + r"\Z")
+
+    def matches(self, relative: str, is_dir: bool) -> bool:
+        if self.directory_only and not is_dir:
+            return False
+        if self.anchored:
+            return self.regex.match(relative) is not None
+        return self.regex.match(relative.rpartition("/")[2]) is not None
+
+
+def _translate(pattern: str) -> str:
+    out = []
+    index = 0
+    while index < len(pattern):
+        char = pattern[index]
+        if pattern.startswith("**/", index):
+            out.append("(?:.*/)?")
+            index += 3
+            continue
+        if pattern.startswith("**", index):
+            out.append(".*")
+            index += 2
+            continue
+        if char == "*":
+            out.append("[^/]*")
+        elif char == "?":
+            out.append("[^/]")
+        elif char == "[":
+            end = pattern.find("]", index + 1)
+            if end == -1:
+                out.append(re.escape(char))
+            else:
+                body = pattern[index + 1 : end].replace("\\", "\\\\")
+                if body.startswith("!"):
+                    body = "^" + body[1:]
+                out.append(f"[{body}]")
+                index = end
+        elif char == "\\" and index + 1 < len(pattern):
+            index += 1
+            out.append(re.escape(pattern[index]))
+        else:
+            out.append(re.escape(char))
+        index += 1
+    return "".join(out)
+
+
+class GitIgnore:
+    """The rules of the `.gitignore` files seen so far, by the directory
+    holding them; later rules and deeper files win, as in git."""
+
+    def __init__(self) -> None:
+        self._rules: list[tuple[Path, list[_Rule]]] = []
+
+    def load(self, directory: Path) -> None:
+        try:
+            text = (directory / ".gitignore").read_text(errors="replace")
+        except OSError:
+            return
+        rules = []
+        for line in text.splitlines():
+            line = line.rstrip()
+            if line and not line.startswith("#"):
+                rules.append(_Rule(line))
+        if rules:
+            self._rules.append((directory, rules))
+
+    def ignored(self, path: Path, is_dir: bool) -> bool:
+        verdict = False
+        for directory, rules in self._rules:
+            try:
+                relative = path.relative_to(directory).as_posix()
+            except ValueError:
+                continue
+            for rule in rules:
+                if rule.matches(relative, is_dir):
+                    verdict = not rule.negated
+        return verdict
+
+
+def _repository_root(start: Path) -> Path | None:
+    for directory in [start, *start.parents]:
+        if (directory / ".git").exists():
+            return directory
+    return None
+
+
+def _excluded(path: Path, excludes: Sequence[str]) -> bool:
+    text = path.as_posix()
+    return any(
+        fnmatch.fnmatch(text, glob)
+        or fnmatch.fnmatch(path.name, glob)
+        or fnmatch.fnmatch(text, f"*/{glob}")
+        for glob in excludes
+    )
+
+
+def python_files(path: Path, excludes: Sequence[str] = ()) -> Iterator[Path]:
+    """`path` itself if it is a file, else the `*.py` files under it, sorted,
+    minus hidden and build directories, virtual environments (any directory
+    holding `pyvenv.cfg`), `.gitignore`d paths and `excludes` globs."""
+    if not path.is_dir():
+        yield path
+        return
+    gitignore = GitIgnore()
+    absolute = path.resolve()
+    root = _repository_root(absolute)
+    if root is not None:
+        # The .gitignore files above the walked directory apply to it too.
+        for directory in reversed([absolute, *absolute.parents]):
+            if directory != absolute and root in (directory, *directory.parents):
+                gitignore.load(directory)
+    for current, directories, files in os.walk(path):
+        here = Path(current)
+        gitignore.load(here.resolve())
+        kept = []
+        for name in sorted(directories):
+            child = here / name
+            if (
+                name.startswith(".")
+                or name in SKIPPED_DIRECTORIES
+                or (child / "pyvenv.cfg").exists()
+                or _excluded(child, excludes)
+                or gitignore.ignored(child.resolve(), is_dir=True)
+            ):
+                continue
+            kept.append(name)
+        directories[:] = kept
+        for name in sorted(files):
+            child = here / name
+            if (
+                name.endswith(".py")
+                and not _excluded(child, excludes)
+                and not gitignore.ignored(child.resolve(), is_dir=False)
+            ):
+                yield child

@@ -1,0 +1,307 @@
+"""The project-wide analysis of `arrayfield migrate`: bases resolved across
+modules, diagnostics from how fields are used anywhere in the tree, `# noqa`.
+Each test writes a small package and runs the CLI as a real subprocess."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+SRC = Path(__file__).parents[1] / "src"
+ENV = {**os.environ, "JAX_PLATFORMS": "cpu", "PYTHONPATH": str(SRC)}
+
+
+def write_tree(root: Path, files: dict[str, str]) -> None:
+    for name, text in files.items():
+        path = root / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(textwrap.dedent(text))
+
+
+def migrate(root: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "arrayfield", "migrate", "-q", *args],
+        capture_output=True,
+        text=True,
+        cwd=root,
+        env=ENV,
+        timeout=120,
+    )
+
+
+def codes(result: subprocess.CompletedProcess[str]) -> list[str]:
+    """`path:line CODE Class.field` for every diagnostic printed."""
+    out = []
+    for line in result.stdout.splitlines():
+        match = re.match(r"(.*?):(\d+):\d+: (AF\d+) (.*)", line)
+        if match is None:
+            continue
+        path, line_number, code, message = match.groups()
+        subject = message.split("'")[1] if "'" in message else message.split()[2]
+        out.append(f"{Path(path).as_posix()}:{line_number} {code} {subject}")
+    return out
+
+
+def test_bases_resolve_through_imports_reexports_and_aliases(tmp_path):
+    write_tree(
+        tmp_path,
+        {
+            "pkg/__init__.py": "from .core.base import Base as ProjectBase\n",
+            "pkg/core/__init__.py": "",
+            "pkg/core/base.py": "import equinox\n\nclass Base(equinox.Module):\n"
+            "    pass\n",
+            "pkg/a.py": "from pkg import ProjectBase\n\nclass A(ProjectBase):\n"
+            "    x: float\n",
+            "pkg/b.py": "from .core import base as b\n\nclass B(b.Base):\n"
+            "    y: float\n",
+            "pkg/c.py": "import pkg.core.base as cb\n\nclass C(cb.Base):\n"
+            "    z: float\n",
+            "pkg/sub/__init__.py": "",
+            "pkg/sub/e.py": "from ..a import A\n\nclass E(A):\n    w: float\n",
+            "pkg/f.py": "from . import a\n\nAlias = a.A\n\nclass F(Alias):\n"
+            "    v: float\n\nclass G:\n    u: float\n",
+            "pkg/h.py": "import equinox as eqx\n\nBase = eqx.Module\n\n"
+            "class H(Base):\n    t: float\n",
+        },
+    )
+
+    result = migrate(tmp_path, "--check", "pkg")
+
+    assert codes(result) == [
+        "pkg/a.py:4 AF001 A.x",
+        "pkg/b.py:4 AF001 B.y",
+        "pkg/c.py:4 AF001 C.z",
+        "pkg/f.py:6 AF001 F.v",
+        "pkg/h.py:6 AF001 H.t",
+        "pkg/sub/e.py:4 AF001 E.w",
+    ]
+    assert result.returncode == 1  # core/base.py and h.py would change
+    migrate(tmp_path, "pkg")
+    assert "Base = af.ArrayModule\n" in (tmp_path / "pkg" / "h.py").read_text()
+    assert (
+        "class Base(af.ArrayModule):"
+        in (tmp_path / "pkg" / "core" / "base.py").read_text()
+    )
+
+
+def test_field_uses_in_subclasses_elsewhere_decide_af001_and_af002(tmp_path):
+    write_tree(
+        tmp_path,
+        {
+            "pkg/__init__.py": "",
+            "pkg/model.py": """\
+                import equinox as eqx
+                import jax
+
+
+                class Model(eqx.Module):
+                    rate: float
+                    threshold: float
+                    steps: int
+                    n_iter: int
+                    grid: jax.Array
+                    fft_size: jax.Array
+                    flag: jax.Array
+                    data: jax.Array
+                """,
+            "pkg/child.py": """\
+                import jax.numpy as jnp
+
+                from .model import Model
+
+
+                class Child(Model):
+                    def __call__(self, x):
+                        if self.threshold > 0:
+                            x = x.reshape(self.grid)
+                        for _ in range(self.n_iter):
+                            x = jnp.fft.fft2(x, s=self.fft_size)
+                        return x if self.flag else x * self.data
+                """,
+            "pkg/fit.py": """\
+                import equinox as eqx
+
+
+                def advance(model):
+                    return eqx.tree_at(lambda m: (m.steps, m.rate), model, (1, 2.0))
+                """,
+        },
+    )
+
+    result = migrate(tmp_path, "--check", "pkg")
+
+    assert codes(result) == [
+        "pkg/model.py:6 AF001 Model.rate",
+        "pkg/model.py:8 AF001 Model.steps",
+        "pkg/model.py:10 AF002 Model.grid",
+        "pkg/model.py:11 AF002 Model.fft_size",
+        "pkg/model.py:12 AF002 Model.flag",
+    ]
+    assert "replaced with eqx.tree_at at pkg/fit.py:5" in result.stdout
+    assert 'Annotate it `steps: Int[Array, ""]`' in result.stdout
+    assert "used as a shape or size at pkg/child.py:9" in result.stdout
+    assert "used as a Python condition at pkg/child.py:12" in result.stdout
+
+
+def test_fix_opts_shape_fields_out_of_conversion_in_every_spelling(tmp_path):
+    write_tree(
+        tmp_path,
+        {
+            "model.py": """\
+                import equinox as eqx
+                import jax
+                import jax.numpy as jnp
+
+
+                class Model(eqx.Module):
+                    a: jax.Array
+                    b: jax.Array = (2, 2)
+                    c: jax.Array = eqx.field(default=(3, 3))
+                    d: jax.Array = eqx.field(default=(4, 4), static=False)
+
+                    def zeros(self):
+                        return (
+                            jnp.zeros(self.a),
+                            jnp.ones(self.b),
+                            jnp.empty(self.c),
+                            jnp.full(self.d, 1.0),
+                        )
+
+
+                print([x.shape for x in Model((1, 1)).zeros()])
+                """,
+        },
+    )
+
+    result = migrate(tmp_path, "--fix", "model.py")
+
+    assert (result.returncode, result.stdout) == (0, "")
+    text = (tmp_path / "model.py").read_text()
+    assert "    a: jax.Array = af.field(convert=False)\n" in text
+    assert "    b: jax.Array = af.field(default=(2, 2), convert=False)\n" in text
+    assert "    c: jax.Array = af.field(default=(3, 3), convert=False)\n" in text
+    assert (
+        "    d: jax.Array = af.field(default=(4, 4), static=False, convert=False)\n"
+        in text
+    )
+    run = subprocess.run(
+        [sys.executable, "model.py"],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        env=ENV,
+        timeout=120,
+    )
+    assert run.stdout == "[(1, 1), (2, 2), (3, 3), (4, 4)]\n", run.stderr
+    assert migrate(tmp_path, "--check", "--fix", "model.py").returncode == 0
+
+
+def test_noqa_silences_the_codes_it_names(tmp_path):
+    write_tree(
+        tmp_path,
+        {
+            "model.py": """\
+                import equinox as eqx
+
+
+                class Model(eqx.Module):
+                    a: float  # noqa: AF001
+                    b: float  # noqa
+                    c: float  # noqa: AF002
+                    d: float  # noqa:AF005,AF001
+                    e: float
+                """,
+        },
+    )
+    result = migrate(tmp_path, "--check", "model.py")
+    assert codes(result) == ["model.py:7 AF001 Model.c", "model.py:9 AF001 Model.e"]
+
+
+def test_per_instance_values_are_reported_with_a_fix_per_kind(tmp_path):
+    write_tree(
+        tmp_path,
+        {
+            "model.py": """\
+                import functools
+
+                import equinox as eqx
+                import jax
+
+
+                class Opaque:
+                    pass
+
+
+                class Model(eqx.Module):
+                    name: str
+                    label: str
+                    kind: str = "sersic"
+                    fn: object
+                    part: object
+                    thing: object
+                    tree_part: object
+                    obj: Opaque
+
+                    def __init__(self, name, obj):
+                        self.name = name
+                        self.label = f"source {name}"
+                        self.fn = lambda x: x
+                        self.part = functools.partial(max, 1)
+                        self.thing = Opaque()
+                        self.tree_part = jax.tree_util.Partial(max, 1)
+                        self.obj = obj
+                """,
+        },
+    )
+    result = migrate(tmp_path, "--check", "model.py")
+    assert codes(result) == [
+        "model.py:12 AF005 Model.name",
+        "model.py:13 AF005 Model.label",
+        "model.py:15 AF005 Model.fn",
+        "model.py:16 AF005 Model.part",
+        "model.py:17 AF005 Model.thing",
+        "model.py:19 AF005 Model.obj",
+    ]
+    assert "Use jax.tree_util.Partial" in result.stdout
+    assert "module level" in result.stdout
+
+
+def test_dynamic_module_classes_are_migrated_and_reported_when_made_per_call(
+    tmp_path,
+):
+    write_tree(
+        tmp_path,
+        {
+            "pkg/__init__.py": "",
+            "pkg/base.py": "import equinox as eqx\n\nclass Base(eqx.Module):\n"
+            "    pass\n",
+            "pkg/make.py": """\
+                import functools
+
+                import equinox as eqx
+
+                from .base import Base
+
+                Top = type("Top", (eqx.Module,), {})
+
+
+                def per_call(names):
+                    return type("PerCall", (Base,), {"__annotations__": names})
+
+
+                @functools.cache
+                def cached(names):
+                    return type("Cached", (eqx.Module,), {})
+                """,
+        },
+    )
+    result = migrate(tmp_path, "--check", "pkg")
+    assert codes(result) == ['pkg/make.py:11 AF006 "PerCall"']
+    migrate(tmp_path, "pkg")
+    text = (tmp_path / "pkg" / "make.py").read_text()
+    assert 'Top = type("Top", (af.ArrayModule,), {})' in text
+    assert 'return type("Cached", (af.ArrayModule,), {})' in text

@@ -12,10 +12,15 @@ from typing import TYPE_CHECKING, Any
 from ._env import EXPLAIN_RETRACES, env_flag
 from ._errors import AnnotationWarning as AnnotationWarning
 from ._errors import ConversionError as ConversionError
-from ._module import ArrayModule as ArrayModule
 from ._module import field as field
 from ._module import normalize as normalize
+from ._typing import Field as Field
 from ._validate import ValidationError as ValidationError
+
+if TYPE_CHECKING:  # a class statement mypy can read: see _typing.py
+    from ._typing import ArrayModule as ArrayModule
+else:
+    from ._module import ArrayModule as ArrayModule
 
 if TYPE_CHECKING:  # the diagnostics are imported on first use, below
     from ._audit import AuditError as AuditError
@@ -47,6 +52,7 @@ __all__ = [
     "ArrayModule",
     "AuditError",
     "ConversionError",
+    "Field",
     "Finding",
     "Findings",
     "RetraceWarning",

@@ -187,11 +187,17 @@ def test_mistakes_file_expects_an_error_in_every_mode():
         assert len(in_mistakes) >= 14, mode
 
 
-def test_readme_quick_start_is_the_checked_case_file():
-    readme = (ROOT / "README.md").read_text()
-    section = readme.split("## Quick start", 1)[1]
+@pytest.mark.parametrize(
+    ("case", "document", "heading"),
+    [
+        ("readme_quickstart.py", "README.md", "## Quick start"),
+        ("docs_typing.py", "docs/typing.md", "# Type checking"),
+    ],
+)
+def test_documented_block_is_its_checked_case_file(case, document, heading):
+    section = (ROOT / document).read_text().split(heading, 1)[1]
     block = section.split("```python\n", 1)[1].split("```", 1)[0]
-    assert block == (CASES / "readme_quickstart.py").read_text()
+    assert block == (CASES / case).read_text()
 
 
 def test_pyright_is_clean_on_src():

@@ -92,7 +92,7 @@ else:
 
             scene = Scene(x=[0.0, 1.0])  # clean under pyright and mypy
             assert scene.x.dtype == jnp.float32 and scene.steps.dtype == jnp.int32
-            assert Scene.__annotations__["x"] == Float[Array, "n"]
+            assert af.Field[Array] is Array  # at runtime, the annotation itself
             ```
         """
 

@@ -70,7 +70,10 @@ Error = tuple[str, int, str]  # (file relative to the root, line, rule)
 
 
 def _relative(path: str) -> str:
-    return Path(path).resolve().relative_to(ROOT).as_posix()
+    resolved = Path(path).resolve()
+    if resolved.is_relative_to(ROOT):
+        return resolved.relative_to(ROOT).as_posix()
+    return resolved.as_posix()
 
 
 def _files(mode: str) -> list[str]:
@@ -80,8 +83,7 @@ def _files(mode: str) -> list[str]:
     return files
 
 
-def _start(mode: str, tmp: Path) -> subprocess.Popen[str]:
-    files = _files(mode)
+def _start(mode: str, tmp: Path, files: list[str]) -> subprocess.Popen[str]:
     if mode.startswith("pyright"):
         config = tmp / f"{mode}.json"
         config.write_text(
@@ -116,8 +118,7 @@ def _start(mode: str, tmp: Path) -> subprocess.Popen[str]:
     )
 
 
-def _errors(mode: str, stdout: str) -> set[Error]:
-    checked = set(_files(mode))
+def _errors(mode: str, stdout: str, checked: set[str]) -> set[Error]:
     found: set[Error] = set()
     if mode.startswith("pyright"):
         for d in json.loads(stdout)["generalDiagnostics"]:
@@ -125,12 +126,25 @@ def _errors(mode: str, stdout: str) -> set[Error]:
                 line = d["range"]["start"]["line"] + 1
                 found.add((_relative(d["file"]), line, d.get("rule", "")))
     else:
-        for line in stdout.splitlines():
+        for line in filter(None, stdout.splitlines()):  # "\n" when clean
             d = json.loads(line)
             if d["severity"] == "error":
-                found.add((Path(d["file"]).as_posix(), d["line"], d["code"]))
+                found.add((_relative(d["file"]), d["line"], d["code"]))
     # arrayfield's own source is reported too when it is on MYPYPATH: not ours here.
     return {e for e in found if e[0] in checked}
+
+
+def _check(jobs: dict[str, list[str]], tmp: Path) -> dict[str, set[Error]]:
+    """Each mode's errors in its files (relative to the root, or absolute); the
+    modes run in parallel."""
+    running = {mode: _start(mode, tmp, files) for mode, files in jobs.items()}
+    results = {}
+    for mode, process in running.items():
+        stdout, stderr = process.communicate(timeout=600)
+        assert stdout, f"{mode} printed nothing:\n{stderr}"
+        checked = {_relative(f) for f in jobs[mode]}
+        results[mode] = _errors(mode, stdout, checked)
+    return results
 
 
 def _expected(mode: str) -> set[Error]:
@@ -156,15 +170,28 @@ def _expected(mode: str) -> set[Error]:
 
 
 @pytest.fixture(scope="module")
-def matrix(tmp_path_factory: pytest.TempPathFactory) -> dict[str, set[Error]]:
+def migrated(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    """`arrayfield migrate` outputs (see the end of this file), checked in the
+    same checker runs as the matrix."""
+    tmp = tmp_path_factory.mktemp("migrated")
+    paths = {name: tmp / f"{name}.py" for name in ("before", "converters", "typed")}
+    paths["before"].write_text(CONVERTER_SOURCE)
+    paths["converters"].write_text(CONVERTER_SOURCE)
+    paths["typed"].write_text(TYPED_SOURCE)
+    _migrate(paths["converters"])
+    _migrate(paths["typed"], "--typed")
+    return paths
+
+
+@pytest.fixture(scope="module")
+def matrix(
+    tmp_path_factory: pytest.TempPathFactory, migrated: dict[str, Path]
+) -> dict[str, set[Error]]:
     tmp = tmp_path_factory.mktemp("typing")
-    running = {mode: _start(mode, tmp) for mode in MODES}
-    results = {}
-    for mode, process in running.items():
-        stdout, stderr = process.communicate(timeout=600)
-        assert stdout, f"{mode} printed nothing:\n{stderr}"
-        results[mode] = _errors(mode, stdout)
-    return results
+    outputs = [str(migrated["converters"]), str(migrated["typed"])]
+    jobs = {mode: [*_files(mode), *outputs] for mode in MODES}
+    jobs["pyright"].append(str(migrated["before"]))
+    return _check(jobs, tmp)
 
 
 def _describe(errors: set[Error]) -> str:
@@ -173,7 +200,9 @@ def _describe(errors: set[Error]) -> str:
 
 @pytest.mark.parametrize("mode", MODES)
 def test_checker_reports_exactly_the_expected_errors(matrix, mode):
-    found, expected = matrix[mode], _expected(mode)
+    cases = set(_files(mode))
+    found = {e for e in matrix[mode] if e[0] in cases}
+    expected = _expected(mode)
     assert found == expected, (
         f"{mode}: unexpected errors:\n{_describe(found - expected)}\n"
         f"expected but not reported:\n{_describe(expected - found)}"
@@ -216,3 +245,66 @@ def test_pyright_is_clean_on_src():
     assert not errors, "\n".join(
         f"{e['file']}:{e['range']['start']['line'] + 1}: {e['message']}" for e in errors
     )
+
+
+# `arrayfield migrate` output: what a type checker accepted before, it accepts after.
+CONVERTER_SOURCE = """\
+import equinox as eqx
+import jax.numpy as jnp
+from jaxtyping import Array, Float
+
+
+class Scene(eqx.Module):
+    x: Float[Array, ""] = eqx.field(converter=jnp.asarray)
+    position: Float[Array, "2"] = eqx.field(converter=jnp.asarray, default=(0, 0))
+    name: str = "scene"
+
+
+scene = Scene(x=0, position=[0.5, 1.5])
+total: Array = scene.x + scene.position
+"""
+
+TYPED_SOURCE = """\
+import equinox as eqx
+import numpy as np
+from jaxtyping import Array, Float, Int
+
+
+class Scene(eqx.Module):
+    x: Float[Array, ""]
+    position: Float[Array, "2"]
+    legacy: np.array
+    steps: Int[Array, ""] = 0
+    mask: Float[Array, "2"] | None = None
+    name: str = "scene"
+
+
+scene = Scene(x=0, position=[0.5, 1.5], legacy=[1, 2])
+total: Array = scene.x + scene.position + scene.steps
+assert scene.legacy.dtype == np.int64 or scene.legacy.dtype == np.int32
+"""
+
+
+def _migrate(path: Path, *options: str) -> None:
+    result = subprocess.run(
+        [sys.executable, "-m", "arrayfield", "migrate", "-q", *options, str(path)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert result.returncode == 0, result.stderr
+
+
+def test_migrate_output_type_checks_clean(matrix, migrated):
+    converters, typed = migrated["converters"], migrated["typed"]
+    assert 'x: af.Field[Float[Array, ""]]' in converters.read_text()
+    assert "af.field(default=0)" in typed.read_text()
+    # The premise: pyright read the converter, and accepted the 0.
+    for mode, errors in matrix.items():
+        ours = {e for e in errors if e[0].startswith(str(converters.parent))}
+        assert not ours, f"{mode}:\n{_describe(ours)}"
+    for path in (converters, typed):  # and the migrated code runs
+        run = subprocess.run(
+            [sys.executable, str(path)], capture_output=True, text=True, timeout=300
+        )
+        assert run.returncode == 0, run.stderr

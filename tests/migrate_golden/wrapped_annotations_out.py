@@ -8,12 +8,12 @@ import jax.numpy as jnp
 
 
 class Fit(af.ArrayModule):
-    a: Optional[jax.Array]
-    b: jax.Array | None
-    c: Union[jax.Array, None]
-    d: Annotated[jax.Array, "per pixel"]
-    e: typing.Optional[jax.Array]
+    a: af.Field[Optional[jax.Array]]
+    b: af.Field[jax.Array | None]
+    c: af.Field[Union[jax.Array, None]]
+    d: af.Field[Annotated[jax.Array, "per pixel"]]
+    e: af.Field[typing.Optional[jax.Array]]
     # arrayfield converts Python numbers in a union with an array type too.
-    f: Union[jax.Array, float]
+    f: af.Field[Union[jax.Array, float]]
     # A union with another type is for a human to read: left alone.
     g: Union[jax.Array, str] = eqx.field(converter=jnp.asarray)

@@ -39,7 +39,9 @@ Rewrite equinox Module classes to subclass arrayfield's ArrayModule.
 Classes whose base is equinox's Module (eqx.Module, equinox.Module, an alias
 of `from equinox import Module`) get `af.ArrayModule` instead, `import
 arrayfield as af` is added once, and eqx.field(converter=jnp.asarray) on
-array-annotated fields is dropped because the base class now converts. Every
+array-annotated fields is dropped because the base class now converts (the
+annotation becomes af.Field[...], which tells type checkers what the converter
+told them). With --typed, every converted array field gets af.Field[...]. Every
 other byte of a file is kept, files that need no change are not written, and
 a second run changes nothing. Directories are searched for *.py files.
 """
@@ -86,6 +88,13 @@ def add_parser(subcommands: argparse._SubParsersAction) -> None:
         "--diff",
         action="store_true",
         help="write nothing; print a unified diff of the changes",
+    )
+    parser.add_argument(
+        "--typed",
+        action="store_true",
+        help="wrap every converted array field's annotation in af.Field[...] (and "
+        "write bare defaults as af.field(default=...)), so pyright and mypy accept "
+        "the numbers arrayfield converts",
     )
     parser.add_argument(
         "-q",
@@ -163,7 +172,7 @@ def _migrate_file(path: Path, args: argparse.Namespace, outcome: _Outcome) -> No
         outcome.errors += 1
         return
     try:
-        result: MigrationResult = migrate_source(data)
+        result: MigrationResult = migrate_source(data, typed=args.typed)
     except libcst.ParserSyntaxError as exc:
         _error(path, f"cannot parse: {_syntax_error(data, exc)}")
         outcome.errors += 1

@@ -20,6 +20,7 @@ from ._annotations import (
     ArrayKind,
     array_kind,
     is_class_var,
+    is_field_wrapped,
     looks_like_shape,
     scalar_annotation,
 )
@@ -41,6 +42,10 @@ _CONVERTER_KINDS: dict[str, ArrayKind] = {
     "numpy.array": "numpy",
 }
 _FIELD_FUNCTIONS = frozenset({"equinox.field", "arrayfield.field"})
+# Field specifiers whose call, as a field's value, is not the field's default.
+_SPECIFIERS = _FIELD_FUNCTIONS | {"dataclasses.field"}
+# Legacy annotations (functions, not types) and the type each stands for.
+_LEGACY_ANNOTATIONS = frozenset({"numpy.array", "jax.numpy.array"})
 
 
 @dataclasses.dataclass(frozen=True)
@@ -132,12 +137,17 @@ class _Analysis(cst.CSTVisitor):
 
     METADATA_DEPENDENCIES = (PositionProvider,)
 
-    def __init__(self, imports: ImportMap) -> None:
+    def __init__(self, imports: ImportMap, typed: bool = False) -> None:
         super().__init__()
         self.imports = imports
+        self.typed = typed
         self.module_classes: set[str] = set()
         self.base_edits: dict[cst.ClassDef, list[int]] = {}
         self.field_edits: dict[cst.AnnAssign, _FieldEdit] = {}
+        # Annotations to wrap in `af.Field[...]`, and bare defaults to write as
+        # `af.field(default=...)` (what a type checker needs for that spelling).
+        self.wrap_annotations: set[cst.AnnAssign] = set()
+        self.wrap_defaults: set[cst.AnnAssign] = set()
         # Names whose last use may have been rewritten away (`eqx`, `jnp`...).
         self.released_names: set[str] = set()
         self.diagnostics: list[Diagnostic] = []
@@ -239,8 +249,13 @@ class _Analysis(cst.CSTVisitor):
             self._report(field.target, "AF003", diag.static_array_field(cls, name))
             return
         convert = keywords.get("convert")
-        if not (convert is not None and _is_true(convert.value, "False")):
+        opted_out = convert is not None and _is_true(convert.value, "False")
+        if not opted_out:
             self._check_shape_like(cls, field, call, keywords, assignments)
+        if self.typed and not opted_out:
+            self._wrap(field)
+            if field.value is not None and self._specifier(field.value) is None:
+                self.wrap_defaults.add(field)
         if call is None or "converter" not in keywords:
             return
         if self.imports.resolve(call.func) != "equinox.field":
@@ -254,11 +269,25 @@ class _Analysis(cst.CSTVisitor):
             self._report(keywords["converter"], "AF004", message)
             return
         self.released_names.add(_root_name(converter) or "")
+        # A type checker types the __init__ parameter from the converter: the
+        # annotation that says the same thing takes its place.
+        self._wrap(field)
         if len(call.args) == 1:
             self.field_edits[field] = _FieldEdit.DROP_DEFAULT
             self.released_names.add(_root_name(call.func) or "")
         else:
             self.field_edits[field] = _FieldEdit.DROP_CONVERTER
+
+    def _wrap(self, field: cst.AnnAssign) -> None:
+        if not is_field_wrapped(field.annotation.annotation, self.imports):
+            self.wrap_annotations.add(field)
+
+    def _specifier(self, value: cst.BaseExpression) -> str | None:
+        if isinstance(value, cst.Call):
+            function = self.imports.resolve(value.func)
+            if function in _SPECIFIERS:
+                return function
+        return None
 
     def _makes_array(self, converter: cst.BaseExpression) -> bool:
         """Whether a converter is `jnp.asarray` or a kin of it, possibly wrapped
@@ -308,10 +337,12 @@ def _without_arg(call: cst.Call, index: int) -> cst.Call:
 class _Rewriter(cst.CSTTransformer):
     """Applies an `_Analysis` plan; every node it was not told about is kept."""
 
-    def __init__(self, analysis: _Analysis, array_module: cst.BaseExpression) -> None:
+    def __init__(self, analysis: _Analysis, names: dict[str, str]) -> None:
         super().__init__()
         self.analysis = analysis
-        self.array_module = array_module
+        self.array_module = cst.parse_expression(names["ArrayModule"])
+        self.field_type = cst.parse_expression(names["Field"])
+        self.field_function = cst.parse_expression(names["field"])
 
     def leave_ClassDef(
         self, original_node: cst.ClassDef, updated_node: cst.ClassDef
@@ -329,10 +360,10 @@ class _Rewriter(cst.CSTTransformer):
     ) -> cst.AnnAssign:
         edit = self.analysis.field_edits.get(original_node)
         if edit is _FieldEdit.DROP_DEFAULT:
-            return updated_node.with_changes(
+            updated_node = updated_node.with_changes(
                 value=None, equal=cst.MaybeSentinel.DEFAULT
             )
-        if edit is _FieldEdit.DROP_CONVERTER:
+        elif edit is _FieldEdit.DROP_CONVERTER:
             call = updated_node.value
             assert isinstance(call, cst.Call)
             index = next(
@@ -340,63 +371,114 @@ class _Rewriter(cst.CSTTransformer):
                 for i, arg in enumerate(call.args)
                 if arg.keyword is not None and arg.keyword.value == "converter"
             )
-            return updated_node.with_changes(value=_without_arg(call, index))
+            updated_node = updated_node.with_changes(value=_without_arg(call, index))
+        if original_node in self.analysis.wrap_annotations:
+            annotation = updated_node.annotation
+            inner = self._legacy_to_type(annotation.annotation)
+            wrapped = cst.Subscript(
+                value=self.field_type,
+                slice=[cst.SubscriptElement(slice=cst.Index(value=inner))],
+            )
+            updated_node = updated_node.with_changes(
+                annotation=annotation.with_changes(annotation=wrapped)
+            )
+        if original_node in self.analysis.wrap_defaults and updated_node.value:
+            default = cst.Arg(
+                keyword=cst.Name("default"),
+                value=updated_node.value,
+                equal=cst.AssignEqual(
+                    whitespace_before=cst.SimpleWhitespace(""),
+                    whitespace_after=cst.SimpleWhitespace(""),
+                ),
+            )
+            updated_node = updated_node.with_changes(
+                value=cst.Call(func=self.field_function, args=[default])
+            )
         return updated_node
 
+    def _legacy_to_type(self, annotation: cst.BaseExpression) -> cst.BaseExpression:
+        """`np.array` -> `np.ndarray`: a function is no type to a checker."""
+        if (
+            isinstance(annotation, cst.Attribute)
+            and self.analysis.imports.resolve(annotation) in _LEGACY_ANNOTATIONS
+        ):
+            return annotation.with_changes(attr=cst.Name("ndarray"))
+        return annotation
 
-def _array_module_reference(
-    wrapper: MetadataWrapper, imports: ImportMap
-) -> tuple[str, str | None]:
-    """Source text naming ArrayModule, and the import to add for it (if any)."""
-    existing = imports.local_name_for("arrayfield.ArrayModule")
-    if existing is not None:
-        return existing, None
+
+def _arrayfield_names(
+    wrapper: MetadataWrapper, imports: ImportMap, needed: list[str]
+) -> tuple[dict[str, str], str | None]:
+    """Source text naming arrayfield's `needed` names, and the import to add."""
+    names = {
+        name: imports.local_name_for(f"arrayfield.{name}")
+        for name in ("ArrayModule", "Field", "field")
+    }
+    if all(names[name] is not None for name in needed):
+        return {k: v or f"arrayfield.{k}" for k, v in names.items()}, None
+    module, new_import = "arrayfield", "import arrayfield"
     if can_bind(wrapper, "af", "arrayfield"):
-        return "af.ArrayModule", "import arrayfield as af"
-    return "arrayfield.ArrayModule", "import arrayfield"
+        module, new_import = "af", "import arrayfield as af"
+    return {k: v or f"{module}.{k}" for k, v in names.items()}, new_import
 
 
-def migrate_module(module: cst.Module) -> tuple[cst.Module, list[Diagnostic]]:
+def migrate_module(
+    module: cst.Module, *, typed: bool = False
+) -> tuple[cst.Module, list[Diagnostic]]:
     """Migrate a parsed module; see `migrate_source`."""
     imports = ImportMap.from_module(module)
     wrapper = MetadataWrapper(module, unsafe_skip_copy=True)
-    analysis = _Analysis(imports)
+    analysis = _Analysis(imports, typed=typed)
     wrapper.visit(analysis)
     diagnostics = sorted(analysis.diagnostics)
-    if not (analysis.base_edits or analysis.field_edits):
+    needed = [
+        name
+        for name, edits in (
+            ("ArrayModule", analysis.base_edits),
+            ("Field", analysis.wrap_annotations),
+            ("field", analysis.wrap_defaults),
+        )
+        if edits
+    ]
+    if not (needed or analysis.field_edits):
         return module, diagnostics
 
-    reference, new_import = _array_module_reference(wrapper, imports)
-    rewriter = _Rewriter(analysis, cst.parse_expression(reference))
+    names, new_import = _arrayfield_names(wrapper, imports, needed)
+    rewriter = _Rewriter(analysis, names)
     migrated = wrapper.visit(rewriter)
-    if analysis.base_edits and new_import is not None:
+    if new_import is not None:
         migrated = add_import(migrated, new_import, next_to="equinox")
     migrated = remove_unused_imports(migrated, analysis.released_names)
     return migrated, diagnostics
 
 
-def migrate_source(source: str | bytes) -> MigrationResult:
+def migrate_source(source: str | bytes, *, typed: bool = False) -> MigrationResult:
     """Rewrite the equinox Module classes of one file to use arrayfield.
 
     **Arguments:**
 
     - `source`: the file's contents. Bytes are decoded the way Python would
         (PEP 263 coding line, else UTF-8) and `MigrationResult.encoding` says how.
+    - `typed`: also wrap every converted array field's annotation in
+        `af.Field[...]` and write its bare default as `af.field(default=...)`,
+        so that type checkers accept the numbers arrayfield converts.
 
     **Returns:**
 
     A `MigrationResult`. Its `code` is `original` plus the rewrites: classes
     whose base is equinox's `Module` (any spelling) now subclass
     `af.ArrayModule`; `eqx.field(converter=jnp.asarray)` on array-annotated
-    fields is dropped; `import arrayfield as af` is added and imports that only
-    the rewritten code used are removed.
+    fields is dropped and the annotation wrapped in `af.Field[...]` (a type
+    checker read the converter's parameter type; `af.Field` says the same);
+    `import arrayfield as af` is added and imports that only the rewritten code
+    used are removed.
 
     **Raises:**
 
     `libcst.ParserSyntaxError` if the source does not parse.
     """
     module = cst.parse_module(source)
-    migrated, diagnostics = migrate_module(module)
+    migrated, diagnostics = migrate_module(module, typed=typed)
     return MigrationResult(
         original=module.code,
         code=migrated.code,

@@ -2,7 +2,8 @@
 
 The matrix: user files (the README quick start, the examples, a file of correct
 usage, a file of mistakes) through pyright basic and strict and mypy default and
-`--strict`, asserting the exact set of (file, line, rule) errors. Each checker
+`--strict`, asserting the exact set of (file, line, rule) errors, and what
+`reveal_type` says. The same runs check `arrayfield migrate` output. Each checker
 mode runs once over all files, the four in parallel.
 
 The case files mark expected errors on their own line: `# expect: pyright=RULE
@@ -12,7 +13,9 @@ mypy=CODE` (both modes of that checker), `pyright-strict=RULE` or
 
 from __future__ import annotations
 
+import ast
 import importlib.util
+import inspect
 import json
 import os
 import re
@@ -134,17 +137,31 @@ def _errors(mode: str, stdout: str, checked: set[str]) -> set[Error]:
     return {e for e in found if e[0] in checked}
 
 
-def _check(jobs: dict[str, list[str]], tmp: Path) -> dict[str, set[Error]]:
-    """Each mode's errors in its files (relative to the root, or absolute); the
-    modes run in parallel."""
+def _revealed(mode: str, stdout: str) -> dict[tuple[str, int], str]:
+    """What `reveal_type` said, by (file, line)."""
+    found = {}
+    if mode.startswith("pyright"):
+        for d in json.loads(stdout)["generalDiagnostics"]:
+            if d["severity"] == "information":
+                line = d["range"]["start"]["line"] + 1
+                found[_relative(d["file"]), line] = d["message"]
+    else:
+        for line in filter(None, stdout.splitlines()):
+            d = json.loads(line)
+            if d["severity"] == "note" and "Revealed type" in d["message"]:
+                found[_relative(d["file"]), d["line"]] = d["message"]
+    return found
+
+
+def _run(jobs: dict[str, list[str]], tmp: Path) -> dict[str, str]:
+    """Each mode's output over its files; the modes run in parallel."""
     running = {mode: _start(mode, tmp, files) for mode, files in jobs.items()}
-    results = {}
+    outputs = {}
     for mode, process in running.items():
         stdout, stderr = process.communicate(timeout=600)
         assert stdout, f"{mode} printed nothing:\n{stderr}"
-        checked = {_relative(f) for f in jobs[mode]}
-        results[mode] = _errors(mode, stdout, checked)
-    return results
+        outputs[mode] = stdout
+    return outputs
 
 
 def _expected(mode: str) -> set[Error]:
@@ -184,14 +201,81 @@ def migrated(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
 
 
 @pytest.fixture(scope="module")
-def matrix(
+def checker_outputs(
     tmp_path_factory: pytest.TempPathFactory, migrated: dict[str, Path]
-) -> dict[str, set[Error]]:
+) -> dict[str, tuple[list[str], str]]:
+    """One run per mode over every file: the files, and the checker's output."""
     tmp = tmp_path_factory.mktemp("typing")
     outputs = [str(migrated["converters"]), str(migrated["typed"])]
     jobs = {mode: [*_files(mode), *outputs] for mode in MODES}
     jobs["pyright"].append(str(migrated["before"]))
-    return _check(jobs, tmp)
+    return {mode: (jobs[mode], stdout) for mode, stdout in _run(jobs, tmp).items()}
+
+
+@pytest.fixture(scope="module")
+def matrix(checker_outputs) -> dict[str, set[Error]]:
+    return {
+        mode: _errors(mode, stdout, {_relative(f) for f in files})
+        for mode, (files, stdout) in checker_outputs.items()
+    }
+
+
+# (start, end) of what reveal_type says; the middle spells out the nested lists.
+_NUMBERS = "bool | int | float | complex | "
+REVEALED = {
+    "pyright": {
+        "scene.x": ('Type of "scene.x" is "Array"', ""),
+        "Scene": ('Type of "Scene" is "type[Scene]"', ""),
+        "Scene.__init__": (
+            f'Type of "Scene.__init__" is "(self: Scene, x: Array | {_NUMBERS}',
+            ', name: str = "scene") -> None"',
+        ),
+    },
+    "mypy": {
+        "scene.x": ('Revealed type is "jax._src.basearray.Array"', ""),
+        "Scene": (
+            f'Revealed type is "def (x: jax._src.basearray.Array | {_NUMBERS}',
+            ', name: str =) -> reveal.Scene"',
+        ),
+    },
+}
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_checkers_reveal_the_dataclass_signature_and_the_array_type(
+    checker_outputs, mode
+):
+    _, stdout = checker_outputs[mode]
+    revealed = _revealed(mode, stdout)
+    source = (CASES / "reveal.py").read_text().splitlines()
+    checker = mode.split("-")[0]
+    seen = set()
+    for number, text in enumerate(source, start=1):
+        match = re.fullmatch(r"\s*reveal_type\((.*)\)", text)
+        if match is None or match.group(1) not in REVEALED[checker]:
+            continue
+        said = revealed.get(("tests/typing_cases/reveal.py", number), "")
+        start, end = REVEALED[checker][match.group(1)]
+        assert said.startswith(start) and said.endswith(end), said
+        seen.add(match.group(1))
+    assert seen == set(REVEALED[checker])
+
+
+def test_checkers_see_the_class_keywords_arrayfield_takes():
+    # Checkers read ArrayModule from _typing.py: its __init_subclass__ must take
+    # the keywords the runtime class takes.
+    from arrayfield._module import ArrayModule
+
+    tree = ast.parse((ROOT / "src" / "arrayfield" / "_typing.py").read_text())
+    declared = next(
+        node
+        for node in ast.walk(tree)
+        if isinstance(node, ast.FunctionDef) and node.name == "__init_subclass__"
+    )
+    runtime = inspect.signature(ArrayModule.__init_subclass__).parameters.values()
+    assert [a.arg for a in declared.args.kwonlyargs] == [
+        p.name for p in runtime if p.kind is p.KEYWORD_ONLY
+    ]
 
 
 def _describe(errors: set[Error]) -> str:

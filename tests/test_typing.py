@@ -14,6 +14,7 @@ mypy=CODE` (both modes of that checker), `pyright-strict=RULE` or
 from __future__ import annotations
 
 import ast
+import importlib.metadata
 import importlib.util
 import inspect
 import json
@@ -62,6 +63,41 @@ EXAMPLE_ERRORS = {
     ("examples/fit_scene.py", 88, "pyright-strict", "reportUnknownVariableType"),
     ("examples/fit_scene.py", 95, "pyright-strict", "reportPossiblyUnboundVariable"),
 }
+
+# Strict modes also report how completely *other* packages are typed (JAX, NumPy,
+# equinox, optax), which changes with their versions. The expectations hold
+# exactly for the versions below; with others, these rules are left out of the
+# strict modes' comparison (everything else is still compared exactly).
+RECORDED_WITH = {
+    "jax": "0.10.2",
+    "equinox": "0.13.8",
+    "jaxtyping": "0.3.11",
+    "numpy": "2.4.6",
+    "optax": "0.2.8",
+}
+THIRD_PARTY_RULES = {
+    "reportUnknownMemberType",
+    "reportUnknownVariableType",
+    "reportUnknownArgumentType",
+    "reportUnknownParameterType",
+    "reportUnknownLambdaType",
+    "reportMissingTypeArgument",
+    "reportMissingTypeStubs",
+    "type-arg",
+    "no-any-return",
+    "import-untyped",
+}
+
+
+def _comparable(mode: str, errors: set[Error]) -> set[Error]:
+    recorded = all(
+        importlib.metadata.version(package) == version
+        for package, version in RECORDED_WITH.items()
+    )
+    if "strict" not in mode or recorded:
+        return errors
+    return {e for e in errors if e[2] not in THIRD_PARTY_RULES}
+
 
 pytestmark = pytest.mark.skipif(
     importlib.util.find_spec("pyright") is None
@@ -285,8 +321,8 @@ def _describe(errors: set[Error]) -> str:
 @pytest.mark.parametrize("mode", MODES)
 def test_checker_reports_exactly_the_expected_errors(matrix, mode):
     cases = set(_files(mode))
-    found = {e for e in matrix[mode] if e[0] in cases}
-    expected = _expected(mode)
+    found = _comparable(mode, {e for e in matrix[mode] if e[0] in cases})
+    expected = _comparable(mode, _expected(mode))
     assert found == expected, (
         f"{mode}: unexpected errors:\n{_describe(found - expected)}\n"
         f"expected but not reported:\n{_describe(expected - found)}"
@@ -386,6 +422,7 @@ def test_migrate_output_type_checks_clean(matrix, migrated):
     # The premise: pyright read the converter, and accepted the 0.
     for mode, errors in matrix.items():
         ours = {e for e in errors if e[0].startswith(str(converters.parent))}
+        ours = _comparable(mode, ours)
         assert not ours, f"{mode}:\n{_describe(ours)}"
     for path in (converters, typed):  # and the migrated code runs
         run = subprocess.run(

@@ -47,7 +47,9 @@ if TYPE_CHECKING:
     _Convertible: TypeAlias = _Number | Sequence[_Nested3]
 
     class Field(Generic[_T]):
-        """Stores `_T`; `__init__` also takes what arrayfield converts to it."""
+        """An array field: `x: af.Field[Float[Array, ""]]` holds the annotation
+        inside, and `__init__` also takes the numbers, NumPy arrays and nested
+        lists arrayfield converts to it. At runtime `af.Field[A]` is `A`."""
 
         @overload
         def __get__(self, instance: None, owner: type[Any]) -> Field[_T]: ...
@@ -58,7 +60,10 @@ if TYPE_CHECKING:
 
     @dataclass_transform(field_specifiers=(dataclasses.field, eqx.field, field))
     class ArrayModule(eqx.Module):
-        """The runtime class is `arrayfield._module.ArrayModule`."""
+        """`eqx.Module`, with array-annotated fields stored as strongly typed arrays.
+
+        (What type checkers read; the class itself is in `_module.py`.)
+        """
 
         def __init_subclass__(
             cls, *, check: bool | None = None, **kwargs: Any

@@ -27,9 +27,9 @@ SIZE = 32
 
 
 class Source(af.ArrayModule):
-    flux: Float[Array, ""]
-    position: Float[Array, "2"]
-    width: Float[Array, ""]
+    flux: af.Field[Float[Array, ""]]  # af.Field: type checkers accept numbers
+    position: af.Field[Float[Array, "2"]]
+    width: af.Field[Float[Array, ""]]
     name: str = eqx.field(static=True, default="source")
 
     def render(self, grid: Float[Array, "2 h w"]) -> Float[Array, "h w"]:
@@ -40,7 +40,7 @@ class Source(af.ArrayModule):
 
 class Scene(af.ArrayModule):
     sources: list[Source]
-    background: Float[Array, ""] = 0
+    background: af.Field[Float[Array, ""]] = af.field(default=0)
 
     def render(self) -> Float[Array, "h w"]:
         axis = jnp.arange(SIZE, dtype=jnp.float32)
@@ -49,7 +49,12 @@ class Scene(af.ArrayModule):
         return image + self.background
 
 
-def make_scene(fluxes, positions, widths, background):
+def make_scene(
+    fluxes: list[float],
+    positions: list[tuple[float, float]],
+    widths: list[float],
+    background: float,
+) -> Scene:
     sources = [
         Source(flux=f, position=p, width=w, name=f"star{i}")
         for i, (f, p, w) in enumerate(zip(fluxes, positions, widths, strict=True))
@@ -71,11 +76,13 @@ def main() -> None:
     traces = 0
 
     @eqx.filter_jit
-    def step(scene, state):
+    def step(
+        scene: Scene, state: optax.OptState
+    ) -> tuple[Scene, optax.OptState, Array]:
         nonlocal traces
         traces += 1  # runs only while tracing
 
-        def loss(scene):
+        def loss(scene: Scene) -> Array:
             return jnp.mean((scene.render() - observed) ** 2)
 
         value, grads = eqx.filter_value_and_grad(loss)(scene)

@@ -269,3 +269,93 @@ def test_codemod_reads_annotations_as_the_base_class_does(
         else None
     )
     assert core_kind == kind
+
+
+TYPED_INPUT = """\
+import dataclasses
+
+import equinox as eqx
+import jax
+import numpy as np
+
+
+class Scene(eqx.Module):
+    x: jax.Array
+    legacy: np.array = np.zeros(2)
+    shape: jax.Array = eqx.field(static=True)
+    raw: jax.Array = eqx.field(default=None, converter=np.asarray)
+    table: np.ndarray = dataclasses.field(default_factory=lambda: np.zeros(2))
+    count: int = 0
+
+
+class NotAModule:
+    x: jax.Array = 0
+"""
+
+TYPED_OUTPUT = """\
+import dataclasses
+
+import arrayfield as af
+import equinox as eqx
+import jax
+import numpy as np
+
+
+class Scene(af.ArrayModule):
+    x: af.Field[jax.Array]
+    legacy: af.Field[np.ndarray] = af.field(default=np.zeros(2))
+    shape: jax.Array = eqx.field(static=True)
+    raw: af.Field[jax.Array] = eqx.field(default=None, converter=np.asarray)
+    table: af.Field[np.ndarray] = dataclasses.field(default_factory=lambda: np.zeros(2))
+    count: int = 0
+
+
+class NotAModule:
+    x: jax.Array = 0
+"""
+
+
+def test_typed_wraps_converted_array_fields_and_their_bare_defaults():
+    result = migrate_source(TYPED_INPUT, typed=True)
+    assert result.code == TYPED_OUTPUT
+    assert not migrate_source(TYPED_OUTPUT, typed=True).changed
+
+
+def test_typed_leaves_opted_out_fields_and_reuses_imports():
+    source = (
+        "import arrayfield as af\n"
+        "import jax\n\n\n"
+        "class Scene(af.ArrayModule):\n"
+        "    x: jax.Array\n"
+        "    shape: jax.Array = af.field(convert=False)\n"
+    )
+    expected = source.replace("x: jax.Array", "x: af.Field[jax.Array]")
+    assert migrate_source(source, typed=True).code == expected
+    assert not migrate_source(source).changed  # without --typed: nothing to do
+
+
+def test_wrapping_with_arrayfield_imported_by_name_adds_the_module():
+    source = (
+        "import equinox as eqx\n"
+        "import jax.numpy as jnp\n"
+        "from arrayfield import ArrayModule\n"
+        "from jax import Array\n\n\n"
+        "class Scene(eqx.Module):\n"
+        "    x: Array = eqx.field(converter=jnp.asarray)\n"
+    )
+    code = migrate_source(source).code
+    assert "import arrayfield as af\n" in code
+    assert "class Scene(ArrayModule):\n    x: af.Field[Array]\n" in code
+
+
+def test_wrapping_when_af_is_taken_spells_arrayfield():
+    source = (
+        "import equinox as eqx\n"
+        "import jax.numpy as jnp\n"
+        "from jax import Array\n\n"
+        "af = 1\n\n\n"
+        "class Scene(eqx.Module):\n"
+        "    x: Array = eqx.field(converter=jnp.asarray)\n"
+    )
+    code = migrate_source(source).code
+    assert "x: arrayfield.Field[Array]\n" in code and "import arrayfield\n" in code

@@ -10,6 +10,7 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 from ._env import EXPLAIN_RETRACES, env_flag
+from ._typing import Field as Field  # no JAX at runtime: `Field[T]` is `T`
 
 if TYPE_CHECKING:  # imported on first use, below
     from ._audit import AuditError as AuditError
@@ -19,12 +20,14 @@ if TYPE_CHECKING:  # imported on first use, below
     from ._audit import audit as audit
     from ._errors import AnnotationWarning as AnnotationWarning
     from ._errors import ConversionError as ConversionError
-    from ._module import ArrayModule as ArrayModule
     from ._module import field as field
     from ._module import normalize as normalize
     from ._retrace import RetraceWarning as RetraceWarning
     from ._retrace import TraceReuseWarning as TraceReuseWarning
     from ._retrace import explain_retraces as explain_retraces
+
+    # A class statement mypy can read (see _typing.py); at runtime, _module's.
+    from ._typing import ArrayModule as ArrayModule
     from ._validate import ValidationError as ValidationError
 
 __version__ = "0.1.0"
@@ -54,6 +57,7 @@ __all__ = [
     "ArrayModule",
     "AuditError",
     "ConversionError",
+    "Field",
     "Finding",
     "Findings",
     "RetraceWarning",

@@ -5,7 +5,7 @@ import jax
 
 class Spectrum(af.ArrayModule, strict=True):
     amplitude: jax.Array
-    slope: jax.Array
+    slope: af.Field[jax.Array]
 
 
 @e.filter_jit

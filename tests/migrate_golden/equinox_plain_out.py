@@ -4,5 +4,5 @@ import jax.numpy
 
 
 class Morphology(af.ArrayModule):
-    radius: jax.Array
+    radius: af.Field[jax.Array]
     index: jax.Array

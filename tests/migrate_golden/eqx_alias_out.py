@@ -11,10 +11,10 @@ import equinox as eqx
 
 class Source(af.ArrayModule):
     # Flux in counts; callers pass Python floats.
-    flux: jax.Array
-    position: jax.Array = eqx.field(static=False)
-    size: jax.Array = eqx.field(default=1.0)  # arcsec
-    angle: jax.Array = eqx.field(
+    flux: af.Field[jax.Array]
+    position: af.Field[jax.Array] = eqx.field(static=False)
+    size: af.Field[jax.Array] = eqx.field(default=1.0)  # arcsec
+    angle: af.Field[jax.Array] = eqx.field(
         metadata={"unit": "rad"},
     )
     name: str = eqx.field(static=True)

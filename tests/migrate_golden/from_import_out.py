@@ -4,7 +4,7 @@ from jax import Array
 
 
 class Renderer(af.ArrayModule):
-    gain: Array
+    gain: af.Field[Array]
     oversampling: int = field(static=True)
 
 

@@ -4,7 +4,7 @@ import jax
 
 
 class A(af.ArrayModule):
-    x: jax.Array
+    x: af.Field[jax.Array]
 
 
 class B(af.ArrayModule):

@@ -6,7 +6,7 @@ import jax.numpy as jnp
 
 class Outer(af.ArrayModule):
     class Inner(af.ArrayModule):
-        depth: jax.Array
+        depth: af.Field[jax.Array]
 
     inner: "Outer.Inner"
     scale: jax.Array
@@ -14,6 +14,6 @@ class Outer(af.ArrayModule):
 
 def make_model(n: int) -> eqx.Module:
     class Local(af.ArrayModule):
-        weights: jax.Array
+        weights: af.Field[jax.Array]
 
     return Local(jnp.zeros(n))

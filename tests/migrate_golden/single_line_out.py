@@ -5,4 +5,4 @@ import jax
 class Empty(af.ArrayModule): pass
 
 
-class One(af.ArrayModule): x: jax.Array
+class One(af.ArrayModule): x: af.Field[jax.Array]

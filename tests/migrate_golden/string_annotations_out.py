@@ -7,7 +7,7 @@ from jaxtyping import Array, Float
 
 
 class Sky(af.ArrayModule):
-    level: "jax.Array"
-    tilt: "Float[Array, '2']"
-    mask: Optional["jax.Array"] = eqx.field(default=None)
+    level: af.Field["jax.Array"]
+    tilt: af.Field["Float[Array, '2']"]
+    mask: af.Field[Optional["jax.Array"]] = eqx.field(default=None)
     label: "str" = eqx.field(converter=str)

@@ -9,11 +9,11 @@ class Base(af.ArrayModule):
 
 
 class Child(Base):
-    gain: jax.Array
+    gain: af.Field[jax.Array]
 
 
 class GrandChild(Child):
-    bias: jax.Array
+    bias: af.Field[jax.Array]
 
 
 class Unknown(SomethingElse):

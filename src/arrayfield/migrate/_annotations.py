@@ -97,7 +97,17 @@ def alternatives(
             return [alt for item in items for alt in alternatives(item, imports)]
         if form == "Annotated" and items:
             return alternatives(items[0], imports)
+        if is_field_wrapped(annotation, imports) and items:
+            return alternatives(items[0], imports)
     return [annotation]
+
+
+def is_field_wrapped(annotation: cst.BaseExpression, imports: ImportMap) -> bool:
+    """Whether an annotation is `af.Field[...]` (the annotation inside, at runtime)."""
+    return (
+        isinstance(annotation, cst.Subscript)
+        and imports.resolve(annotation.value) == "arrayfield.Field"
+    )
 
 
 def _array_type_kind(expr: cst.BaseExpression, imports: ImportMap) -> ArrayKind | None:

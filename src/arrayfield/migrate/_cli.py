@@ -48,7 +48,9 @@ Classes whose base is equinox's Module (eqx.Module, equinox.Module, an alias
 of `from equinox import Module`, `Base = eqx.Module`, the bases of
 `type(name, (eqx.Module,), namespace)`) get `af.ArrayModule` instead, `import
 arrayfield as af` is added once, and eqx.field(converter=jnp.asarray) on
-array-annotated fields is dropped because the base class now converts. Every
+array-annotated fields is dropped because the base class now converts (the
+annotation becomes af.Field[...], which tells type checkers what the converter
+told them). With --typed, every converted array field gets af.Field[...]. Every
 other byte of a file is kept, files that need no change are not written, and
 a second run changes nothing.
 
@@ -134,6 +136,13 @@ def add_parser(subcommands: argparse._SubParsersAction) -> None:
         type=int,
         default=0,
         help="worker processes for parsing (default: one per CPU)",
+    )
+    parser.add_argument(
+        "--typed",
+        action="store_true",
+        help="wrap every converted array field's annotation in af.Field[...] (and "
+        "write bare defaults as af.field(default=...)), so pyright and mypy accept "
+        "the numbers arrayfield converts",
     )
     parser.add_argument(
         "-q",
@@ -227,7 +236,7 @@ def _index_file(path: str, data: bytes) -> FileFacts | _FileError:
 
 
 def _transform_file(
-    path: str, data: bytes, context: FileContext, fix: bool
+    path: str, data: bytes, context: FileContext, fix: bool, typed: bool
 ) -> MigrationResult | _FileError:
     """Phase 2: the rewrite and diagnostics of one file, or an error message."""
     import libcst
@@ -235,7 +244,7 @@ def _transform_file(
     from ._transform import migrate_source
 
     try:
-        return migrate_source(data, context, fix=fix)
+        return migrate_source(data, context, fix=fix, typed=typed)
     except libcst.ParserSyntaxError as exc:
         line, col, message = _syntax_error(data, exc)
         return _FileError(f"cannot parse: {message}", line, col)
@@ -350,7 +359,8 @@ def run(args: argparse.Namespace) -> int:
         )
     ]
     jobs = [
-        (str(path), contents[path], index.context(str(path)), args.fix) for path in work
+        (str(path), contents[path], index.context(str(path)), args.fix, args.typed)
+        for path in work
     ]
     progress = _Progress(len(jobs), enabled=not args.quiet)
     results = _pool_map(_transform_file, jobs, workers)

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 from ._env import EXPLAIN_RETRACES, env_flag
 from ._errors import AnnotationWarning as AnnotationWarning
 from ._errors import ConversionError as ConversionError
+from ._jit import filter_jit as filter_jit
 from ._module import ArrayModule as ArrayModule
 from ._module import field as field
 from ._module import normalize as normalize
@@ -56,6 +57,7 @@ __all__ = [
     "audit",
     "explain_retraces",
     "field",
+    "filter_jit",
     "normalize",
 ]
 

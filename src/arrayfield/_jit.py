@@ -122,14 +122,19 @@ class _Layout:
 
 
 # Layouts by function (weakly, like equinox's cache), then by static part and
-# donation. Non-function callables share one entry, keyed by their static parts.
+# donation. Other callables share one entry and are told apart by their static parts.
 _layouts: weakref.WeakKeyDictionary[Any, dict[Any, _Layout]] = (
     weakref.WeakKeyDictionary()
 )
-_any_callable = types.SimpleNamespace()
 
 
-_hooks.register_cache_clear(_layouts.clear)  # eqx.clear_caches() retraces both
+def _any_callable() -> None:
+    """The key for callables that are not plain functions (weakly referenceable)."""
+
+
+# eqx.clear_caches() forgets equinox's shared jits: wrappers made later trace anew,
+# existing ones keep theirs. Forgetting the layouts does the same here.
+_hooks.register_cache_clear(_layouts.clear)
 
 
 def _layout_for(
@@ -179,8 +184,8 @@ class _Plan:
 
 
 class _FilterJit(eqx.Module):
-    fn: str  # for the repr, as in equinox
-    _fallback: Any  # the eqx.filter_jit wrapper: a pytree holding the function's arrays
+    # The eqx.filter_jit wrapper: its leaves (the function's arrays) are this one's.
+    _fallback: Any
     _plan: _Plan = eqx.field(static=True, repr=False)
     # What explain_retraces groups calls by: the layout, or the fallback's jax.jit.
     _cached: Any = eqx.field(static=True, repr=False)
@@ -188,6 +193,9 @@ class _FilterJit(eqx.Module):
     @property
     def __wrapped__(self) -> Any:
         return self._fallback.__wrapped__
+
+    def __repr__(self) -> str:
+        return f"af.filter_jit({self._fallback.fn})"
 
     def __call__(self, /, *args: Any, **kwargs: Any) -> Any:
         __tracebackhide__ = True
@@ -346,7 +354,6 @@ def filter_jit(fun: Any = None, *, donate: Donate = "none", **jitkwargs: Any) ->
         else:
             layout = _layout_for(fun, names, static_fun, (donate_first, donate_rest))
     wrapper = _FilterJit(
-        fn=names[0],
         _fallback=fallback,
         _plan=_Plan(signature, names, layout, filter_warning),
         _cached=_hooks.cache_of(fallback) if layout is None else layout,

@@ -675,3 +675,25 @@ def test_explain_retraces_environment_switch_watches_af_filter_jit():
         check=True,
     )
     assert "k: 2.0 -> 3.0" in result.stderr
+
+
+def test_import_arrayfield_leaves_filter_jit_unloaded_until_used():
+    script = (
+        "import sys, warnings, jax.numpy as jnp, arrayfield as af\n"
+        "assert 'arrayfield._jit' not in sys.modules\n"
+        "warnings.simplefilter('always')\n"
+        "with af.explain_retraces():  # hooks af.filter_jit's class as it loads\n"
+        "    f = af.filter_jit(lambda x, k: x * k)\n"
+        "    f(jnp.ones(2), 2.0)\n"
+        "    f(jnp.ones(2), 3.0)\n"
+    )
+    env = {**os.environ, "JAX_PLATFORMS": "cpu"}
+    env.pop("ARRAYFIELD_EXPLAIN_RETRACES", None)
+    result = subprocess.run(
+        [sys.executable, "-c", script],
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert "k: 2.0 -> 3.0" in result.stderr

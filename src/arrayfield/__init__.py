@@ -12,18 +12,18 @@ from typing import TYPE_CHECKING, Any
 from ._env import EXPLAIN_RETRACES, env_flag
 from ._errors import AnnotationWarning as AnnotationWarning
 from ._errors import ConversionError as ConversionError
-from ._jit import filter_jit as filter_jit
 from ._module import ArrayModule as ArrayModule
 from ._module import field as field
 from ._module import normalize as normalize
 from ._validate import ValidationError as ValidationError
 
-if TYPE_CHECKING:  # the diagnostics are imported on first use, below
+if TYPE_CHECKING:  # the diagnostics and filter_jit are imported on first use, below
     from ._audit import AuditError as AuditError
     from ._audit import Finding as Finding
     from ._audit import Findings as Findings
     from ._audit import assert_clean as assert_clean
     from ._audit import audit as audit
+    from ._jit import filter_jit as filter_jit
     from ._retrace import RetraceWarning as RetraceWarning
     from ._retrace import TraceReuseWarning as TraceReuseWarning
     from ._retrace import explain_retraces as explain_retraces
@@ -31,8 +31,10 @@ if TYPE_CHECKING:  # the diagnostics are imported on first use, below
 __version__ = "0.1.0"
 
 # Loaded when first used: they are half of arrayfield's own import time, and a
-# training script that never asks for a diagnosis should not pay for them.
+# training script that never asks for a diagnosis should not pay for them
+# (filter_jit's module defines a Module class, ~10 ms, so it waits too).
 _DIAGNOSTICS = {
+    "filter_jit": "._jit",
     "AuditError": "._audit",
     "Finding": "._audit",
     "Findings": "._audit",

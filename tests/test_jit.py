@@ -697,3 +697,25 @@ def test_import_arrayfield_leaves_filter_jit_unloaded_until_used():
         check=True,
     )
     assert "k: 2.0 -> 3.0" in result.stderr
+
+
+def test_debug_print_output_appears_before_the_call_returns(capfd):
+    # Programs that call back into Python wait for the device, as eqx.filter_jit.
+    for jit in JITS.values():
+
+        @jit
+        def show(x):
+            jax.debug.print("value {}", x)
+            return x + 1
+
+        for value in (1.0, 2.0):
+            show(jnp.array(value))
+            assert f"value {value}" in capfd.readouterr().out
+
+
+def test_error_if_after_a_clean_first_trace_inside_another_jit():
+    for jit in JITS.values():
+        check = jit(lambda x: eqx.error_if(x, x > 0, "positive"))
+        jax.jit(lambda x: check(x))(jnp.array(-1.0))  # first traced inside a jit
+        with pytest.raises(eqx.EquinoxRuntimeError, match="positive"):
+            check(jnp.array(1.0))

@@ -24,6 +24,7 @@ from typing import Any, Literal, TypeVar, overload
 import equinox as eqx
 import jax
 import jax.core
+import jax.extend
 import jax.tree_util as jtu
 import numpy as np
 
@@ -60,13 +61,66 @@ class _Static:
         self.value = value
 
 
+class _Compiled:
+    """The `jax.jit` for one call structure, and whether its calls must wait.
+
+    `eqx.filter_jit` waits for every call to finish so that a failing
+    `eqx.error_if` raises at the call. Only host callbacks (`eqx.error_if`,
+    `jax.debug.print`, `jax.pure_callback`, ...) run Python while a program
+    executes, so only programs with callbacks or effects wait here; the others
+    return as soon as they are dispatched, like `jax.jit`. `traced` is set by each
+    new trace; the call that made it then reads the (cached) jaxpr.
+    """
+
+    __slots__ = ("jitted", "traced", "waits")
+
+    def __init__(self, waits: bool):
+        self.jitted: Any = None
+        self.traced = False
+        self.waits = waits  # donating calls always wait, as in equinox
+
+    def learn(self, args: tuple, marker: Any) -> None:
+        """After a call that traced: must calls of this structure wait?"""
+        self.traced = False
+        if self.waits:
+            return
+        if isinstance(marker, _Tracer):  # traced inside another trace: be safe
+            self.waits = True
+            return
+        self.waits = _has_host_work(self.jitted.trace(*args).jaxpr)
+
+
+_CLOSED_JAXPR = jax.extend.core.ClosedJaxpr
+_JAXPR = jax.extend.core.Jaxpr
+
+
+def _has_host_work(closed: Any) -> bool:
+    """Whether a program has effects or calls back into Python (any depth)."""
+    if closed.effects:
+        return True
+    pending = [closed.jaxpr]
+    while pending:
+        jaxpr = pending.pop()
+        for eqn in jaxpr.eqns:
+            if "callback" in eqn.primitive.name or eqn.effects:
+                return True
+            for value in eqn.params.values():
+                values = value if isinstance(value, (tuple, list)) else (value,)
+                for v in values:
+                    if isinstance(v, _CLOSED_JAXPR):
+                        pending.append(v.jaxpr)
+                    elif isinstance(v, _JAXPR):
+                        pending.append(v)
+    return False
+
+
 class _Layout:
     """One compiled cache, shared the way `eqx.filter_jit` shares its `jax.jit`.
 
     Equinox keeps one `jax.jit` per function object (per name for other callables)
     and tells calls apart by their static parts; a `_Layout` is that for one
     `static_fun` and donation layout. `jits` maps `(treedef, static leaves)` to the
-    `jax.jit` compiled for it.
+    `_Compiled` for it.
     """
 
     __slots__ = ("__weakref__", "donate_first", "donate_rest", "jits", "static_fun")
@@ -77,11 +131,13 @@ class _Layout:
         self.donate_rest = donate_rest
         self.jits: dict[Any, Any] = {}
 
-    def compile(self, treedef: Any, static: tuple, names: tuple[str, str]) -> Any:
+    def compile(self, treedef: Any, static: tuple, names: tuple[str, str]) -> _Compiled:
         static_fun = self.static_fun
         mixed = static.count(None) != len(static)
+        compiled = _Compiled(waits=self.donate_rest)
 
         def flat(dynamic_fun: tuple, *parts: list) -> tuple:
+            compiled.traced = True
             fun_leaves, fun_tree = static_fun
             fun = jtu.tree_unflatten(
                 fun_tree,
@@ -97,7 +153,7 @@ class _Layout:
                 ]
             args, kwargs = jtu.tree_unflatten(treedef, leaves)
             out = fun(*args, **kwargs)
-            marker = jax.numpy.array(0)  # waited on by every call, as in equinox
+            marker = jax.numpy.array(0)  # what a call waits on, as in equinox
             out_leaves, out_tree = jtu.tree_flatten(out)
             if all(isinstance(x, _ARRAY_TYPES) for x in out_leaves):
                 return marker, out, None  # JAX rebuilds the output itself
@@ -116,9 +172,9 @@ class _Layout:
             donate = (0, 1)
         else:
             donate = ()
-        jitted = jax.jit(flat, donate_argnums=donate)
-        self.jits[(treedef, static)] = jitted
-        return jitted
+        compiled.jitted = jax.jit(flat, donate_argnums=donate)
+        self.jits[(treedef, static)] = compiled
+        return compiled
 
 
 # Layouts by function (weakly, like equinox's cache), then by static part and
@@ -236,30 +292,32 @@ def _call(wrapper: _FilterJit, args: tuple, kwargs: dict) -> Any:
     leaves, treedef = jtu.tree_flatten((args, kwargs))
     static = tuple([None if isinstance(x, _ARRAY_TYPES) else x for x in leaves])
     try:
-        jitted = layout.jits.get((treedef, static))
+        compiled = layout.jits.get((treedef, static))
     except Exception:  # an unhashable static leaf: equinox raises its own error
         return _hooks.call_unwatched(fallback, args, kwargs)
-    if jitted is None:
-        jitted = layout.compile(treedef, static, plan.names)
+    if compiled is None:
+        compiled = layout.compile(treedef, static, plan.names)
     if static.count(None) != len(static):
         leaves = [x if s is None else None for x, s in zip(leaves, static, strict=True)]
     dynamic_fun = _get(fallback, _hooks.DYNAMIC_FUN)
+    if layout.donate_first != layout.donate_rest:
+        n_first = len(jtu.tree_leaves(args[0])) if args else 0
+        call_args: tuple = (dynamic_fun, leaves[:n_first], leaves[n_first:])
+    else:
+        call_args = (dynamic_fun, leaves)
     log_filter = _hooks.CallbackLogFilter()
     _callback_logger.addFilter(log_filter)
     try:
-        if layout.donate_first != layout.donate_rest:
-            n_first = len(jtu.tree_leaves(args[0])) if args else 0
-            marker, arrays, others = _call_donating(
-                jitted, dynamic_fun, (leaves[:n_first], leaves[n_first:]), plan
-            )
-        elif plan.filter_warning:
-            marker, arrays, others = _call_donating(
-                jitted, dynamic_fun, (leaves,), plan
-            )
+        if plan.filter_warning:
+            with warnings.catch_warnings():
+                warnings.filterwarnings("ignore", message=_UNUSED_DONATION)
+                marker, arrays, others = compiled.jitted(*call_args)
         else:
-            marker, arrays, others = jitted(dynamic_fun, leaves)
+            marker, arrays, others = compiled.jitted(*call_args)
+        if compiled.traced:
+            compiled.learn(call_args, marker)
         # Errors from eqx.error_if surface here, at the call, as with eqx.filter_jit.
-        if not isinstance(marker, _Tracer):
+        if compiled.waits and not isinstance(marker, _Tracer):
             marker.block_until_ready()
     except (_hooks.JaxRuntimeError, ValueError) as error:
         _hooks.raise_equinox_error(error, __equinox_jit_id__)
@@ -273,15 +331,6 @@ def _call(wrapper: _FilterJit, args: tuple, kwargs: dict) -> Any:
     return jtu.tree_unflatten(
         out_tree, [x if v is None else v for x, v in zip(arrays, values, strict=True)]
     )
-
-
-def _call_donating(jitted: Any, dynamic_fun: Any, parts: tuple, plan: _Plan) -> Any:
-    __tracebackhide__ = True
-    if not plan.filter_warning:
-        return jitted(dynamic_fun, *parts)
-    with warnings.catch_warnings():
-        warnings.filterwarnings("ignore", message=_UNUSED_DONATION)
-        return jitted(dynamic_fun, *parts)
 
 
 @overload
@@ -305,6 +354,14 @@ def filter_jit(fun: Any = None, *, donate: Donate = "none", **jitkwargs: Any) ->
     `af.ArrayModule`s (arrays, and static fields in the structure) brings a step
     close to a hand-written `jax.jit`. Calls it cannot reproduce exactly (extra
     `jax.jit` options, unhashable static leaves) are passed to `eqx.filter_jit`.
+
+    One thing is left out on purpose: `eqx.filter_jit` waits for every call to
+    finish, so that a failing `eqx.error_if` raises at the call. `af.filter_jit`
+    waits only where that can matter, for programs that call back into Python
+    (`eqx.error_if`, `jax.debug.print`, callbacks) or donate buffers; the others
+    return once dispatched, like `jax.jit`, so the next step's Python overlaps
+    this step's computation. Results are the same; only when the call returns
+    differs (time it with `jax.block_until_ready`).
 
     **Arguments:**
 

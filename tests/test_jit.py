@@ -716,6 +716,29 @@ def test_debug_print_output_appears_before_the_call_returns(capfd):
 def test_error_if_after_a_clean_first_trace_inside_another_jit():
     for jit in JITS.values():
         check = jit(lambda x: eqx.error_if(x, x > 0, "positive"))
-        jax.jit(lambda x: check(x))(jnp.array(-1.0))  # first traced inside a jit
+        jax.jit(lambda x, check=check: check(x))(jnp.array(-1.0))  # traced in a jit
         with pytest.raises(eqx.EquinoxRuntimeError, match="positive"):
             check(jnp.array(1.0))
+
+
+def test_disable_jit_runs_the_function_once_per_call_as_in_eqx():
+    runs = {}
+    for name, jit in JITS.items():
+        calls: list[int] = []
+        f = jit(counting(lambda x: x + 1)(calls))
+        with jax.disable_jit():
+            f(jnp.ones(2))
+            f(jnp.ones(2))
+        runs[name] = len(calls)
+    assert runs["af"] == runs["eqx"]
+
+
+def test_grad_of_a_filter_jit_function_then_plain_calls():
+    run_both(
+        counting(lambda x: jnp.sum(jnp.sin(x))),
+        [
+            lambda f: jax.grad(f)(jnp.ones(3)),
+            lambda f: f(jnp.ones(3)),
+            lambda f: jax.grad(f)(jnp.zeros(3)),
+        ],
+    )

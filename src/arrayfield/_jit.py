@@ -81,12 +81,15 @@ class _Compiled:
 
     def learn(self, args: tuple, marker: Any) -> None:
         """After a call that traced: must calls of this structure wait?"""
+        if isinstance(marker, _Tracer):
+            return  # under another trace nothing runs yet: learn at a real call
         self.traced = False
         if self.waits:
             return
-        if isinstance(marker, _Tracer):  # traced inside another trace: be safe
+        if jax.config.jax_disable_jit:  # no jaxpr to read: the function ran as is
             self.waits = True
             return
+        # A cache hit (no second trace); it holds the program just traced.
         self.waits = _has_host_work(self.jitted.trace(*args).jaxpr)
 
 

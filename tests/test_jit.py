@@ -742,3 +742,15 @@ def test_grad_of_a_filter_jit_function_then_plain_calls():
             lambda f: jax.grad(f)(jnp.zeros(3)),
         ],
     )
+
+
+@pytest.mark.parametrize("jit_name", ["af", "eqx"])
+def test_decorated_function_in_a_with_block_warns_once_per_retrace(jit_name):
+    f = af.explain_retraces(JITS[jit_name](lambda x, k: x * k))
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        with af.explain_retraces():
+            f(jnp.ones(2), 2.0)
+            f(jnp.ones(2), 3.0)
+    assert len(caught) == 1
+    assert "k: 2.0 -> 3.0" in str(caught[0].message)

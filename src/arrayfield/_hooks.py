@@ -1,6 +1,6 @@
 """Every place arrayfield depends on JAX's or equinox's internals, in one module.
 
-Three hooks:
+Four hooks:
 
 - Counting traces. JAX reports each top-level trace to `jax.monitoring` listeners
   (public API) under an event name that is not itself documented API. A listener
@@ -304,6 +304,15 @@ def check_compatible() -> None:
             "af.filter_jit cannot report eqx.error_if failures as eqx.filter_jit "
             "does; pin equinox to a supported version."
         )
+    try:
+        from equinox._caches import cache_clears  # noqa: F401
+        from equinox._compile_utils import get_fn_names  # noqa: F401
+        from jax._src.traceback_util import register_exclusion  # noqa: F401
+    except ImportError as error:
+        raise RuntimeError(
+            f"af.filter_jit needs a helper that moved in equinox or JAX ({error}); "
+            "pin equinox and JAX to supported versions."
+        ) from None
     try:
         context = _trace_context()
         context.trace  # noqa: B018

@@ -42,7 +42,6 @@ _DONATE = {  # option -> (filter the unusable-buffer warning, donate first, dona
     "warn-except-first": (False, False, True),
     "none": (False, False, False),
 }
-_EMPTY: dict[str, Any] = {}
 _UNUSED_DONATION = "Some donated buffers were not usable*"
 # Traces record the stack up to the frame holding this local; equinox's own calls
 # use random bytes, any bytes unique per call do.

@@ -80,16 +80,20 @@ class _Compiled:
 
     def learn(self, args: tuple, marker: Any) -> None:
         """After a call that traced: must calls of this structure wait?"""
-        if isinstance(marker, _Tracer):
-            return  # under another trace nothing runs yet: learn at a real call
         self.traced = False
         if self.waits:
             return
-        if jax.config.jax_disable_jit:  # no jaxpr to read: the function ran as is
+        # Traced under another trace (its program may run later, unlearned, from
+        # JAX's cache), or not traced at all (disable_jit): wait, as equinox does.
+        if isinstance(marker, _Tracer) or _jit_disabled():
             self.waits = True
             return
         # A cache hit (no second trace); it holds the program just traced.
         self.waits = _has_host_work(self.jitted.trace(*args).jaxpr)
+
+
+def _jit_disabled() -> bool:
+    return bool(jax.config.jax_disable_jit)  # pyright: ignore[reportAttributeAccessIssue]
 
 
 _CLOSED_JAXPR = jax.extend.core.ClosedJaxpr

@@ -42,3 +42,20 @@ def test_seed_loop_rows_report_exact_trace_counts(bench):
     assert traces_ok
     assert rows[0].status == "pass"
     assert runs["arraymodule"].traces == 1
+
+
+def test_dispatch_benchmark_traces_each_jit_once():
+    path = RUN_PY.parent / "dispatch.py"
+    spec = importlib.util.spec_from_file_location("_arrayfield_bench_dispatch", path)
+    assert spec is not None and spec.loader is not None
+    dispatch = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(dispatch)
+    found = dispatch._case(
+        lambda: (dispatch.SeedScene(x=0), 1),
+        dispatch.seed_step,
+        dispatch.JITS,
+        number=20,
+        rounds=3,
+    )
+    assert found["traces"] == {"af": 1, "eqx": 1, "jax": 1}
+    assert set(found["us"]) == {"af", "eqx", "jax"}

@@ -754,3 +754,18 @@ def test_decorated_function_in_a_with_block_warns_once_per_retrace(jit_name):
             f(jnp.ones(2), 3.0)
     assert len(caught) == 1
     assert "k: 2.0 -> 3.0" in str(caught[0].message)
+
+
+@pytest.mark.parametrize("donate", ["none", "all"])
+def test_calls_whose_program_calls_back_return_finished_results(donate):
+    # eqx.filter_jit waits for every call; af.filter_jit waits whenever a program
+    # calls back into Python (here eqx.error_if) or donates, so results are ready.
+    def heavy(m):
+        out = jnp.linalg.matrix_power(m, 64)
+        return eqx.error_if(out, jnp.any(jnp.isnan(out)), "nan")
+
+    for jit in JITS.values():
+        f = jit(heavy, donate=donate)
+        for _ in range(3):
+            out = f(jnp.eye(256) * 0.5)
+            assert out.is_ready()

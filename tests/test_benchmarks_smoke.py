@@ -49,13 +49,17 @@ def test_dispatch_benchmark_traces_each_jit_once():
     spec = importlib.util.spec_from_file_location("_arrayfield_bench_dispatch", path)
     assert spec is not None and spec.loader is not None
     dispatch = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(dispatch)
-    found = dispatch._case(
-        lambda: (dispatch.SeedScene(x=0), 1),
-        dispatch.seed_step,
-        dispatch.JITS,
-        number=20,
-        rounds=3,
-    )
+    sys.modules[spec.name] = dispatch  # its classes resolve annotations there
+    try:
+        spec.loader.exec_module(dispatch)
+        found = dispatch._case(
+            lambda: (dispatch.SeedScene(x=0), 1),
+            dispatch.seed_step,
+            dispatch.JITS,
+            number=20,
+            rounds=3,
+        )
+    finally:
+        del sys.modules[spec.name]
     assert found["traces"] == {"af": 1, "eqx": 1, "jax": 1}
     assert set(found["us"]) == {"af", "eqx", "jax"}

@@ -15,6 +15,7 @@ import functools
 import inspect
 import itertools
 import logging
+import threading
 import types
 import warnings
 import weakref
@@ -90,6 +91,11 @@ class _Compiled:
             return
         # A cache hit (no second trace); it holds the program just traced.
         self.waits = _has_host_work(self.jitted.trace(*args).jaxpr)
+
+
+def _concrete(marker: Any) -> bool:
+    # equinox's test: an array, not a tracer (equinox issue #988)
+    return isinstance(marker, jax.Array) and not isinstance(marker, _Tracer)
 
 
 def _jit_disabled() -> bool:
@@ -188,6 +194,7 @@ class _Layout:
 _layouts: weakref.WeakKeyDictionary[Any, dict[Any, _Layout]] = (
     weakref.WeakKeyDictionary()
 )
+_lock = threading.Lock()
 
 
 def _any_callable() -> None:
@@ -203,11 +210,12 @@ def _layout_for(
     fun: Any, names: tuple[str, str], static_fun: Any, donate: tuple
 ) -> _Layout:
     owner = fun if type(fun) is types.FunctionType else _any_callable
-    by_key = _layouts.setdefault(owner, {})
     key = (names, static_fun, donate)
-    layout = by_key.get(key)
-    if layout is None:
-        layout = by_key[key] = _Layout(static_fun, *donate)
+    with _lock:
+        by_key = _layouts.setdefault(owner, {})
+        layout = by_key.get(key)
+        if layout is None:
+            layout = by_key[key] = _Layout(static_fun, *donate)
     return layout
 
 
@@ -302,7 +310,10 @@ def _call(wrapper: _FilterJit, args: tuple, kwargs: dict) -> Any:
     except Exception:  # an unhashable static leaf: equinox raises its own error
         return _hooks.call_unwatched(fallback, args, kwargs)
     if compiled is None:
-        compiled = layout.compile(treedef, static, plan.names)
+        with _lock:  # one jax.jit per key, also when threads race to the first call
+            compiled = layout.jits.get((treedef, static)) or layout.compile(
+                treedef, static, plan.names
+            )
     if static.count(None) != len(static):
         leaves = [x if s is None else None for x, s in zip(leaves, static, strict=True)]
     dynamic_fun = _get(fallback, _hooks.DYNAMIC_FUN)
@@ -323,7 +334,7 @@ def _call(wrapper: _FilterJit, args: tuple, kwargs: dict) -> Any:
         if compiled.traced:
             compiled.learn(call_args, marker)
         # Errors from eqx.error_if surface here, at the call, as with eqx.filter_jit.
-        if compiled.waits and not isinstance(marker, _Tracer):
+        if compiled.waits and _concrete(marker):
             marker.block_until_ready()
     except (_hooks.JaxRuntimeError, ValueError) as error:
         _hooks.raise_equinox_error(error, __equinox_jit_id__)

@@ -4,6 +4,7 @@ Run `python benchmarks/run.py` for the full suite or `--quick` for a smoke run
 (under a minute). Every timing compares arrayfield with its baseline in one process,
 interleaved round by round, and reports medians: timings are reported, never
 asserted. Trace counts are exact: if one is wrong the script exits with status 1.
+`dispatch.py` adds the per-step cost of `af.filter_jit` (issue 13).
 
 The full run writes `benchmarks/results/results.md` and
 `benchmarks/results/seed_loop.png` (when matplotlib is installed); `--quick` writes
@@ -513,6 +514,44 @@ def bench_retrace(quick: bool) -> list[Row]:
     return rows
 
 
+# -- per-step dispatch: af.filter_jit (benchmarks/dispatch.py) -------------------
+
+
+def bench_dispatch(quick: bool) -> list[Row]:
+    sys.path.insert(0, str(HERE))
+    try:
+        import dispatch  # pyright: ignore[reportMissingImports]
+    finally:
+        sys.path.remove(str(HERE))
+    rows = []
+    for found in dispatch.measure(quick):
+        us = found["us"]
+        key, bound = dispatch.TARGETS.get(found["case"], ("af/jax", None))
+        jax_us = f", jax.jit {us['jax']:.1f}" if "jax" in us else ""
+        if set(found["traces"].values()) != {1}:  # exact: each jit traces once
+            rows.append(
+                Row(
+                    f"af.filter_jit, {found['case']}: traces",
+                    str(found["traces"]),
+                    str(found["traces"]["af"]),
+                    "",
+                    "exactly 1 each",
+                    "FAIL",
+                )
+            )
+        rows.append(
+            Row(
+                f"af.filter_jit, {found['case']}, {found['leaves']} leaves (us)",
+                f"eqx.filter_jit {us['eqx']:.1f}{jax_us}",
+                f"{us['af']:.1f}",
+                f"{found[key]:.2f}x {key.split('/')[1]}",
+                f"<= {bound}x {key.split('/')[1]}" if bound else "report",
+                _status(found[key] <= bound) if bound else "info",
+            )
+        )
+    return rows
+
+
 # -- report --------------------------------------------------------------------
 
 
@@ -563,6 +602,7 @@ def main(argv: list[str] | None = None) -> int:
     rows += bench_import(quick)
     rows += bench_memory(quick)
     rows += bench_retrace(quick)
+    rows += bench_dispatch(quick)
 
     table = markdown(rows)
     print(table)
@@ -582,7 +622,7 @@ def main(argv: list[str] | None = None) -> int:
             "per-round ratios (arrayfield / baseline).\n\n" + table + "\n"
         )
         print(f"wrote {(RESULTS / 'results.md').relative_to(HERE.parent)}")
-    if not traces_ok:
+    if not traces_ok or any(row.status == "FAIL" for row in rows):
         print("FAIL: a trace count is wrong (see the table)", file=sys.stderr)
         return 1
     return 0

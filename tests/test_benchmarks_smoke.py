@@ -51,3 +51,24 @@ def test_quick_mode_judges_no_timing_target_and_full_mode_does(bench):
     assert bench._status(True, quick=True) == "not judged in quick mode"
     assert bench._status(False, quick=False) == "MISS"
     assert bench._status(True, quick=False) == "pass"
+
+
+def test_dispatch_benchmark_traces_each_jit_once():
+    path = RUN_PY.parent / "dispatch.py"
+    spec = importlib.util.spec_from_file_location("_arrayfield_bench_dispatch", path)
+    assert spec is not None and spec.loader is not None
+    dispatch = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = dispatch  # its classes resolve annotations there
+    try:
+        spec.loader.exec_module(dispatch)
+        found = dispatch._case(
+            lambda: (dispatch.SeedScene(x=0), 1),
+            dispatch.seed_step,
+            dispatch.JITS,
+            number=20,
+            rounds=3,
+        )
+    finally:
+        del sys.modules[spec.name]
+    assert found["traces"] == {"af": 1, "eqx": 1, "jax": 1}
+    assert set(found["us"]) == {"af", "eqx", "jax"}

@@ -2,6 +2,7 @@
 
 import dataclasses
 import importlib
+import re
 import sys
 import textwrap
 import typing
@@ -150,8 +151,15 @@ class BarePlainScene(eqx.Module):
 def test_audit_names_the_field_and_annotation_as_for_the_bare_annotation():
     ours, theirs = af.audit(PlainScene(x=1.0)), af.audit(BarePlainScene(x=1.0))
     assert [f.path for f in ours] == [f.path for f in theirs] == ["tree.x"]
-    assert str(ours).replace("PlainScene", "BarePlainScene") == str(theirs)
+    assert _without_lines(str(ours).replace("PlainScene", "BarePlainScene")) == (
+        _without_lines(str(theirs))
+    )
     assert "annotated Float[Array, '']" in str(ours)
+
+
+def _without_lines(message: str) -> str:
+    """The message without `file.py:N` locations: the two classes differ there."""
+    return re.sub(r"\.py:\d+", ".py", message)
 
 
 def _retrace_messages(cls):
@@ -171,6 +179,6 @@ def test_explain_retraces_names_the_field_as_for_the_bare_annotation():
     ours, theirs = _retrace_messages(PlainScene), _retrace_messages(BarePlainScene)
     assert len(ours) == 1 and "scene.x: 1 -> 2" in ours[0]
     assert "PlainScene.x is annotated Float[Array, '']" in ours[0]
-    assert ours[0].split("\n", 1)[1] == theirs[0].split("\n", 1)[1].replace(
-        "BarePlainScene", "PlainScene"
+    assert _without_lines(ours[0].split("\n", 1)[1]) == _without_lines(
+        theirs[0].split("\n", 1)[1].replace("BarePlainScene", "PlainScene")
     )

@@ -20,6 +20,7 @@ if TYPE_CHECKING:  # imported on first use, below
     from ._audit import audit as audit
     from ._errors import AnnotationWarning as AnnotationWarning
     from ._errors import ConversionError as ConversionError
+    from ._jit import filter_jit as filter_jit
     from ._module import field as field
     from ._module import normalize as normalize
     from ._retrace import RetraceWarning as RetraceWarning
@@ -34,8 +35,10 @@ __version__ = "0.1.0"
 
 # Loaded when first used: the diagnostics are half of arrayfield's own import
 # time, and a training script that never asks for a diagnosis should not pay for
-# them; the core imports JAX, which the `arrayfield migrate` command never needs.
+# them; the core imports JAX, which the `arrayfield migrate` command never needs
+# (filter_jit's module defines a Module class, ~10 ms, so it waits too).
 _LAZY = {
+    "filter_jit": "._jit",
     "AnnotationWarning": "._errors",
     "ConversionError": "._errors",
     "ArrayModule": "._module",
@@ -67,6 +70,7 @@ __all__ = [
     "audit",
     "explain_retraces",
     "field",
+    "filter_jit",
     "normalize",
 ]
 

@@ -1,6 +1,6 @@
 """Every place arrayfield depends on JAX's or equinox's internals, in one module.
 
-Three hooks:
+Four hooks:
 
 - Counting traces. JAX reports each top-level trace to `jax.monitoring` listeners
   (public API) under an event name that is not itself documented API. A listener
@@ -14,7 +14,11 @@ Three hooks:
   with the same count are in the same top-level trace.
 - Seeing every `eqx.filter_jit` call. The functions `eqx.filter_jit` returns are
   instances of the private class `equinox._jit._JitWrapper`; `explain_retraces()`
-  used as a context manager swaps that class's `__call__` while any block is open.
+  used as a context manager swaps that class's `__call__` (and that of
+  `af.filter_jit`'s wrapper) while any block is open.
+- Being `eqx.filter_jit` (for `af.filter_jit`): the function's partition held by
+  the wrapper (`_dynamic_fun`, `_static_fun`), equinox's runtime-error message
+  for `eqx.error_if`, its cache-clearing list, and JAX's traceback exclusions.
 
 `check_compatible()` says in one sentence what moved when either stops working;
 `tests/test_retrace.py` calls it, so an incompatible upgrade fails loudly.
@@ -23,6 +27,7 @@ Three hooks:
 from __future__ import annotations
 
 import dataclasses
+import logging
 import operator
 import threading
 from collections.abc import Callable
@@ -134,9 +139,16 @@ def jit_wrapper_class() -> type:
     return _jit._JitWrapper
 
 
+def _watched_classes() -> tuple[type, ...]:
+    from ._jit import _FilterJit
+
+    return (jit_wrapper_class(), _FilterJit)
+
+
 def is_filter_jit(fn: Any) -> bool:
+    """Whether `fn` came from `eqx.filter_jit` or `af.filter_jit`."""
     try:
-        return isinstance(fn, jit_wrapper_class())
+        return isinstance(fn, _watched_classes())
     except (ImportError, AttributeError):
         return False
 
@@ -147,37 +159,118 @@ def is_filter_jit(fn: Any) -> bool:
 cache_of: Callable[[Any], Any] = operator.attrgetter("_cached")
 
 
-_original_call: Callable[..., Any] | None = None
+_original_calls: dict[type, Callable[..., Any]] = {}
 _hook_users = 0
 
 
 def install_call_hook(make_call: Callable[[Callable[..., Any]], Any]) -> None:
-    """Replace `__call__` of every `eqx.filter_jit` function by `make_call(original)`.
+    """Replace `__call__` of every `eqx.filter_jit` and `af.filter_jit` function by
+    `make_call(original)`.
 
     Reference counted; `uninstall_call_hook` restores the original when the last
     user leaves.
     """
-    global _original_call, _hook_users
+    global _hook_users
     with _lock:
         if _hook_users == 0:
-            cls = jit_wrapper_class()
-            original = cls.__dict__["__call__"]
-            _original_call = original
-            type.__setattr__(cls, "__call__", make_call(original))
+            for cls in _watched_classes():
+                original = cls.__dict__["__call__"]
+                _original_calls[cls] = original
+                type.__setattr__(cls, "__call__", make_call(original))
         _hook_users += 1
 
 
 def uninstall_call_hook() -> None:
-    global _original_call, _hook_users
+    global _hook_users
     with _lock:
         _hook_users -= 1
         if _hook_users == 0:
-            type.__setattr__(jit_wrapper_class(), "__call__", _original_call)
-            _original_call = None
+            for cls, original in _original_calls.items():
+                type.__setattr__(cls, "__call__", original)
+            _original_calls.clear()
+
+
+def call_unwatched(jit_wrapper: Any, args: tuple, kwargs: dict) -> Any:
+    """Call an `eqx.filter_jit` function past the hook (its caller is watched)."""
+    __tracebackhide__ = True
+    original = _original_calls.get(type(jit_wrapper))
+    if original is None:
+        return jit_wrapper(*args, **kwargs)
+    return original(jit_wrapper, *args, **kwargs)
 
 
 def call_hook_installed() -> bool:
     return _hook_users > 0
+
+
+# -- being eqx.filter_jit (for af.filter_jit) ---------------------------------------
+
+# The halves of the function `eqx.filter_jit` partitioned when it wrapped it: a
+# tuple of its arrays (None elsewhere) and `(other leaves, treedef)`.
+DYNAMIC_FUN = "_dynamic_fun"
+static_fun_of: Callable[[Any], Any] = operator.attrgetter("_static_fun")
+
+
+def fn_names(fun: Any) -> tuple[str, str]:
+    """`(__name__, __qualname__)` as equinox names the function it compiles."""
+    from equinox._compile_utils import get_fn_names
+
+    return get_fn_names(fun)
+
+
+def _equinox_jit() -> Any:
+    from equinox import _jit
+
+    return _jit
+
+
+class _NoError(Exception):
+    """Stands in for an error class equinox no longer has (check_compatible says)."""
+
+
+# getattr: if these move, `import arrayfield` still works; check_compatible fails.
+EquinoxRuntimeError: type[Exception] = getattr(
+    _equinox_jit(), "EquinoxRuntimeError", _NoError
+)
+JaxRuntimeError: type[Exception] = getattr(_equinox_jit(), "JaxRuntimeError", _NoError)
+# Hides JAX's "jax.pure_callback failed" log line while a call runs, as equinox does.
+CallbackLogFilter: type[logging.Filterer] = getattr(
+    _equinox_jit(), "_FilterCallback", logging.Filterer
+)
+
+
+def raise_equinox_error(error: Exception, jit_id: bytes) -> None:
+    """Re-raise an `eqx.error_if` failure as `eqx.filter_jit` would; else return.
+
+    The message is equinox's: its text, then the stack recorded at trace time up
+    to the call whose frame holds `__equinox_jit_id__ == jit_id`.
+    """
+    jit = _equinox_jit()
+    if jit.last_error_info is None or "_EquinoxRuntimeError: " not in str(error):
+        return
+    message, stack = jit.last_error_info
+    pieces: list[str] = []
+    for id_or_text in stack:
+        if type(id_or_text) is str:
+            pieces.append(id_or_text)
+        elif id_or_text == jit_id:
+            break
+    text = jit._on_error_msg.format(msg=message, stack="".join(reversed(pieces)))
+    raise EquinoxRuntimeError(text) from None
+
+
+def register_cache_clear(clear: Callable[[], None]) -> None:
+    """Have `eqx.clear_caches()` clear `clear`'s cache too, as it clears its own."""
+    from equinox._caches import cache_clears
+
+    cache_clears.append(clear)
+
+
+def hide_from_tracebacks(filename: str) -> None:
+    """Leave `filename`'s frames out of JAX's tracebacks and equinox's error stacks."""
+    from jax._src import traceback_util
+
+    traceback_util.register_exclusion(filename)
 
 
 def check_compatible() -> None:
@@ -191,11 +284,35 @@ def check_compatible() -> None:
             "Pin equinox to a version arrayfield supports."
         ) from None
     fields = {f.name for f in dataclasses.fields(cls)}
-    if not callable(cls.__dict__.get("__call__")) or "_cached" not in fields:
+    expected = {"_cached", "_dynamic_fun", "_static_fun"}
+    if not callable(cls.__dict__.get("__call__")) or not expected <= fields:
         raise RuntimeError(
-            "equinox._jit._JitWrapper no longer defines __call__ and _cached as "
-            "arrayfield.explain_retraces expects; pin equinox to a supported version."
+            "equinox._jit._JitWrapper no longer defines __call__, _cached, "
+            "_dynamic_fun and _static_fun as arrayfield.explain_retraces and "
+            "af.filter_jit expect; pin equinox to a supported version."
         )
+    jit = _equinox_jit()
+    names = (
+        "last_error_info",
+        "_on_error_msg",
+        "EquinoxRuntimeError",
+        "_FilterCallback",
+    )
+    if not all(hasattr(jit, name) for name in names):
+        raise RuntimeError(
+            f"equinox._jit no longer has all of {', '.join(names)}: "
+            "af.filter_jit cannot report eqx.error_if failures as eqx.filter_jit "
+            "does; pin equinox to a supported version."
+        )
+    try:
+        from equinox._caches import cache_clears  # noqa: F401
+        from equinox._compile_utils import get_fn_names  # noqa: F401
+        from jax._src.traceback_util import register_exclusion  # noqa: F401
+    except ImportError as error:
+        raise RuntimeError(
+            f"af.filter_jit needs a helper that moved in equinox or JAX ({error}); "
+            "pin equinox and JAX to supported versions."
+        ) from None
     try:
         context = _trace_context()
         context.trace  # noqa: B018

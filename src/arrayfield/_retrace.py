@@ -32,7 +32,7 @@ import jax.numpy
 import jax.tree_util as jtu
 import numpy as np
 
-from . import _hooks
+from . import _hooks, _jit
 from ._convert import canonical_dtype
 from ._env import EXPLAIN_RETRACES, env_flag
 from ._errors import (
@@ -543,7 +543,7 @@ def _location(fn: Any) -> str:
 def _calling_jit() -> str | None:
     """Which jit is tracing the plain function whose wrapper called this."""
     caller = sys._getframe(2).f_code.co_filename  # the wrapper's caller
-    if caller.startswith(EQUINOX_DIR):
+    if caller.startswith(EQUINOX_DIR) or caller == _jit.__file__:
         return FILTER_JIT
     if caller.startswith(JAX_DIR):
         return JAX_JIT

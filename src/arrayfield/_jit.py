@@ -393,21 +393,25 @@ def filter_jit(fun: Any = None, *, donate: Donate = "none", **jitkwargs: Any) ->
 
         ```python
         import jax
-        import jax.numpy as jnp
+        from jaxtyping import Array, Float
         import arrayfield as af
 
         class Scene(af.ArrayModule):
-            flux: float
+            flux: Float[Array, ""]  # Scene(flux=1.0) stores an array
             name: str = af.field(static=True, default="galaxy")
+
+        traces = []
 
         @af.filter_jit
         def step(scene, rate):
+            traces.append(scene.name)  # runs only while tracing
             return jax.tree_util.tree_map(lambda x: x + rate, scene), "stepped"
 
         scene = Scene(flux=1.0)
         for _ in range(3):
-            scene, note = step(scene, 0.5)  # traced once: 0.5 is hashed as in eqx
+            scene, note = step(scene, 0.5)  # 0.5 is hashed, as in eqx.filter_jit
         assert float(scene.flux) == 2.5 and note == "stepped"
+        assert traces == ["galaxy"]  # one trace for the three steps
         ```
     """
     if fun is None:

@@ -2,6 +2,7 @@
 
 import dataclasses
 import importlib
+import re
 import sys
 import textwrap
 import typing
@@ -147,10 +148,17 @@ class BarePlainScene(eqx.Module):
     x: Float[Array, ""]
 
 
+def _same_message(ours: str, theirs: str) -> bool:
+    """Whether a PlainScene message is BarePlainScene's: the class and the line
+    that declares the field (`file.py:N`) are the only differences."""
+    ours = ours.replace("PlainScene", "BarePlainScene")
+    return re.sub(r"\.py:\d+", ".py:N", ours) == re.sub(r"\.py:\d+", ".py:N", theirs)
+
+
 def test_audit_names_the_field_and_annotation_as_for_the_bare_annotation():
     ours, theirs = af.audit(PlainScene(x=1.0)), af.audit(BarePlainScene(x=1.0))
     assert [f.path for f in ours] == [f.path for f in theirs] == ["tree.x"]
-    assert str(ours).replace("PlainScene", "BarePlainScene") == str(theirs)
+    assert _same_message(str(ours), str(theirs))
     assert "annotated Float[Array, '']" in str(ours)
 
 
@@ -171,6 +179,4 @@ def test_explain_retraces_names_the_field_as_for_the_bare_annotation():
     ours, theirs = _retrace_messages(PlainScene), _retrace_messages(BarePlainScene)
     assert len(ours) == 1 and "scene.x: 1 -> 2" in ours[0]
     assert "PlainScene.x is annotated Float[Array, '']" in ours[0]
-    assert ours[0].split("\n", 1)[1] == theirs[0].split("\n", 1)[1].replace(
-        "BarePlainScene", "PlainScene"
-    )
+    assert _same_message(ours[0].split("\n", 1)[1], theirs[0].split("\n", 1)[1])

@@ -305,3 +305,35 @@ def test_dynamic_module_classes_are_migrated_and_reported_when_made_per_call(
     text = (tmp_path / "pkg" / "make.py").read_text()
     assert 'Top = type("Top", (af.ArrayModule,), {})' in text
     assert 'return type("Cached", (af.ArrayModule,), {})' in text
+
+
+def test_typed_wraps_subclasses_elsewhere_but_not_fields_fix_opts_out(tmp_path):
+    write_tree(
+        tmp_path,
+        {
+            "pkg/__init__.py": "",
+            "pkg/base.py": "import equinox as eqx\nimport jax\n\n\n"
+            "class Base(eqx.Module):\n    w: jax.Array\n",
+            "pkg/child.py": """\
+                import jax
+                import jax.numpy as jnp
+
+                from .base import Base
+
+
+                class Child(Base):
+                    n: jax.Array
+                    b: jax.Array = 0.5
+
+                    def zeros(self):
+                        return jnp.zeros(self.n)
+                """,
+        },
+    )
+    result = migrate(tmp_path, "--typed", "--fix", "pkg")
+    assert result.returncode == 0, result.stderr
+    assert "    w: af.Field[jax.Array]\n" in (tmp_path / "pkg/base.py").read_text()
+    child = (tmp_path / "pkg/child.py").read_text()
+    assert "    n: jax.Array = af.field(convert=False)\n" in child
+    assert "    b: af.Field[jax.Array] = af.field(default=0.5)\n" in child
+    assert migrate(tmp_path, "--check", "--typed", "--fix", "pkg").returncode == 0

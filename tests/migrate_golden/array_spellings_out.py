@@ -9,18 +9,18 @@ from jaxtyping import Array, Bool, Float32, Int, Shaped, UInt8
 
 
 class Everything(af.ArrayModule):
-    a: jax.Array
-    b: jnp.ndarray
-    c: np.ndarray
+    a: af.Field[jax.Array]
+    b: af.Field[jnp.ndarray]
+    c: af.Field[np.ndarray]
     d: ArrayLike = eqx.field(converter=jnp.asarray)
-    e: jnp.array
-    f: np.array
-    g: Float32[Array, "n"]
-    h: Int[Array, ""]
-    i: Shaped[Array, "..."]
-    j: Bool[Array, "n"]
-    k: UInt8[np.ndarray, "h w"]
-    m: jt.Float[jt.Array, ""]
+    e: af.Field[jnp.ndarray]
+    f: af.Field[np.ndarray]
+    g: af.Field[Float32[Array, "n"]]
+    h: af.Field[Int[Array, ""]]
+    i: af.Field[Shaped[Array, "..."]]
+    j: af.Field[Bool[Array, "n"]]
+    k: af.Field[UInt8[np.ndarray, "h w"]]
+    m: af.Field[jt.Float[jt.Array, ""]]
     n: jax.typing.ArrayLike = eqx.field(converter=jnp.asarray)
     # Not array annotations: the converter stays.
     o: list = eqx.field(converter=jnp.asarray)

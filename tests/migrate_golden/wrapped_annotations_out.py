@@ -8,11 +8,11 @@ import jax.numpy as jnp
 
 
 class Fit(af.ArrayModule):
-    a: Optional[jax.Array]
-    b: jax.Array | None
-    c: Union[jax.Array, None]
-    d: Annotated[jax.Array, "per pixel"]
-    e: typing.Optional[jax.Array]
+    a: af.Field[Optional[jax.Array]]
+    b: af.Field[jax.Array | None]
+    c: af.Field[Union[jax.Array, None]]
+    d: af.Field[Annotated[jax.Array, "per pixel"]]
+    e: af.Field[typing.Optional[jax.Array]]
     # A union that names a Python number keeps numbers as they are: kept.
     f: Union[jax.Array, float] = eqx.field(converter=jnp.asarray)
     # A union with another type is for a human to read: left alone.

@@ -23,6 +23,7 @@ from ._annotations import (
     ArrayKind,
     array_kind,
     is_class_var,
+    is_field_wrapped,
     looks_like_shape,
     scalar_annotation,
 )
@@ -56,6 +57,10 @@ _CONVERTER_KINDS: dict[str, ArrayKind] = {
     "numpy.array": "numpy",
 }
 _FIELD_FUNCTIONS = frozenset({"equinox.field", "arrayfield.field"})
+# Field specifiers whose call, as a field's value, is not the field's default.
+_SPECIFIERS = _FIELD_FUNCTIONS | {"dataclasses.field"}
+# Legacy annotations: functions, not types; `ndarray` is the type each stands for.
+_LEGACY_ANNOTATIONS = frozenset({"numpy.array", "jax.numpy.array"})
 
 
 @dataclasses.dataclass(frozen=True)
@@ -166,6 +171,7 @@ class _Analysis(cst.CSTVisitor):
         imports: ImportMap,
         context: FileContext | None,
         fix: bool,
+        typed: bool,
     ) -> None:
         super().__init__()
         self.wrapper = wrapper
@@ -176,9 +182,14 @@ class _Analysis(cst.CSTVisitor):
         self.imports = imports
         self.context = context
         self.fix = fix
+        self.typed = typed
         self.module_classes: set[str] = set()
         self.base_edits: dict[cst.ClassDef, list[int]] = {}
         self.field_edits: dict[cst.AnnAssign, _FieldEdit] = {}
+        # Annotations to wrap in `af.Field[...]`, and bare defaults to write as
+        # `af.field(default=...)` (what a type checker needs for that spelling).
+        self.wrap_annotations: set[cst.AnnAssign] = set()
+        self.wrap_defaults: set[cst.AnnAssign] = set()
         # `Base = eqx.Module` and the base in `type(name, (eqx.Module,), ns)`:
         # expressions that become a reference to ArrayModule.
         self.expression_edits: set[cst.BaseExpression] = set()
@@ -386,8 +397,14 @@ class _Analysis(cst.CSTVisitor):
             self._report(field.target, "AF003", diag.static_array_field(cls, name))
             return
         convert = keywords.get("convert")
-        if not (convert is not None and _is_true(convert.value, "False")):
+        opted_out = convert is not None and _is_true(convert.value, "False")
+        if not opted_out:
             self._check_shape_like(cls, field, call, keywords, assignments, context)
+        if self.typed and not (opted_out or field in self.field_edits):
+            # (the one edit `_check_shape_like` plans is --fix's opt-out)
+            self._wrap(field)
+            if field.value is not None and not self._is_specifier(field.value):
+                self.wrap_defaults.add(field)
         if (
             call is None
             or "converter" not in keywords
@@ -406,11 +423,24 @@ class _Analysis(cst.CSTVisitor):
             self._report(keywords["converter"], "AF004", message)
             return
         self.released_names.add(_root_name(converter) or "")
+        # A type checker types the __init__ parameter from the converter: the
+        # annotation that says the same thing takes its place.
+        self._wrap(field)
         if len(call.args) == 1:
             self.field_edits[field] = _FieldEdit.DROP_DEFAULT
             self.released_names.add(_root_name(call.func) or "")
         else:
             self.field_edits[field] = _FieldEdit.DROP_CONVERTER
+
+    def _wrap(self, field: cst.AnnAssign) -> None:
+        if not is_field_wrapped(field.annotation.annotation, self.imports):
+            self.wrap_annotations.add(field)
+
+    def _is_specifier(self, value: cst.BaseExpression) -> bool:
+        return (
+            isinstance(value, cst.Call)
+            and self.imports.resolve(value.func) in _SPECIFIERS
+        )
 
     def _makes_array(self, converter: cst.BaseExpression) -> bool:
         """Whether a converter is `jnp.asarray` or a kin of it, possibly wrapped
@@ -546,16 +576,12 @@ def _without_arg(call: cst.Call, index: int) -> cst.Call:
 class _Rewriter(cst.CSTTransformer):
     """Applies an `_Analysis` plan; every node it was not told about is kept."""
 
-    def __init__(
-        self,
-        analysis: _Analysis,
-        array_module: cst.BaseExpression,
-        field_function: cst.BaseExpression,
-    ) -> None:
+    def __init__(self, analysis: _Analysis, names: Mapping[str, str]) -> None:
         super().__init__()
         self.analysis = analysis
-        self.array_module = array_module
-        self.field_function = field_function
+        self.array_module = cst.parse_expression(names["ArrayModule"])
+        self.field_type = cst.parse_expression(names["Field"])
+        self.field_function = cst.parse_expression(names["field"])
 
     def on_leave(
         self, original_node: cst.CSTNode, updated_node: cst.CSTNode
@@ -579,16 +605,9 @@ class _Rewriter(cst.CSTTransformer):
             return value.with_changes(
                 func=self.field_function, args=[*args, _no_convert_arg()]
             )
-        default = cst.Arg(
-            value=value,
-            keyword=cst.Name("default"),
-            equal=cst.AssignEqual(
-                whitespace_before=cst.SimpleWhitespace(""),
-                whitespace_after=cst.SimpleWhitespace(""),
-            ),
-        )
         return cst.Call(
-            func=self.field_function, args=[_with_comma(default), _no_convert_arg()]
+            func=self.field_function,
+            args=[_with_comma(_keyword_arg("default", value)), _no_convert_arg()],
         )
 
     def leave_ClassDef(
@@ -607,10 +626,10 @@ class _Rewriter(cst.CSTTransformer):
     ) -> cst.AnnAssign:
         edit = self.analysis.field_edits.get(original_node)
         if edit is _FieldEdit.DROP_DEFAULT:
-            return updated_node.with_changes(
+            updated_node = updated_node.with_changes(
                 value=None, equal=cst.MaybeSentinel.DEFAULT
             )
-        if edit is _FieldEdit.NO_CONVERT:
+        elif edit is _FieldEdit.NO_CONVERT:
             return updated_node.with_changes(
                 value=self._no_convert(updated_node.value),
                 equal=cst.AssignEqual(
@@ -618,7 +637,7 @@ class _Rewriter(cst.CSTTransformer):
                     whitespace_after=cst.SimpleWhitespace(" "),
                 ),
             )
-        if edit is _FieldEdit.DROP_CONVERTER:
+        elif edit is _FieldEdit.DROP_CONVERTER:
             call = updated_node.value
             assert isinstance(call, cst.Call)
             index = next(
@@ -626,19 +645,49 @@ class _Rewriter(cst.CSTTransformer):
                 for i, arg in enumerate(call.args)
                 if arg.keyword is not None and arg.keyword.value == "converter"
             )
-            return updated_node.with_changes(value=_without_arg(call, index))
+            updated_node = updated_node.with_changes(value=_without_arg(call, index))
+        if original_node in self.analysis.wrap_annotations:
+            annotation = updated_node.annotation
+            updated_node = updated_node.with_changes(
+                annotation=annotation.with_changes(
+                    annotation=self._field_type_of(annotation.annotation)
+                )
+            )
+        if original_node in self.analysis.wrap_defaults and updated_node.value:
+            default = _keyword_arg("default", updated_node.value)
+            updated_node = updated_node.with_changes(
+                value=cst.Call(func=self.field_function, args=[default])
+            )
         return updated_node
 
+    def _field_type_of(self, annotation: cst.BaseExpression) -> cst.Subscript:
+        """`af.Field[annotation]`, with `np.array` read as `np.ndarray`: a
+        function is no type to a checker."""
+        if (
+            isinstance(annotation, cst.Attribute)
+            and self.analysis.imports.resolve(annotation) in _LEGACY_ANNOTATIONS
+        ):
+            annotation = annotation.with_changes(attr=cst.Name("ndarray"))
+        return cst.Subscript(
+            value=self.field_type,
+            slice=[cst.SubscriptElement(slice=cst.Index(value=annotation))],
+        )
 
-def _no_convert_arg() -> cst.Arg:
+
+def _keyword_arg(keyword: str, value: cst.BaseExpression) -> cst.Arg:
+    """`keyword=value`, spaced as PEP 8 asks."""
     return cst.Arg(
-        value=cst.Name("False"),
-        keyword=cst.Name("convert"),
+        value=value,
+        keyword=cst.Name(keyword),
         equal=cst.AssignEqual(
             whitespace_before=cst.SimpleWhitespace(""),
             whitespace_after=cst.SimpleWhitespace(""),
         ),
     )
+
+
+def _no_convert_arg() -> cst.Arg:
+    return _keyword_arg("convert", cst.Name("False"))
 
 
 def _with_comma(arg: cst.Arg) -> cst.Arg:
@@ -647,17 +696,23 @@ def _with_comma(arg: cst.Arg) -> cst.Arg:
     return arg.with_changes(comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" ")))
 
 
-def _arrayfield_reference(
-    wrapper: MetadataWrapper, imports: ImportMap, name: str
-) -> tuple[str, str | None]:
-    """Source text naming `arrayfield.<name>`, and the import to add for it
-    (if any)."""
-    existing = imports.local_name_for(f"arrayfield.{name}")
-    if existing is not None:
-        return existing, None
-    if can_bind(wrapper, "af", "arrayfield"):
-        return f"af.{name}", "import arrayfield as af"
-    return f"arrayfield.{name}", "import arrayfield"
+def _arrayfield_names(
+    wrapper: MetadataWrapper, imports: ImportMap, needed: Sequence[str]
+) -> tuple[dict[str, str], str | None]:
+    """Source text naming arrayfield's `ArrayModule`, `Field` and `field`, and
+    the import to add for the `needed` ones the file does not import (if any)."""
+    found = {
+        name: imports.local_name_for(f"arrayfield.{name}")
+        for name in ("ArrayModule", "Field", "field")
+    }
+    if all(found[name] is not None for name in needed):
+        module, new_import = "arrayfield", None
+    elif can_bind(wrapper, "af", "arrayfield"):
+        module, new_import = "af", "import arrayfield as af"
+    else:
+        module, new_import = "arrayfield", "import arrayfield"
+    names = {name: text or f"{module}.{name}" for name, text in found.items()}
+    return names, new_import
 
 
 def migrate_module(
@@ -665,41 +720,46 @@ def migrate_module(
     context: FileContext | None = None,
     *,
     fix: bool = False,
+    typed: bool = False,
     scan_calls: bool = True,
 ) -> tuple[cst.Module, list[Diagnostic]]:
     """Migrate a parsed module; see `migrate_source`. `scan_calls=False` (for a
     file without `type(` in it) skips looking for `type(...)` classes."""
     imports = ImportMap.from_module(module)
     wrapper = MetadataWrapper(module, unsafe_skip_copy=True)
-    analysis = _Analysis(wrapper, imports, context, fix)
+    analysis = _Analysis(wrapper, imports, context, fix, typed)
     if scan_calls:
         wrapper.visit(analysis)
     else:
         analysis.walk_statements(module)
     diagnostics = sorted(analysis.diagnostics)
-    if not (analysis.base_edits or analysis.field_edits or analysis.expression_edits):
+    no_convert = _FieldEdit.NO_CONVERT in analysis.field_edits.values()
+    needed = [
+        name
+        for name, edits in (
+            ("ArrayModule", analysis.base_edits or analysis.expression_edits),
+            ("Field", analysis.wrap_annotations),
+            ("field", analysis.wrap_defaults or no_convert),
+        )
+        if edits
+    ]
+    if not (needed or analysis.field_edits):
         return module, diagnostics
 
-    reference, new_import = _arrayfield_reference(wrapper, imports, "ArrayModule")
-    field_reference, field_import = _arrayfield_reference(wrapper, imports, "field")
-    rewriter = _Rewriter(
-        analysis,
-        cst.parse_expression(reference),
-        cst.parse_expression(field_reference),
-    )
-    migrated = wrapper.visit(rewriter)
-    needs_module = analysis.base_edits or analysis.expression_edits
-    needs_field = _FieldEdit.NO_CONVERT in analysis.field_edits.values()
-    if needs_module and new_import is not None:
-        migrated = add_import(migrated, new_import, next_to="equinox")
-    elif needs_field and field_import is not None:
-        migrated = add_import(migrated, field_import, next_to=("equinox", "jax"))
+    names, new_import = _arrayfield_names(wrapper, imports, needed)
+    migrated = wrapper.visit(_Rewriter(analysis, names))
+    if new_import is not None:
+        migrated = add_import(migrated, new_import, next_to=("equinox", "jax"))
     migrated = remove_unused_imports(migrated, analysis.released_names)
     return migrated, diagnostics
 
 
 def migrate_source(
-    source: str | bytes, context: FileContext | None = None, *, fix: bool = False
+    source: str | bytes,
+    context: FileContext | None = None,
+    *,
+    fix: bool = False,
+    typed: bool = False,
 ) -> MigrationResult:
     """Rewrite the equinox Module classes of one file to use arrayfield.
 
@@ -713,14 +773,19 @@ def migrate_source(
         classes whose base is visibly equinox's Module are analysed.
     - `fix`: also make the safe edits diagnostics ask for (AF002's
         `af.field(convert=False)` on fields used as shapes).
+    - `typed`: also wrap every converted array field's annotation in
+        `af.Field[...]` and write its bare default as `af.field(default=...)`,
+        so that type checkers accept the numbers arrayfield converts.
 
     **Returns:**
 
     A `MigrationResult`. Its `code` is `original` plus the rewrites: classes
     whose base is equinox's `Module` (any spelling) now subclass
     `af.ArrayModule`; `eqx.field(converter=jnp.asarray)` on array-annotated
-    fields is dropped; `import arrayfield as af` is added and imports that only
-    the rewritten code used are removed.
+    fields is dropped and the annotation wrapped in `af.Field[...]` (a type
+    checker read the converter's parameter type; `af.Field` says the same);
+    `import arrayfield as af` is added and imports that only the rewritten code
+    used are removed.
 
     **Raises:**
 
@@ -730,7 +795,7 @@ def migrate_source(
     needle = b"type(" if isinstance(source, bytes) else "type("
     scan_calls = needle in source  # pyright: ignore[reportOperatorIssue]
     migrated, diagnostics = migrate_module(
-        module, context, fix=fix, scan_calls=scan_calls
+        module, context, fix=fix, typed=typed, scan_calls=scan_calls
     )
     # libcst reproduces its input exactly: decoding is cheaper than `.code`.
     original = source if isinstance(source, str) else source.decode(module.encoding)

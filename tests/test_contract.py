@@ -2,6 +2,7 @@
 it declares an array becomes one. Each case here was a divergence from `eqx.Module`
 found by running other projects' code with the base class swapped."""
 
+import collections
 import subprocess
 import sys
 import typing
@@ -12,6 +13,7 @@ import equinox as eqx
 import equinox.internal as eqxi
 import jax
 import jax.numpy as jnp
+import jaxtyping
 import numpy as np
 import pytest
 from jax.typing import ArrayLike
@@ -427,3 +429,68 @@ def test_check_true_accepts_converted_containers():
 
     checked = Checked(tree=jnp.ones(2), items=[1.0])
     assert checked.items[0].dtype == jnp.float32
+
+
+# -- found in review -----------------------------------------------------------------
+
+
+def test_a_union_with_a_typevar_or_any_converts_nothing_whatever_ran_before():
+    T = typing.TypeVar("T")
+
+    class Either(af.ArrayModule, typing.Generic[T]):
+        x: T | Float[Array, ""]
+
+    jnp.ones(()) + Weights(w=np.float32(1), n=0).w  # concrete arrays seen before
+    half = jnp.ones((), jnp.float16)
+    assert Either(x=half).x is half
+    assert type(Either(x=1.5).x) is float
+
+
+def test_literal_newtype_and_protocol_members_admit_their_own_values_only():
+    Flux = typing.NewType("Flux", float)
+
+    class Opaque(typing.Protocol):
+        def render(self) -> None: ...
+
+    class Choice(af.ArrayModule):
+        mode: typing.Literal["auto"] | Float[Array, ""]
+        flux: Flux | Float[Array, "n"]
+        how: Opaque | Float[Array, ""]  # not runtime_checkable: admits anything
+
+    c = Choice(mode=1.5, flux=[1.0, 2.0], how=1.5)
+    assert isinstance(c.mode, jax.Array)  # not a str: converted
+    assert Choice(mode="auto", flux=2.0, how=0).mode == "auto"
+    assert isinstance(c.flux, jax.Array) and type(Choice("auto", 2.0, 0).flux) is float
+    assert type(c.how) is float
+
+
+def test_a_tuple_in_a_list_field_is_converted_and_stays_a_tuple():
+    h = make_holder(items=(1.0, 2.0), named=collections.OrderedDict(a=[1.0]))
+    assert type(h.items) is tuple and all(_strong_f32(x) for x in h.items)
+    assert type(h.named) is collections.OrderedDict and _strong_f32(h.named["a"])
+
+
+@pytest.mark.parametrize("value", ["abc", 1.5], ids=["str", "number"])
+def test_a_value_that_is_not_the_annotated_container_is_an_error(value):
+    with pytest.raises(af.ConversionError, match=r"Holder\.items: .*list of arrays"):
+        make_holder(items=value)
+
+
+def test_list_of_jax_arrays_stores_the_same_dtype_eagerly_and_under_jit():
+    class V(af.ArrayModule):
+        v: Float[Array, "n"]
+
+    with enable_x64(True):
+        eager = V(v=[jnp.float32(1.0), 2.0]).v
+        jitted = jax.jit(lambda x: V(v=[x, 2.0]).v)(jnp.float32(1.0))
+    assert eager.dtype == jitted.dtype == jnp.float32
+
+
+def test_rejected_jax_array_gets_no_advice_to_pass_an_array():
+    class Half(af.ArrayModule):
+        x: jaxtyping.Float16[Array, ""]
+
+    with pytest.raises(af.ConversionError) as caught:
+        Half(x=jnp.float32(1e5))
+    assert "overflows float16" in str(caught.value)
+    assert "Pass a number, an array" not in str(caught.value)

@@ -12,6 +12,7 @@ import functools
 import os
 import subprocess
 import sys
+import threading
 import warnings
 from collections.abc import Callable
 from typing import Any
@@ -28,7 +29,7 @@ from hypothesis import HealthCheck, given, settings
 from jaxtyping import Array, Float, Int
 
 import arrayfield as af
-from arrayfield import _hooks
+from arrayfield import _hooks, _jit
 
 JITS = {"af": af.filter_jit, "eqx": eqx.filter_jit}
 
@@ -776,3 +777,67 @@ def test_calls_whose_program_calls_back_return_finished_results(donate):
         for _ in range(3):
             out = f(jnp.eye(256) * 0.5)
             assert out.is_ready()
+
+
+# -- found in review -----------------------------------------------------------------
+
+
+def test_a_wrapper_rebuilt_each_step_traces_an_outer_jit_as_often_as_eqx():
+    def g(x):
+        return x + 1
+
+    counts = {}
+    for inner in (eqx.filter_jit, af.filter_jit):
+        traces = 0
+
+        @eqx.filter_jit
+        def outer(fn, x):
+            nonlocal traces
+            traces += 1
+            return fn(x)
+
+        for _ in range(3):
+            outer(inner(g), jnp.ones(2))  # a new wrapper of the same function
+        counts[inner.__module__] = traces
+    assert counts == {"equinox._jit": 1, "arrayfield._jit": 1}
+
+
+def test_a_cache_hit_in_another_thread_does_not_take_a_traces_news():
+    entered, go = threading.Event(), threading.Event()
+
+    @af.filter_jit
+    def g(x):
+        if x.shape == (3,):
+            entered.set()
+            go.wait(10)
+            x = eqx.error_if(x, x > 1, "too big")
+        return x + 1
+
+    g(jnp.ones(2))  # learned: no host work, no wait
+    thread = threading.Thread(target=lambda: g(jnp.ones(3)))
+    thread.start()
+    assert entered.wait(10)  # the thread is tracing the (3,) program
+    g(jnp.ones(2))  # a cache hit meanwhile, in this thread
+    go.set()
+    thread.join()
+    # One structure (shapes are jax.jit's business); its (3,) program has an
+    # error_if, so its calls wait for their errors.
+    assert [c.waits for c in g._plan.layout.jits.values()] == [True]
+
+
+def test_programs_kept_per_function_are_bounded(monkeypatch):
+    monkeypatch.setattr(_jit, "_MAX_PROGRAMS", 3)
+    traces = 0
+
+    @af.filter_jit
+    def scale(x, factor):
+        nonlocal traces
+        traces += 1
+        return x * factor
+
+    for factor in range(5):  # five static values: five programs
+        scale(jnp.ones(2), factor)
+    assert len(scale._plan.layout.jits) == 3 and traces == 5
+    scale(jnp.ones(2), 4)  # still kept: no new trace
+    scale(jnp.ones(2), 0)  # dropped as the oldest: traced again
+    assert traces == 6

@@ -20,6 +20,7 @@ checked to be exact.
 
 from __future__ import annotations
 
+import copy
 import math
 import warnings
 from typing import Any
@@ -265,6 +266,7 @@ def _overflows(number: int | float | complex, target: np.dtype) -> bool:
 
 
 _PYTHON_KIND = {bool: "b", int: "i", float: "f", complex: "c"}
+_NEEDS_KEY = "a PRNG key field needs a key array, e.g. jax.random.key(0)"
 
 
 def dtype_set(names: frozenset[str]) -> frozenset[np.dtype]:
@@ -360,7 +362,7 @@ def to_array(value: Any, spec: ArraySpec) -> Any:
         return value  # the annotation admits it as it is: `int | Array` and 1
     if kind in _PYTHON_KIND:
         if spec.is_key:
-            raise Rejected("a PRNG key field needs a key array, e.g. jax.random.key(0)")
+            raise Rejected(_NEEDS_KEY)
         return _from_python_scalar(value, spec, _x64())
     if isinstance(value, jax.Array):
         if isinstance(value, _Tracer):
@@ -376,7 +378,7 @@ def to_array(value: Any, spec: ArraySpec) -> Any:
         return value
     if isinstance(value, (np.ndarray, np.generic)):
         if spec.is_key:
-            raise Rejected("a PRNG key field needs a key array, e.g. jax.random.key(0)")
+            raise Rejected(_NEEDS_KEY)
         # A NumPy array stays one where the annotation admits NumPy arrays.
         keep_numpy = spec.admits_numpy and isinstance(value, np.ndarray)
         to_numpy = spec.kind == "numpy" or keep_numpy
@@ -385,7 +387,7 @@ def to_array(value: Any, spec: ArraySpec) -> Any:
         return value
     if kind is list or kind is tuple:
         if spec.is_key:
-            raise Rejected("a PRNG key field needs a key array, e.g. jax.random.key(0)")
+            raise Rejected(_NEEDS_KEY)
         return _from_sequence(value, spec)
     for number_type in _PYTHON_KIND:  # an IntEnum, a float subclass...
         if isinstance(value, number_type) and not spec.is_key:
@@ -405,7 +407,11 @@ def convert(value: Any, spec: FieldSpec) -> Any:
 
 
 def _to_container(value: Any, spec: ContainerSpec) -> Any:
-    """Convert each element of a container; the same object if none changes."""
+    """Convert each element of a container; the same object if none changes.
+
+    A list and a tuple stand in for each other (the given one is kept), any `dict`
+    for a `dict`; anything else is not the container the annotation asks for.
+    """
     kind = spec.container
     if kind == "pytree":
         element = spec.elements[0]
@@ -414,16 +420,20 @@ def _to_container(value: Any, spec: ContainerSpec) -> Any:
         if all(n is o for n, o in zip(new, leaves, strict=True)):
             return value
         return jax.tree_util.tree_unflatten(treedef, new)
+    if value is None:  # as for an array field: the leaf count of eqx.Module's
+        return value
     if kind == "dict":
-        if type(value) is not dict:
-            return value
+        if not isinstance(value, dict):
+            raise Rejected("the annotation asks for a dict of arrays")
         element = spec.elements[0]
         items = {k: _element(v, element, f"element [{k!r}]") for k, v in value.items()}
         if all(items[k] is v for k, v in value.items()):
             return value
-        return items
-    if type(value) is not (list if kind == "list" else tuple):
-        return value
+        rebuilt = copy.copy(value)  # the same mapping type (OrderedDict, ...)
+        rebuilt.update(items)
+        return rebuilt
+    if not isinstance(value, (list, tuple)) or type(value) not in (list, tuple):
+        raise Rejected(f"the annotation asks for a {kind} of arrays")
     if spec.fixed:
         if len(value) != len(spec.elements):
             raise Rejected(
@@ -439,7 +449,7 @@ def _to_container(value: Any, spec: ContainerSpec) -> Any:
     ]
     if all(n is o for n, o in zip(new, value, strict=True)):
         return value
-    return new if kind == "list" else tuple(new)
+    return type(value)(new)
 
 
 def _element(value: Any, spec: FieldSpec, where: str) -> Any:
@@ -480,9 +490,14 @@ def looks_numeric(value: Any) -> bool:
 
 def _from_sequence(value: list | tuple, spec: ArraySpec):
     leaves = jax.tree_util.tree_leaves(value)
-    if any(isinstance(leaf, _Tracer) for leaf in leaves):
-        # Under a transform: let JAX stack the tracers.
-        return _from_tracer(jnp.asarray(value), spec)
+    traced = any(isinstance(leaf, _Tracer) for leaf in leaves)
+    if traced or (
+        spec.kind == "jax" and any(isinstance(leaf, jax.Array) for leaf in leaves)
+    ):
+        # JAX stacks them by its own promotion rules, on the device: the same dtype
+        # eagerly as under a transform, where they are tracers.
+        stacked = jnp.asarray(value)
+        return _from_tracer(stacked, spec) if traced else _from_jax(stacked, spec)
     try:
         array = np.asarray(value)
     except (ValueError, TypeError) as error:

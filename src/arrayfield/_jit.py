@@ -61,6 +61,20 @@ class _Static:
         self.value = value
 
 
+class _Traced(threading.local):
+    """The `_Compiled`s that traced in this thread's calls, not yet learned from.
+
+    Per thread: a call that hits the cache while another thread traces must not
+    take (and drop) that trace's news.
+    """
+
+    def __init__(self) -> None:
+        self.compiled: set[_Compiled] = set()
+
+
+_traced = _Traced()
+
+
 class _Compiled:
     """The `jax.jit` for one call structure, and whether its calls must wait.
 
@@ -68,20 +82,19 @@ class _Compiled:
     `eqx.error_if` raises at the call. Only host callbacks (`eqx.error_if`,
     `jax.debug.print`, `jax.pure_callback`, ...) run Python while a program
     executes, so only programs with callbacks or effects wait here; the others
-    return as soon as they are dispatched, like `jax.jit`. `traced` is set by each
-    new trace; the call that made it then reads the (cached) jaxpr.
+    return as soon as they are dispatched, like `jax.jit`. Each new trace is
+    recorded in `_traced` (for its thread); the call that made it then reads the
+    (cached) jaxpr.
     """
 
-    __slots__ = ("jitted", "traced", "waits")
+    __slots__ = ("__weakref__", "jitted", "waits")
 
     def __init__(self, waits: bool):
         self.jitted: Any = None
-        self.traced = False
         self.waits = waits  # donating calls always wait, as in equinox
 
     def learn(self, args: tuple, marker: Any) -> None:
         """After a call that traced: must calls of this structure wait?"""
-        self.traced = False
         if self.waits:
             return
         # Traced under another trace (its program may run later, unlearned, from
@@ -149,7 +162,7 @@ class _Layout:
         compiled = _Compiled(waits=self.donate_rest)
 
         def flat(dynamic_fun: tuple, *parts: list) -> tuple:
-            compiled.traced = True
+            _traced.compiled.add(compiled)
             fun_leaves, fun_tree = static_fun
             fun = jtu.tree_unflatten(
                 fun_tree,
@@ -185,12 +198,20 @@ class _Layout:
         else:
             donate = ()
         compiled.jitted = jax.jit(flat, donate_argnums=donate)
+        if len(self.jits) >= _MAX_PROGRAMS:  # bounded, like JAX's own caches
+            del self.jits[next(iter(self.jits))]  # the oldest: it traces again
         self.jits[(treedef, static)] = compiled
         return compiled
 
 
-# Layouts by function (weakly, like equinox's cache), then by static part and
-# donation. Other callables share one entry and are told apart by their static parts.
+# How many call structures one layout keeps compiled: each new static value makes
+# one, so a loop over fresh Python numbers must not grow without end.
+_MAX_PROGRAMS = 4096
+
+# Layouts by function, then by static part and donation; other callables share one
+# entry and are told apart by their static parts. Keyed weakly, but a layout's
+# compiled programs refer to the function, so in practice an entry lives as long
+# as the process, as equinox's cache of jits does.
 _layouts: weakref.WeakKeyDictionary[Any, dict[Any, _Layout]] = (
     weakref.WeakKeyDictionary()
 )
@@ -251,6 +272,17 @@ class _Plan:
         self.names: tuple[str, str] = names
         self.layout: _Layout | None = layout  # None: every call goes to equinox
         self.filter_warning: bool = filter_warning
+
+    # A static field of the wrapper, so part of its tree structure: two wrappers
+    # of one function must compare equal, as two `eqx.filter_jit` wrappers do.
+    def _key(self) -> tuple:
+        return (self.names, self.layout, self.filter_warning, self.signature)
+
+    def __eq__(self, other: object) -> bool:
+        return type(other) is _Plan and self._key() == other._key()
+
+    def __hash__(self) -> int:
+        return hash(self._key()[:3])
 
 
 class _FilterJit(eqx.Module):
@@ -331,7 +363,9 @@ def _call(wrapper: _FilterJit, args: tuple, kwargs: dict) -> Any:
                 marker, arrays, others = compiled.jitted(*call_args)
         else:
             marker, arrays, others = compiled.jitted(*call_args)
-        if compiled.traced:
+        traced = _traced.compiled
+        if traced and compiled in traced:
+            traced.discard(compiled)
             compiled.learn(call_args, marker)
         # Errors from eqx.error_if surface here, at the call, as with eqx.filter_jit.
         if compiled.waits and _concrete(marker):

@@ -222,7 +222,8 @@ class FieldConverter:
 
     def _error(self, value: Any, reason: Rejected, cls: type | None) -> ConversionError:
         fix = ""
-        if not looks_numeric(value):  # not array data at all: say what would be
+        if not looks_numeric(value) and not isinstance(value, jax.Array):
+            # not array data at all: say what would be
             fix = (
                 " Pass a number, an array or a nested list of numbers; if the field "
                 "holds something else, annotate it with that type, or opt it out "

@@ -32,7 +32,7 @@ import jax.numpy
 import jax.tree_util as jtu
 import numpy as np
 
-from . import _hooks, _jit
+from . import _hooks
 from ._convert import canonical_dtype
 from ._env import EXPLAIN_RETRACES, env_flag
 from ._errors import (
@@ -540,10 +540,14 @@ def _location(fn: Any) -> str:
     return f"{name} ({filename}:{code.co_firstlineno})"
 
 
+# af.filter_jit's module, by path: importing it here would load it eagerly.
+_AF_FILTER_JIT_FILE = os.path.join(os.path.dirname(__file__), "_jit.py")
+
+
 def _calling_jit() -> str | None:
     """Which jit is tracing the plain function whose wrapper called this."""
     caller = sys._getframe(2).f_code.co_filename  # the wrapper's caller
-    if caller.startswith(EQUINOX_DIR) or caller == _jit.__file__:
+    if caller.startswith(EQUINOX_DIR) or caller == _AF_FILTER_JIT_FILE:
         return FILTER_JIT
     if caller.startswith(JAX_DIR):
         return JAX_JIT

@@ -202,12 +202,14 @@ def _build_array_spec(members: list[Any], allow_none: bool) -> ArraySpec | None:
             dtype_sets.append(dtypes)
             is_key = is_key or member_is_key
             continue
-        origin = typing.get_origin(member)
-        cls = origin if isinstance(origin, type) else member
-        if not isinstance(cls, type):  # Any, TypeVar and friends: admit anything
-            cls = object
-        passthrough.append(cls)
-        passthrough.extend(_NUMERIC_TOWER.get(cls, ()))
+        admitted = _admitted_classes(member)
+        if admitted is None:
+            # `Any`, a TypeVar...: the union admits every value as it is, so
+            # nothing is converted (and no value's fate depends on its type).
+            return None
+        for cls in admitted:
+            passthrough.append(cls)
+            passthrough.extend(_NUMERIC_TOWER.get(cls, ()))
     if not kinds:
         return None
     if is_key or any(d is None for d in dtype_sets):
@@ -222,6 +224,25 @@ def _build_array_spec(members: list[Any], allow_none: bool) -> ArraySpec | None:
         is_key=is_key,
         admits_numpy="numpy" in kinds,
     )
+
+
+def _admitted_classes(member: Any) -> tuple[type, ...] | None:
+    """The classes whose instances a non-array union member admits as they are,
+    for `isinstance`; None when it admits anything (or nothing can tell)."""
+    origin = typing.get_origin(member)
+    if origin is Literal:  # Literal["auto"] admits those values: their types
+        return tuple(dict.fromkeys(type(value) for value in typing.get_args(member)))
+    supertype = getattr(member, "__supertype__", None)  # a typing.NewType
+    if supertype is not None:
+        return _admitted_classes(supertype)
+    cls = origin if isinstance(origin, type) else member
+    if not isinstance(cls, type):  # Any, a TypeVar, ...
+        return None
+    try:
+        isinstance(None, cls)
+    except TypeError:  # a Protocol that is not runtime_checkable
+        return None
+    return (cls,)
 
 
 class Unresolved(Exception):

@@ -1,4 +1,4 @@
-"""Per-step dispatch: `af.filter_jit` vs `eqx.filter_jit` vs `jax.jit` (issue 13).
+"""Per-step dispatch: `af.filter_jit` vs `eqx.filter_jit` vs `jax.jit`.
 
 Each case runs a warm step function as a loop does (the step's output is the next
 step's input) under the three jits in one process. Every round times all three

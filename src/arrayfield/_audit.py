@@ -151,7 +151,8 @@ def _leaf_finding(path: str, value: Any, field: Any) -> Finding | None:
                 value,
                 "weak-type",
                 "create it with an explicit dtype, jnp.asarray(x, dtype=jnp.float32), "
-                "or store it in an af.ArrayModule field, which makes it strong",
+                "or pass the Python number itself to an af.ArrayModule array field, "
+                "which stores it strongly typed",
             )
         return None
     if is_array(value) or (callable(value) and _is_stable_callable(value)):

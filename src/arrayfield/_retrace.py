@@ -352,7 +352,8 @@ def _leaf_change(path: str, o: _LeafSig, n: _LeafSig, jit: str | None) -> _Chang
             )
             fix = (
                 "create it with an explicit dtype, jnp.asarray(x, dtype=jnp.float32), "
-                "or store it in an af.ArrayModule field, which always makes it strong"
+                "or pass the Python number itself to an af.ArrayModule array field, "
+                "which stores it strongly typed (a weak array you pass is kept weak)"
             )
         return _Change(path, o.text, n.text, why, fix)
     if n.kind == "static" or o.kind == "static":
@@ -810,7 +811,9 @@ def _watching_call(original: Callable[..., Any]) -> Callable[..., Any]:
 
 
 class RetraceWatch:
-    """`with af.explain_retraces():` watches every `eqx.filter_jit` call in the block.
+    """`with af.explain_retraces():` watches every filter_jit call in the block.
+
+    Both `eqx.filter_jit` and `af.filter_jit` functions are watched.
 
     The block covers the thread that opens it. Blocks nest (an inner block shares
     the outer one's record), and leaving the outermost one removes every hook.
@@ -863,14 +866,15 @@ def explain_retraces(fn: Callable[..., Any] | None = None) -> Any:
     **Three ways to use it:**
 
     - As a decorator around a jitted function: `af.explain_retraces(eqx.filter_jit(f))`
-        or stacked above `@eqx.filter_jit` (`jax.jit` works too). Around a plain
-        function that a jit then traces, `eqx.filter_jit(af.explain_retraces(f))`,
-        each jit trace that calls it counts once (however often it calls it);
-        eager calls, also under `jax.grad` or `jax.vmap`, are not traces.
+        or stacked above `@eqx.filter_jit` (`af.filter_jit` and `jax.jit` work
+        too). Around a plain function that a jit then traces,
+        `eqx.filter_jit(af.explain_retraces(f))`, each jit trace that calls it
+        counts once (however often it calls it); eager calls, also under
+        `jax.grad` or `jax.vmap`, are not traces.
     - As a context manager, `with af.explain_retraces(): ...`, which watches every
-        `eqx.filter_jit` function called in the block by the same thread, without
-        touching their code. The first trace of each function inside the block is
-        the baseline.
+        `eqx.filter_jit` or `af.filter_jit` function called in the block by the
+        same thread, without touching their code. The first trace of each function
+        inside the block is the baseline.
     - For a whole process, without editing code: set the environment variable
         `ARRAYFIELD_EXPLAIN_RETRACES=1` before `arrayfield` is imported (e.g.
         `ARRAYFIELD_EXPLAIN_RETRACES=1 python -c "import arrayfield; ..."`, or add

@@ -206,8 +206,6 @@ def call_hook_installed() -> bool:
 # -- being eqx.filter_jit (for af.filter_jit) ---------------------------------------
 
 
-# The halves of the function `eqx.filter_jit` partitioned when it wrapped it: a
-# tuple of its arrays (None elsewhere) and `(other leaves, treedef)`.
 def _array_impl() -> type:
     try:
         from jax._src.array import ArrayImpl
@@ -220,6 +218,8 @@ def _array_impl() -> type:
 # for `isinstance(x, jax.Array)`, whose metaclass check costs ~0.1 us per leaf.
 ARRAY_IMPL: type = _array_impl()
 
+# The halves of the function `eqx.filter_jit` partitioned when it wrapped it: a
+# tuple of its arrays (None elsewhere) and `(other leaves, treedef)`.
 DYNAMIC_FUN = "_dynamic_fun"
 static_fun_of: Callable[[Any], Any] = operator.attrgetter("_static_fun")
 

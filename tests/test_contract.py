@@ -494,3 +494,13 @@ def test_rejected_jax_array_gets_no_advice_to_pass_an_array():
         Half(x=jnp.float32(1e5))
     assert "overflows float16" in str(caught.value)
     assert "Pass a number, an array" not in str(caught.value)
+
+
+def test_an_array_a_non_array_member_admits_is_kept_whatever_ran_before():
+    class Seq(af.ArrayModule):
+        x: collections.abc.Iterable | jaxtyping.Float32[Array, "n"]
+
+    half = jnp.ones(2, jnp.float16)  # not float32, but an Iterable
+    first = Seq(x=half).x
+    jnp.ones(2) + Weights(w=np.float32(1), n=0).w  # concrete arrays seen meanwhile
+    assert first is half and Seq(x=half).x is half

@@ -356,6 +356,8 @@ def to_array(value: Any, spec: ArraySpec) -> Any:
         # `.aval.dtype` is about half the cost of `.dtype` on a concrete array.
         if allowed is None or value.aval.dtype in dtype_set(allowed):
             return value
+        if spec.passthrough and isinstance(value, spec.passthrough):
+            return value  # as below, for arrays not yet seen on this path
         return _from_jax(value, spec)
     passthrough = spec.passthrough
     if passthrough and isinstance(value, passthrough):

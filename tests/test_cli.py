@@ -5,6 +5,7 @@ from __future__ import annotations
 import importlib.util
 import os
 import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -455,3 +456,94 @@ def test_the_command_never_imports_jax(tmp_path):
     )
     assert result.stdout.splitlines()[-1] == "[]", result.stderr
     assert " AF001 " in result.stdout
+
+
+FORM_FEED_SOURCE = (
+    b"import equinox as eqx\n\n\x0c\n\nclass N(eqx.Module):\n"
+    b"    a: float  # noqa: AF001\n    b: float\n    c: float  # NO"
+    b"QA\n"
+)
+ENCODED_SOURCES = {
+    "ff.py": FORM_FEED_SOURCE,
+    "crlf.py": b"import equinox as eqx\r\nimport jax\r\n\r\n\r\n"
+    b"class A(eqx.Module):\r\n    x: jax.Array\r\n",
+    "bom.py": b"\xef\xbb\xbfimport equinox as eqx\nimport jax\n\n\n"
+    b"class C(eqx.Module):\n    x: jax.Array\n",
+    "latin.py": b"# -*- coding: latin-1 -*-\nimport equinox as eqx\nimport jax\n\n"
+    b"# caf\xe9\nclass B(eqx.Module):\n    x: jax.Array  # \xe9t\xe9\n"
+    b'    label: str = "\xe9"\n',
+}
+
+
+@pytest.mark.skipif(shutil.which("git") is None, reason="needs git")
+def test_diff_is_a_patch_git_applies_whatever_the_line_breaks_and_encoding(tmp_path):
+    patched, migrated = tmp_path / "patched", tmp_path / "migrated"
+    for folder in (patched, migrated):
+        folder.mkdir()
+        for name, data in ENCODED_SOURCES.items():
+            (folder / name).write_bytes(data)
+
+    diff = subprocess.run(
+        [sys.executable, "-m", "arrayfield", "migrate", "--check", "--diff", "."],
+        capture_output=True,
+        cwd=patched,
+        env=ENV,
+        timeout=120,
+    )
+    assert diff.returncode == 1, diff.stderr
+    assert b"would migrate" not in diff.stdout
+    (tmp_path / "m.patch").write_bytes(diff.stdout)
+    applied = subprocess.run(
+        ["git", "apply", "-v", "../m.patch"], capture_output=True, cwd=patched
+    )
+    assert applied.returncode == 0, applied.stderr
+    assert run_migrate(".", cwd=migrated).returncode == 0
+
+    for name in ENCODED_SOURCES:
+        assert (patched / name).read_bytes() == (migrated / name).read_bytes(), name
+    assert (patched / "ff.py").read_bytes().count(b"\x0c") == 1
+    assert (patched / "bom.py").read_bytes().startswith(b"\xef\xbb\xbfimport arrayf")
+
+
+def test_noqa_is_matched_on_the_reported_line_after_a_form_feed(tmp_path):
+    (tmp_path / "ff.py").write_bytes(FORM_FEED_SOURCE)
+
+    result = run_migrate("--check", "ff.py", cwd=tmp_path)
+
+    # `a` has `# noqa: AF001`, `c` an upper-case `# NOQA`: only `b` is reported.
+    diagnostics = [line for line in result.stdout.splitlines() if " AF0" in line]
+    assert [line.split(" AF")[0] for line in diagnostics] == ["ff.py:7:5:"]
+    assert "'N.b'" in diagnostics[0]
+
+
+def test_check_with_diff_puts_nothing_but_the_patch_on_stdout(tmp_path):
+    copy_case("custom_alias", tmp_path / "spectrum.py")
+
+    result = run_migrate("--check", "--diff", "spectrum.py", cwd=tmp_path)
+
+    assert result.returncode == 1
+    assert result.stdout.startswith("--- spectrum.py\n+++ spectrum.py\n@@ ")
+    assert all(line[:1] in " +-@\\" for line in result.stdout.splitlines())
+
+
+def test_negative_job_count_is_a_usage_error(tmp_path):
+    copy_case("custom_alias", tmp_path / "spectrum.py")
+
+    result = run_migrate("-j", "-3", "spectrum.py", cwd=tmp_path)
+
+    assert result.returncode == 2
+    assert "usage: arrayfield migrate" in result.stderr
+    assert "-j/--jobs: must be 0 (one per CPU) or more, not -3" in result.stderr
+
+
+def test_unknown_coding_is_an_error_at_line_1_column_1(tmp_path):
+    (tmp_path / "badenc.py").write_bytes(
+        b"# -*- coding: nosuchcodec -*-\nimport equinox as eqx\n"
+    )
+
+    result = run_migrate("badenc.py", cwd=tmp_path)
+
+    assert result.returncode == 2
+    assert result.stderr.startswith(
+        "badenc.py:1:1: error: cannot parse: unknown encoding: nosuchcodec\n"
+    )

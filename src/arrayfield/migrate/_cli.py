@@ -34,8 +34,14 @@ EXIT_ERROR = 2
 # A file that mentions none of these cannot hold a Module class unless it
 # subclasses one found elsewhere, which `_index_project` searches for by name.
 _MENTIONS = re.compile(rb"equinox|eqx|Module")
-# A bare no-qa comment, or one naming codes: AF001 or AF001,AF002.
-_NOQA = re.compile(r"#\s*noqa(?::\s*(?P<codes>[A-Z]+[0-9]+(?:[,\s]+[A-Z]+[0-9]+)*))?")
+# A bare no-qa comment, or one naming codes: AF001 or AF001,AF002. Any case,
+# as flake8 and ruff accept an upper-case one.
+_NOQA = re.compile(
+    r"#\s*noqa(?::\s*(?P<codes>[A-Z]+[0-9]+(?:[,\s]+[A-Z]+[0-9]+)*))?", re.IGNORECASE
+)
+# Python's line breaks. str.splitlines also breaks at form feeds, \x1c-\x1e,
+# \x85 and \u2028, which Python, libcst and patch(1) take as part of a line.
+_LINE_BREAK = re.compile(r"\r\n|\r|\n")
 # Worker processes pay off from this many files to parse.
 _PARALLEL_THRESHOLD = 24
 # A progress counter appears on a terminal from this many files to rewrite.
@@ -133,7 +139,7 @@ def add_parser(subcommands: argparse._SubParsersAction) -> None:
     parser.add_argument(
         "-j",
         "--jobs",
-        type=int,
+        type=_job_count,
         default=0,
         help="worker processes for parsing (default: one per CPU)",
     )
@@ -153,19 +159,45 @@ def add_parser(subcommands: argparse._SubParsersAction) -> None:
     parser.set_defaults(run=run)
 
 
-def _unified_diff(path: str, before: str, after: str) -> str:
-    lines = difflib.unified_diff(
-        before.splitlines(keepends=True),
-        after.splitlines(keepends=True),
-        fromfile=path,
-        tofile=path,
+def _job_count(text: str) -> int:
+    try:
+        count = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"invalid count: {text!r}") from None
+    if count < 0:
+        raise argparse.ArgumentTypeError(
+            f"must be 0 (one per CPU) or more, not {count}"
+        )
+    return count
+
+
+def _split_lf(data: bytes) -> list[bytes]:
+    """The lines of a file as patch(1) and `git apply` count them: up to each
+    `\\n`, so that a lone `\\r` or a form feed stays inside its line."""
+    lines = data.split(b"\n")
+    out = [line + b"\n" for line in lines[:-1]]
+    if lines[-1]:
+        out.append(lines[-1])
+    return out
+
+
+def _unified_diff(path: str, result: MigrationResult) -> bytes:
+    """A patch that `git apply` and patch(1) accept: the lines in the file's own
+    encoding (a byte order mark included)."""
+    name = os.fsencode(path)
+    lines = difflib.diff_bytes(
+        difflib.unified_diff,
+        _split_lf(result.original.encode(result.encoding)),
+        _split_lf(result.code.encode(result.encoding)),
+        fromfile=name,
+        tofile=name,
     )
     out = []
     for line in lines:
-        if not line.endswith("\n"):
-            line += "\n\\ No newline at end of file\n"
+        if not line.endswith(b"\n"):
+            line += b"\n\\ No newline at end of file\n"
         out.append(line)
-    return "".join(out)
+    return b"".join(out)
 
 
 @dataclasses.dataclass
@@ -193,6 +225,8 @@ def _syntax_error(data: bytes, exc: Exception) -> tuple[int, int, str]:
 
 
 def _error(path: Path | str, message: str, line: int = 1, col: int = 1) -> None:
+    # Python reports some errors (an unknown coding) at column -1 or 0.
+    line, col = max(line, 1), max(col, 1)
     print(f"{path}:{line}:{col}: error: {message}", file=sys.stderr)
 
 
@@ -258,7 +292,7 @@ def _suppressed(line: str, code: str) -> bool:
     if match is None:
         return False
     codes = match.group("codes")
-    return codes is None or code in re.split(r"[,\s]+", codes.strip())
+    return codes is None or code in re.split(r"[,\s]+", codes.strip().upper())
 
 
 def _index_project(
@@ -412,7 +446,7 @@ def _report_file(
         outcome.errors += 1
         return
     name = str(path)
-    lines = result.original.splitlines()
+    lines = _LINE_BREAK.split(result.original)
     for d in result.diagnostics:
         if args.fix and d.fixable:
             continue  # made by --fix
@@ -422,11 +456,14 @@ def _report_file(
     if not result.changed:
         return
     if args.diff:
-        sys.stdout.write(_unified_diff(name, result.original, result.code))
+        # Only the patch goes to stdout (no `would migrate:` line in it).
+        sys.stdout.flush()
+        sys.stdout.buffer.write(_unified_diff(name, result))
+        sys.stdout.buffer.flush()
+    elif args.check:
+        print(f"would migrate: {name}")
     if args.check or args.diff:
         outcome.changed.append(name)
-        if args.check:
-            print(f"would migrate: {name}")
         return
     try:
         path.write_bytes(result.code.encode(result.encoding))

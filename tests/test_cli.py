@@ -510,7 +510,8 @@ def test_noqa_is_matched_on_the_reported_line_after_a_form_feed(tmp_path):
 
     result = run_migrate("--check", "ff.py", cwd=tmp_path)
 
-    # `a` has `# noqa: AF001`, `c` an upper-case `# NOQA`: only `b` is reported.
+    # `a` has a no-qa comment naming AF001, `c` a bare upper-case one: only `b`
+    # is reported.
     diagnostics = [line for line in result.stdout.splitlines() if " AF0" in line]
     assert [line.split(" AF")[0] for line in diagnostics] == ["ff.py:7:5:"]
     assert "'N.b'" in diagnostics[0]

@@ -548,3 +548,64 @@ def test_unknown_coding_is_an_error_at_line_1_column_1(tmp_path):
     assert result.stderr.startswith(
         "badenc.py:1:1: error: cannot parse: unknown encoding: nosuchcodec\n"
     )
+
+
+@pytest.mark.parametrize(
+    "spelling", ["data", "data/", "./src/pkg/data", "src/pkg/data/", "ABSOLUTE"]
+)
+def test_exclude_takes_the_spellings_shells_complete(spelling, tmp_path):
+    copy_case("decorated", tmp_path / "src" / "pkg" / "data" / "d.py")
+    copy_case("decorated", tmp_path / "src" / "pkg" / "model.py")
+    if spelling == "ABSOLUTE":
+        spelling = str(tmp_path / "src" / "pkg" / "data")
+
+    result = run_migrate("--check", "--exclude", spelling, ".", cwd=tmp_path)
+
+    assert result.stdout == f"would migrate: {Path('src', 'pkg', 'model.py')}\n"
+    assert "1 of 1 file would be migrated." in result.stderr
+
+
+def test_exclude_relative_to_the_working_directory_outside_the_walked_one(tmp_path):
+    copy_case("decorated", tmp_path / "src" / "pkg" / "data" / "d.py")
+    copy_case("decorated", tmp_path / "src" / "pkg" / "model.py")
+
+    result = run_migrate(
+        "--check", "--exclude", "../src/pkg/data", ".", cwd=tmp_path / "src"
+    )
+
+    assert result.stdout == f"would migrate: {Path('pkg', 'model.py')}\n"
+
+
+def _symlink(link: Path, target: str) -> None:
+    try:
+        link.symlink_to(target)
+    except OSError:  # Windows without the privilege
+        pytest.skip("cannot create symbolic links here")
+
+
+def test_walk_skips_dangling_links_and_hidden_files(tmp_path):
+    copy_case("decorated", tmp_path / "model.py")
+    # What Emacs leaves next to a file being edited.
+    _symlink(tmp_path / ".#model.py", "user@host.12345:1700000000")
+    _symlink(tmp_path / "gone.py", "deleted.py")
+    copy_case("decorated", tmp_path / ".hidden.py")
+
+    result = run_migrate("--check", ".", cwd=tmp_path)
+
+    assert result.returncode == 1, result.stderr
+    assert result.stdout == f"would migrate: {Path('.', 'model.py')}\n"
+    assert result.stderr == "1 of 1 file would be migrated.\n"
+
+
+def test_a_file_reached_twice_is_migrated_and_counted_once(tmp_path):
+    copy_case("decorated", tmp_path / "pkg" / "model.py")
+    _symlink(tmp_path / "pkg" / "alias.py", "model.py")  # sorts first
+    _symlink(tmp_path / "linked", "pkg")
+
+    result = run_migrate("pkg", "./pkg/", "linked", str(tmp_path / "pkg"), cwd=tmp_path)
+
+    assert result.returncode == 0, result.stderr
+    assert result.stdout == f"migrated: {Path('pkg', 'model.py')}\n"
+    assert result.stderr == "1 of 1 file migrated.\n"
+    assert (tmp_path / "pkg" / "alias.py").is_symlink()
+    assert (tmp_path / "pkg" / "model.py").read_bytes() == expected("decorated")

@@ -63,8 +63,11 @@ a second run changes nothing.
 All PATHs form one project: subclasses of a Module class are found in every
 file, through imports, relative imports and re-exports, and diagnostics use
 what the whole tree does with a field. Directories are searched for *.py
-files, skipping hidden, build/, dist/, site-packages, virtual environments
-(pyvenv.cfg) and .gitignore'd paths. `# noqa: AF001` silences a diagnostic.
+files, skipping hidden files and directories, links to nothing, build/,
+dist/, site-packages, virtual environments (pyvenv.cfg) and .gitignore'd
+paths; a file reached twice (a link, a directory named twice) is taken once.
+--exclude takes globs, directory paths (`data/`, `./src/pkg/data`) and
+absolute paths. `# noqa: AF001` silences a diagnostic.
 """
 
 
@@ -362,17 +365,24 @@ def run(args: argparse.Namespace) -> int:
         return EXIT_ERROR
 
     outcome = _Outcome()
-    files: dict[Path, None] = {}  # ordered and without repeats
+    # Each file once, however it was reached (`pkg ./pkg`, a link to another
+    # file of the tree): by its resolved path, under the first name found, or
+    # its own name rather than a link's.
+    files: dict[Path, Path] = {}
     for given in args.paths:
         path = Path(given)
         if not path.exists():
             _error(given, "no such file or directory")
             outcome.errors += 1
             continue
-        files.update(dict.fromkeys(python_files(path, args.exclude)))
+        for found in python_files(path, args.exclude):
+            key = found.resolve()
+            kept = files.get(key)
+            if kept is None or (kept.is_symlink() and not found.is_symlink()):
+                files[key] = found
 
     contents: dict[Path, bytes] = {}
-    for path in files:
+    for path in files.values():
         try:
             contents[path] = path.read_bytes()
         except OSError as exc:

@@ -89,7 +89,7 @@ class GitIgnore:
         except OSError:
             return
         rules = []
-        for line in text.splitlines():
+        for line in text.split("\n"):  # git's line break; rstrip drops a \r
             line = line.rstrip()
             if line and not line.startswith("#"):
                 rules.append(_Rule(line))
@@ -116,23 +116,53 @@ def _repository_root(start: Path) -> Path | None:
     return None
 
 
-def _excluded(path: Path, excludes: Sequence[str]) -> bool:
-    text = path.as_posix()
-    return any(
-        fnmatch.fnmatch(text, glob)
-        or fnmatch.fnmatch(path.name, glob)
-        or fnmatch.fnmatch(text, f"*/{glob}")
-        for glob in excludes
-    )
+class _Excludes:
+    """`--exclude` globs, matched against a path as walked (`src/pkg/data`), its
+    name, any trailing part of it, and its resolved absolute path; `./data`,
+    `data/` and `/abs/path/to/data` are spelled the way shells complete them."""
+
+    def __init__(self, globs: Sequence[str]) -> None:
+        self.globs = []
+        self.absolute = []
+        for glob in globs:
+            glob = glob.replace(os.sep, "/").rstrip("/") or "/"
+            while glob.startswith("./"):
+                glob = glob[2:].lstrip("/")
+            if not glob:
+                continue
+            self.globs.append(glob)
+            # Relative to the working directory, as the shell completed it.
+            self.absolute.append(Path(os.path.abspath(glob)).as_posix())
+
+    def __call__(self, path: Path) -> bool:
+        if not self.globs:
+            return False
+        text = path.as_posix()
+        if any(
+            fnmatch.fnmatch(text, glob)
+            or fnmatch.fnmatch(path.name, glob)
+            or fnmatch.fnmatch(text, f"*/{glob}")
+            for glob in self.globs
+        ):
+            return True
+        resolved = {Path(os.path.abspath(path)).as_posix(), path.resolve().as_posix()}
+        return any(
+            fnmatch.fnmatch(candidate, glob)
+            for glob in self.absolute
+            for candidate in resolved
+        )
 
 
 def python_files(path: Path, excludes: Sequence[str] = ()) -> Iterator[Path]:
     """`path` itself if it is a file, else the `*.py` files under it, sorted,
-    minus hidden and build directories, virtual environments (any directory
-    holding `pyvenv.cfg`), `.gitignore`d paths and `excludes` globs."""
+    minus hidden files and directories (editor lock files such as `.#model.py`
+    among them), symbolic links to nothing, build directories, virtual
+    environments (any directory holding `pyvenv.cfg`), `.gitignore`d paths and
+    `excludes` globs."""
     if not path.is_dir():
         yield path
         return
+    excluded = _Excludes(excludes)
     gitignore = GitIgnore()
     absolute = path.resolve()
     root = _repository_root(absolute)
@@ -151,7 +181,7 @@ def python_files(path: Path, excludes: Sequence[str] = ()) -> Iterator[Path]:
                 name.startswith(".")
                 or name in SKIPPED_DIRECTORIES
                 or (child / "pyvenv.cfg").exists()
-                or _excluded(child, excludes)
+                or excluded(child)
                 or gitignore.ignored(child.resolve(), is_dir=True)
             ):
                 continue
@@ -161,7 +191,9 @@ def python_files(path: Path, excludes: Sequence[str] = ()) -> Iterator[Path]:
             child = here / name
             if (
                 name.endswith(".py")
-                and not _excluded(child, excludes)
+                and not name.startswith(".")
+                and child.exists()  # not a link to nothing
+                and not excluded(child)
                 and not gitignore.ignored(child.resolve(), is_dir=False)
             ):
                 yield child

@@ -337,3 +337,73 @@ def test_typed_wraps_subclasses_elsewhere_but_not_fields_fix_opts_out(tmp_path):
     assert "    n: jax.Array = af.field(convert=False)\n" in child
     assert "    b: af.Field[jax.Array] = af.field(default=0.5)\n" in child
     assert migrate(tmp_path, "--check", "--typed", "--fix", "pkg").returncode == 0
+
+
+TWO_SCRIPT_FOLDERS = {
+    "scripts/models.py": """\
+        import equinox as eqx
+        import jax
+
+        class Grid(eqx.Module):
+            shape: jax.Array
+        """,
+    "scripts/use.py": """\
+        import jax.numpy as jnp
+        from models import Grid
+
+        class Zeros(Grid):
+            def make(self):
+                return jnp.zeros(self.shape)
+        """,
+    "tools/models.py": """\
+        import equinox as eqx
+        import jax
+
+        class Grid(eqx.Module):
+            y: jax.Array
+            gain: float
+        """,
+    "tools/use.py": """\
+        from models import Grid
+
+        class C(Grid):
+            z: float
+        """,
+}
+
+
+def test_same_module_name_under_two_roots_keeps_both_files(tmp_path):
+    # Two unrelated `models.py`, each imported by a script next to it: each
+    # import resolves under its own folder, whichever order the folders come in.
+    write_tree(tmp_path, TWO_SCRIPT_FOLDERS)
+    expected = [
+        "scripts/models.py:5 AF002 Grid.shape",
+        "tools/models.py:6 AF001 Grid.gain",
+        "tools/use.py:4 AF001 C.z",
+    ]
+
+    alone = migrate(tmp_path, "--check", "scripts")
+    both = migrate(tmp_path, "--check", "scripts", "tools")
+    reversed_ = migrate(tmp_path, "--check", "tools", "scripts")
+
+    assert codes(alone) == expected[:1]
+    assert codes(both) == expected
+    assert codes(reversed_) == expected
+
+
+def test_namespace_package_under_src_resolves_absolute_imports(tmp_path):
+    # src/acme/ has no __init__.py: a PEP 420 namespace package.
+    write_tree(
+        tmp_path,
+        {
+            "src/acme/models/__init__.py": "",
+            "src/acme/models/base.py": TWO_SCRIPT_FOLDERS["scripts/models.py"],
+            "src/acme/models/use.py": TWO_SCRIPT_FOLDERS["scripts/use.py"].replace(
+                "from models import", "from acme.models.base import"
+            ),
+        },
+    )
+
+    result = migrate(tmp_path, "--check", "src")
+
+    assert codes(result) == ["src/acme/models/base.py:5 AF002 Grid.shape"]

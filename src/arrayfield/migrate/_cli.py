@@ -307,7 +307,8 @@ def _index_project(
     Module classes import from (where the types of their fields are defined)."""
     facts: list[FileFacts] = []
     pending = dict(contents)
-    by_module: dict[str, Path] | None = None
+    # Module name -> the pending files of that name, one per import root.
+    by_module: dict[str, list[Path]] | None = None
     pattern: re.Pattern[bytes] | None = _MENTIONS
     found = [path for path, data in pending.items() if pattern.search(data)]
     searched: set[str] = set()
@@ -343,12 +344,14 @@ def _index_project(
         }
         if imported:
             if by_module is None:
-                by_module = {module_name(path)[0]: path for path in pending}
+                by_module = {}
+                for path in pending:
+                    by_module.setdefault(module_name(path)[0], []).append(path)
             for target in imported:
                 for module in (target, target.rpartition(".")[0]):
-                    path = by_module.get(module)
-                    if path is not None and path in pending and path not in found:
-                        found.append(path)
+                    for path in by_module.get(module) or []:
+                        if path in pending and path not in found:
+                            found.append(path)
     return ProjectIndex(facts)
 
 

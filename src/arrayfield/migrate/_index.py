@@ -435,22 +435,83 @@ class FileContext:
     bases: frozenset[str] = frozenset()
 
 
+# How many directories without `__init__.py` above a package may be namespace
+# packages (`src/acme/` is one).
+_NAMESPACE_DEPTH = 2
+
+
+def _is_top(directory: Path) -> bool:
+    """A directory no package name reaches above: `src/`, a project's root."""
+    return directory.name == "src" or any(
+        (directory / marker).exists()
+        for marker in ("pyproject.toml", "setup.py", "setup.cfg", ".git")
+    )
+
+
 class ProjectIndex:
     """Every indexed file, with bases resolved across modules."""
 
     def __init__(self, files: Iterable[FileFacts]) -> None:
         self.files = {facts.path: facts for facts in files}
-        self.modules = {facts.module: facts for facts in self.files.values()}
+        # Module names are unique within one import root (the directory above a
+        # file's top package), not across roots: `migrate scripts tools` may
+        # see two unrelated `models.py`. A top-level name found under several
+        # roots is keyed `models#<root>`, and an import resolves to the module
+        # under the importing file's own root (as Python's sys.path[0] would),
+        # else under a `src/` root, else under the first root.
+        self._root: dict[str, Path] = {}
+        roots_of_top: dict[str, set[Path]] = {}
+        for facts in self.files.values():
+            depth = facts.module.count(".") + 1 + facts.is_package
+            root = Path(facts.path).resolve().parents[depth - 1]
+            self._root[facts.path] = root
+            roots_of_top.setdefault(facts.module.partition(".")[0], set()).add(root)
+        self._roots_of_top = {
+            top: sorted(roots, key=lambda root: (root.name != "src", str(root)))
+            for top, roots in roots_of_top.items()
+            if len(roots) > 1
+        }
+        self.modules = {self.key(facts): facts for facts in self.files.values()}
+        # PEP 420 namespace packages: `src/acme/models/base.py` without
+        # `src/acme/__init__.py` is `models.base` and also `acme.models.base`.
+        self._namespace: dict[str, FileFacts] = {}
+        for facts in self.files.values():
+            root = self._root[facts.path]
+            prefix: list[str] = []
+            for directory in [root, *root.parents][:_NAMESPACE_DEPTH]:
+                if (directory / "__init__.py").is_file() or _is_top(directory):
+                    break
+                prefix.insert(0, directory.name)
+                name = ".".join([*prefix, facts.module])
+                if name not in self.modules:
+                    self._namespace.setdefault(name, facts)
         self._module_cache: dict[str, bool] = {}
         self._children: dict[str, list[tuple[str, ClassFacts]]] | None = None
+
+    def key(self, facts: FileFacts) -> str:
+        """The file's module name, made unique across import roots."""
+        return self._rooted(facts.module, self._root[facts.path])
+
+    def _rooted(self, name: str, root: Path) -> str:
+        """`name` (`models.base.Grid`) as imported by a file under `root`."""
+        top, dot, rest = name.partition(".")
+        roots = self._roots_of_top.get(top)
+        if roots is None:
+            return name
+        chosen = root if root in roots else roots[0]
+        return f"{top}#{roots.index(chosen)}{dot}{rest}"
+
+    def _module(self, name: str) -> FileFacts | None:
+        found = self.modules.get(name)
+        return self._namespace.get(name) if found is None else found
 
     def qualify(self, facts: FileFacts, name: str, depth: int = 0) -> str | None:
         """The qualified name a dotted name written in `facts`'s file refers to."""
         head, _, rest = name.partition(".")
         if head in facts.classes:
-            target: str | None = f"{facts.module}.{head}"
+            target: str | None = f"{self.key(facts)}.{head}"
         elif head in facts.imports:
-            target = facts.imports[head]
+            target = self._rooted(facts.imports[head], self._root[facts.path])
         elif head in facts.aliases and depth < 20 and facts.aliases[head] != name:
             target = self.qualify(facts, facts.aliases[head], depth + 1)
         else:
@@ -466,14 +527,14 @@ class ProjectIndex:
             return qualified
         parts = qualified.split(".")
         for cut in range(len(parts) - 1, 0, -1):
-            facts = self.modules.get(".".join(parts[:cut]))
+            facts = self._module(".".join(parts[:cut]))
             if facts is None:
                 continue
             rest = ".".join(parts[cut:])
-            if rest in facts.classes:
-                return qualified
-            if parts[cut] in facts.classes:
-                return qualified  # attribute of a class: nothing to follow
+            if rest in facts.classes or parts[cut] in facts.classes:
+                # A class, or an attribute of one: nothing to follow. Named by
+                # the module's key, whichever namespace spelling reached it.
+                return f"{self.key(facts)}.{rest}"
             resolved = self.qualify(facts, rest, depth + 1)
             return qualified if resolved is None else resolved
         return qualified
@@ -481,7 +542,7 @@ class ProjectIndex:
     def class_facts(self, qualified: str) -> tuple[FileFacts, ClassFacts] | None:
         parts = qualified.split(".")
         for cut in range(len(parts) - 1, 0, -1):
-            facts = self.modules.get(".".join(parts[:cut]))
+            facts = self._module(".".join(parts[:cut]))
             if facts is not None:
                 found = facts.classes.get(".".join(parts[cut:]))
                 return None if found is None else (facts, found)
@@ -511,7 +572,7 @@ class ProjectIndex:
         return [
             cls
             for cls in facts.classes.values()
-            if self.is_module(f"{facts.module}.{cls.qualname}")
+            if self.is_module(f"{self.key(facts)}.{cls.qualname}")
         ]
 
     def exported_module_classes(self) -> set[str]:
@@ -545,10 +606,10 @@ class ProjectIndex:
         while index < len(out):
             path, cls = out[index]
             index += 1
-            name = f"{self.files[path].module}.{cls.qualname}"
+            name = f"{self.key(self.files[path])}.{cls.qualname}"
             seen.add(name)
             for child_path, child in self._child_map().get(name, []):
-                child_name = f"{self.files[child_path].module}.{child.qualname}"
+                child_name = f"{self.key(self.files[child_path])}.{child.qualname}"
                 if child_name not in seen:
                     seen.add(child_name)
                     out.append((child_path, child))
@@ -570,7 +631,7 @@ class ProjectIndex:
         facts = self.files[path]
         classes: dict[str, ClassContext] = {}
         for cls in self.module_classes(facts):
-            qualified = f"{facts.module}.{cls.qualname}"
+            qualified = f"{self.key(facts)}.{cls.qualname}"
             uses: dict[str, dict[str, str]] = {}
             assigns: dict[str, dict[str, str]] = {}
             objects: dict[str, str] = {}

@@ -337,3 +337,68 @@ def test_typed_wraps_subclasses_elsewhere_but_not_fields_fix_opts_out(tmp_path):
     assert "    n: jax.Array = af.field(convert=False)\n" in child
     assert "    b: af.Field[jax.Array] = af.field(default=0.5)\n" in child
     assert migrate(tmp_path, "--check", "--typed", "--fix", "pkg").returncode == 0
+
+
+def test_shape_ndim_len_and_is_none_are_no_shape_or_condition_use(tmp_path):
+    write_tree(
+        tmp_path,
+        {
+            "lin.py": """\
+                from typing import Optional
+
+                import equinox as eqx
+                import jax
+                import jax.numpy as jnp
+
+
+                class Linear(eqx.Module):
+                    weight: jax.Array
+                    bias: Optional[jax.Array]
+                    kernel: jax.Array
+                    steps: jax.Array
+
+                    def __call__(self, x):
+                        if self.weight.ndim != 2 or self.weight.dtype == jnp.int32:
+                            raise ValueError("bad weight")
+                        y = self.weight @ x[: self.kernel.shape[1]]
+                        if self.bias is not None:
+                            y = y + self.bias
+                        for _ in range(len(self.kernel)):
+                            y = y + jnp.zeros(self.kernel.shape[0])
+                        return y[: self.steps + 1]
+                """,
+        },
+    )
+    result = migrate(tmp_path, "--check", "lin.py")
+    assert codes(result) == ["lin.py:12 AF002 Linear.steps"]
+    assert migrate(tmp_path, "--fix", "lin.py").returncode == 0
+    text = (tmp_path / "lin.py").read_text()
+    assert "    weight: jax.Array\n    bias: Optional[jax.Array]\n" in text
+    assert "    kernel: jax.Array\n" in text
+    assert "    steps: jax.Array = af.field(convert=False)\n" in text
+
+
+def test_noqa_af002_also_stops_the_fix_edit(tmp_path):
+    write_tree(
+        tmp_path,
+        {
+            "model.py": """\
+                import equinox as eqx
+                import jax
+                import jax.numpy as jnp
+
+
+                class Model(eqx.Module):
+                    n: jax.Array  # noqa: AF002
+                    m: jax.Array
+
+                    def zeros(self):
+                        return jnp.zeros(self.n), jnp.zeros(self.m)
+                """,
+        },
+    )
+    result = migrate(tmp_path, "--fix", "model.py")
+    assert (result.returncode, result.stdout) == (0, "")
+    text = (tmp_path / "model.py").read_text()
+    assert "    n: jax.Array  # noqa: AF002\n" in text
+    assert "    m: jax.Array = af.field(convert=False)\n" in text

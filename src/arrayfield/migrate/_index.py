@@ -46,7 +46,8 @@ _SHAPE_KEYWORDS = frozenset(
     {"shape", "s", "size", "num", "length", "n", "axis", "axes", "new_sizes"}
 )
 # Builtins that need a concrete Python value.
-_CONCRETE_BUILTINS = frozenset({"int", "bool", "len", "range", "slice"})
+# (`len` is not one: an array's length is static.)
+_CONCRETE_BUILTINS = frozenset({"int", "bool", "range", "slice"})
 
 # Classes from these packages are pytrees or arrays (jax.tree_util.Partial,
 # optax states...), not opaque objects hashed by identity.
@@ -171,14 +172,27 @@ def _self_attr(node: ast.expr, self_name: str) -> str | None:
     return None
 
 
-def _self_attrs_in(node: ast.AST, self_name: str) -> Iterable[str]:
-    for sub in ast.walk(node):
-        if (
-            isinstance(sub, ast.Attribute)
-            and isinstance(sub.value, ast.Name)
-            and sub.value.id == self_name
-        ):
-            yield sub.attr
+def _bare_attrs_in(node: ast.expr, self_name: str) -> Iterable[str]:
+    """The fields whose own value an expression needs as a Python value:
+    `self.f`, `self.f[0]`, `self.f + 1`, `not self.f`. `self.f.shape`,
+    `self.f.ndim`, `len(self.f)` and `self.f is None` are static for an array
+    too, so they do not count."""
+    if isinstance(node, ast.BoolOp):
+        for value in node.values:
+            yield from _bare_attrs_in(value, self_name)
+    elif isinstance(node, ast.UnaryOp):
+        yield from _bare_attrs_in(node.operand, self_name)
+    elif isinstance(node, ast.BinOp):
+        yield from _bare_attrs_in(node.left, self_name)
+        yield from _bare_attrs_in(node.right, self_name)
+    elif isinstance(node, ast.Compare):
+        if not all(isinstance(op, ast.Is | ast.IsNot) for op in node.ops):
+            for side in (node.left, *node.comparators):
+                yield from _bare_attrs_in(side, self_name)
+    else:
+        attr = _self_attr(node, self_name)
+        if attr is not None:
+            yield attr
 
 
 class _MethodReader(ast.NodeVisitor):
@@ -206,7 +220,7 @@ class _MethodReader(ast.NodeVisitor):
             for arg in args:
                 self._use(_self_attr(arg, self.self_name), SHAPE, node.lineno)
         if name in _CONCRETE_BUILTINS and node.args:
-            kind = SHAPE if name in ("range", "len", "slice") else CONTROL
+            kind = SHAPE if name in ("range", "slice") else CONTROL
             self._use(_self_attr(node.args[0], self.self_name), kind, node.lineno)
         for keyword in node.keywords:
             if keyword.arg in _SHAPE_KEYWORDS:
@@ -217,12 +231,12 @@ class _MethodReader(ast.NodeVisitor):
     def visit_Slice(self, node: ast.Slice) -> None:
         for bound in (node.lower, node.upper, node.step):
             if bound is not None:
-                for attr in _self_attrs_in(bound, self.self_name):
+                for attr in _bare_attrs_in(bound, self.self_name):
                     self._use(attr, SHAPE, getattr(bound, "lineno", 0))
         self.generic_visit(node)
 
     def _test(self, test: ast.expr) -> None:
-        for attr in _self_attrs_in(test, self.self_name):
+        for attr in _bare_attrs_in(test, self.self_name):
             self._use(attr, CONTROL, test.lineno)
 
     def visit_If(self, node: ast.If) -> None:

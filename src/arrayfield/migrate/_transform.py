@@ -172,9 +172,13 @@ class _Analysis(cst.CSTVisitor):
         context: FileContext | None,
         fix: bool,
         typed: bool,
+        source: str | None = None,
     ) -> None:
         super().__init__()
         self.wrapper = wrapper
+        # The source text, for `# noqa` comments (read only when --fix edits).
+        self.source = source
+        self._lines: list[str] | None = None
         # Field positions the project index read with `ast`: computing libcst's
         # positions costs a code generation pass over the whole file.
         self.known_positions: dict[cst.CSTNode, tuple[int, int]] = {}
@@ -213,6 +217,16 @@ class _Analysis(cst.CSTVisitor):
             self._positions = self.wrapper.resolve(PositionProvider)
         start = self._positions[node].start
         return start.line, start.column + 1
+
+    def _suppressed(self, line: int, code: str) -> bool:
+        """Whether `# noqa` on `line` silences `code`: a silenced fix is not made."""
+        if self.source is None:
+            return False
+        if self._lines is None:
+            self._lines = self.source.splitlines()
+        return 0 < line <= len(self._lines) and diag.suppressed(
+            self._lines[line - 1], code
+        )
 
     def _report(self, node: cst.CSTNode, code: str, message: str) -> None:
         line, col = self._position(node)
@@ -538,7 +552,7 @@ class _Analysis(cst.CSTVisitor):
                 self.diagnostics.append(
                     Diagnostic(line, col, "AF002", message, fixable=True)
                 )
-                if self.fix:
+                if self.fix and not self._suppressed(line, "AF002"):
                     self.field_edits[field] = _FieldEdit.NO_CONVERT
                     if call is not None:
                         self.released_names.add(_root_name(call.func) or "")
@@ -722,12 +736,14 @@ def migrate_module(
     fix: bool = False,
     typed: bool = False,
     scan_calls: bool = True,
+    source: str | None = None,
 ) -> tuple[cst.Module, list[Diagnostic]]:
     """Migrate a parsed module; see `migrate_source`. `scan_calls=False` (for a
-    file without `type(` in it) skips looking for `type(...)` classes."""
+    file without `type(` in it) skips looking for `type(...)` classes; `source`,
+    the module's text, lets `# noqa: AF002` stop the `--fix` edit too."""
     imports = ImportMap.from_module(module)
     wrapper = MetadataWrapper(module, unsafe_skip_copy=True)
-    analysis = _Analysis(wrapper, imports, context, fix, typed)
+    analysis = _Analysis(wrapper, imports, context, fix, typed, source)
     if scan_calls:
         wrapper.visit(analysis)
     else:
@@ -794,13 +810,18 @@ def migrate_source(
     module = cst.parse_module(source)
     needle = b"type(" if isinstance(source, bytes) else "type("
     scan_calls = needle in source  # pyright: ignore[reportOperatorIssue]
-    migrated, diagnostics = migrate_module(
-        module, context, fix=fix, typed=typed, scan_calls=scan_calls
-    )
     # libcst reproduces its input exactly: decoding is cheaper than `.code`.
     original = source if isinstance(source, str) else source.decode(module.encoding)
     if original.startswith("\ufeff"):
         original = module.code
+    migrated, diagnostics = migrate_module(
+        module,
+        context,
+        fix=fix,
+        typed=typed,
+        scan_calls=scan_calls,
+        source=original,
+    )
     return MigrationResult(
         original=original,
         code=original if migrated is module else migrated.code,

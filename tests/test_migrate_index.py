@@ -402,3 +402,45 @@ def test_noqa_af002_also_stops_the_fix_edit(tmp_path):
     text = (tmp_path / "model.py").read_text()
     assert "    n: jax.Array  # noqa: AF002\n" in text
     assert "    m: jax.Array = af.field(convert=False)\n" in text
+
+
+def test_fix_keeps_the_arguments_of_a_dataclasses_field(tmp_path):
+    write_tree(
+        tmp_path,
+        {
+            "grid.py": """\
+                import dataclasses
+
+                import equinox as eqx
+                import jax
+                import jax.numpy as jnp
+
+
+                class Grid(eqx.Module):
+                    shape: jax.Array = dataclasses.field(default=(4, 4))
+                    data: jax.Array = dataclasses.field(
+                        default_factory=lambda: jnp.zeros(2)
+                    )
+
+                    def make(self):
+                        return jnp.zeros(self.shape)
+
+
+                print(eqx.filter_jit(Grid.make)(Grid()).shape)
+                """,
+        },
+    )
+    result = migrate(tmp_path, "--fix", "grid.py")
+    assert (result.returncode, result.stdout) == (0, "")
+    text = (tmp_path / "grid.py").read_text()
+    assert "    shape: jax.Array = af.field(default=(4, 4), convert=False)\n" in text
+    assert "    data: jax.Array = dataclasses.field(\n" in text
+    run = subprocess.run(
+        [sys.executable, "grid.py"],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        env=ENV,
+        timeout=120,
+    )
+    assert run.stdout == "(4, 4)\n", run.stderr

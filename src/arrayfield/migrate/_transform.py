@@ -56,9 +56,8 @@ _CONVERTER_KINDS: dict[str, ArrayKind] = {
     "numpy.asarray": "numpy",
     "numpy.array": "numpy",
 }
-_FIELD_FUNCTIONS = frozenset({"equinox.field", "arrayfield.field"})
-# Field specifiers whose call, as a field's value, is not the field's default.
-_SPECIFIERS = _FIELD_FUNCTIONS | {"dataclasses.field"}
+# Field specifiers: their call, as a field's value, is not the field's default.
+_SPECIFIERS = frozenset({"equinox.field", "arrayfield.field", "dataclasses.field"})
 # Legacy annotations: functions, not types; `ndarray` is the type each stands for.
 _LEGACY_ANNOTATIONS = frozenset({"numpy.array", "jax.numpy.array"})
 
@@ -176,7 +175,7 @@ class _Analysis(cst.CSTVisitor):
     ) -> None:
         super().__init__()
         self.wrapper = wrapper
-        # The source text, for `# noqa` comments (read only when --fix edits).
+        # The source text, for noqa comments (read only when --fix edits).
         self.source = source
         self._lines: list[str] | None = None
         # Field positions the project index read with `ast`: computing libcst's
@@ -389,8 +388,8 @@ class _Analysis(cst.CSTVisitor):
         value = field.value
         call = None
         if isinstance(value, cst.Call):
-            function = self.imports.resolve(value.func)
-            if function in _FIELD_FUNCTIONS:
+            # dataclasses.field too: its `default=` is the default, not the call.
+            if self.imports.resolve(value.func) in _SPECIFIERS:
                 call = value
         keywords = {
             arg.keyword.value: arg for arg in (call.args if call else ()) if arg.keyword
@@ -611,7 +610,7 @@ class _Rewriter(cst.CSTTransformer):
             return cst.Call(func=self.field_function, args=[_no_convert_arg()])
         if (
             isinstance(value, cst.Call)
-            and self.analysis.imports.resolve(value.func) in _FIELD_FUNCTIONS
+            and self.analysis.imports.resolve(value.func) in _SPECIFIERS
         ):
             args = list(value.args)
             if args:

@@ -386,11 +386,10 @@ class _Analysis(cst.CSTVisitor):
         if context is not None and name in context.fields:
             self.known_positions[field.target] = context.fields[name]
         value = field.value
+        # dataclasses.field too: its `default=` is the default, not the call.
         call = None
-        if isinstance(value, cst.Call):
-            # dataclasses.field too: its `default=` is the default, not the call.
-            if self.imports.resolve(value.func) in _SPECIFIERS:
-                call = value
+        if isinstance(value, cst.Call) and self._is_specifier(value):
+            call = value
         keywords = {
             arg.keyword.value: arg for arg in (call.args if call else ()) if arg.keyword
         }

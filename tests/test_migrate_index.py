@@ -444,3 +444,65 @@ def test_fix_keeps_the_arguments_of_a_dataclasses_field(tmp_path):
         timeout=120,
     )
     assert run.stdout == "(4, 4)\n", run.stderr
+
+
+def test_equinox_module_imported_through_a_project_module(tmp_path):
+    write_tree(
+        tmp_path,
+        {
+            "pkg/__init__.py": "",
+            "pkg/core.py": """\
+                from equinox import Module
+                import jax
+
+
+                class Base(Module):
+                    x: jax.Array
+                """,
+            "pkg/other.py": """\
+                import jax
+                from .core import Module, Base
+                from . import core
+
+
+                class Other(Module):
+                    y: jax.Array
+
+
+                class Dotted(core.Module):
+                    w: jax.Array
+
+
+                class Derived(Base):
+                    z: jax.Array
+                """,
+            "check.py": """\
+                import jax
+                from pkg.other import Derived, Dotted, Other
+
+                print(
+                    isinstance(Other(y=0).y, jax.Array),
+                    isinstance(Dotted(w=0).w, jax.Array),
+                    isinstance(Derived(x=1, z=2).z, jax.Array),
+                )
+                """,
+        },
+    )
+    result = migrate(tmp_path, "--typed", "pkg")
+    assert (result.returncode, result.stdout) == (0, ""), result.stderr
+    core = (tmp_path / "pkg/core.py").read_text()
+    assert "from equinox import Module\n" in core  # pkg/other.py imports it
+    other = (tmp_path / "pkg/other.py").read_text()
+    assert "class Other(af.ArrayModule):\n    y: af.Field[jax.Array]\n" in other
+    assert "class Dotted(af.ArrayModule):\n    w: af.Field[jax.Array]\n" in other
+    assert "from .core import Base\n" in other
+    run = subprocess.run(
+        [sys.executable, "check.py"],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        env=ENV,
+        timeout=120,
+    )
+    assert run.stdout == "True True True\n", run.stderr
+    assert migrate(tmp_path, "--check", "--typed", "pkg").returncode == 0

@@ -23,6 +23,8 @@ ROOTS = frozenset(
     {"equinox.Module", "equinox._module.Module", "arrayfield.ArrayModule"}
 )
 
+_EQUINOX_MODULE = frozenset({"equinox.Module", "equinox._module.Module"})
+
 # Functions whose positional arguments are shapes, sizes or axes.
 _SHAPE_FUNCTIONS = frozenset(
     {
@@ -441,12 +443,19 @@ class FileContext:
     - `bases`: names bound in the file to Module classes (imported or not).
     - `plain_classes`: names bound in the file (`WCS`, `wcs.WCS`) to classes of
         the tree that are not Modules and compare by identity.
+    - `equinox_bases`: bases as written in the file (`Module` after
+        `from .core import Module`) that are equinox's Module reached through
+        other modules of the tree.
+    - `exported`: names other files of the tree import from this module: their
+        imports stay even when this file stops using them.
     """
 
     classes: dict[str, ClassContext]
     tree_at: dict[str, str]
     plain_classes: frozenset[str] = frozenset()
     bases: frozenset[str] = frozenset()
+    equinox_bases: frozenset[str] = frozenset()
+    exported: frozenset[str] = frozenset()
 
 
 class ProjectIndex:
@@ -457,6 +466,7 @@ class ProjectIndex:
         self.modules = {facts.module: facts for facts in self.files.values()}
         self._module_cache: dict[str, bool] = {}
         self._children: dict[str, list[tuple[str, ClassFacts]]] | None = None
+        self._imported: dict[str, set[str]] | None = None
 
     def qualify(self, facts: FileFacts, name: str, depth: int = 0) -> str | None:
         """The qualified name a dotted name written in `facts`'s file refers to."""
@@ -614,7 +624,45 @@ class ProjectIndex:
             for attr, line in other.tree_at.items()
         }
         plain, bases = self._bound_classes(facts)
-        return FileContext(classes, tree_at, plain, bases)
+        equinox_bases = frozenset(
+            base
+            for cls in facts.classes.values()
+            for base in cls.bases
+            if self._imported_equinox_module(facts, base)
+        )
+        exported = frozenset(self._imported_names().get(facts.module, ()))
+        return FileContext(classes, tree_at, plain, bases, equinox_bases, exported)
+
+    def _imported_equinox_module(
+        self, facts: FileFacts, name: str, depth: int = 0
+    ) -> bool:
+        """Whether `name`, written in `facts`'s file, is equinox's Module reached
+        through imports alone (`Base = eqx.Module` is rewritten where it is)."""
+        head, _, rest = name.partition(".")
+        if depth > 20 or head in facts.classes or head not in facts.imports:
+            return False
+        target = f"{facts.imports[head]}.{rest}" if rest else facts.imports[head]
+        if target in _EQUINOX_MODULE:
+            return True
+        parts = target.split(".")
+        for cut in range(len(parts) - 1, 0, -1):
+            other = self.modules.get(".".join(parts[:cut]))
+            if other is not None:
+                rest = ".".join(parts[cut:])
+                return self._imported_equinox_module(other, rest, depth + 1)
+        return False
+
+    def _imported_names(self) -> dict[str, set[str]]:
+        """Module name -> the names other files import from it by name."""
+        if self._imported is None:
+            imported: dict[str, set[str]] = {}
+            for facts in self.files.values():
+                for target in facts.imports.values():
+                    module, _, name = target.rpartition(".")
+                    if module in self.modules and module != facts.module:
+                        imported.setdefault(module, set()).add(name)
+            self._imported = imported
+        return self._imported
 
     def _bound_classes(self, facts: FileFacts) -> tuple[frozenset[str], frozenset[str]]:
         """The file's names for plain classes and for Module classes of the tree."""

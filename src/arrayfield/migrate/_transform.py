@@ -264,7 +264,12 @@ class _Analysis(cst.CSTVisitor):
                 self._walk(statement)
 
     def _is_equinox_module(self, expr: cst.BaseExpression) -> bool:
-        return self.imports.resolve(expr) == "equinox.Module"
+        if self.imports.resolve(expr) == "equinox.Module":
+            return True
+        # `from .core import Module` where core imports it from equinox.
+        return (
+            self.context is not None and dotted_name(expr) in self.context.equinox_bases
+        )
 
     def visit_Module(self, node: cst.Module) -> None:
         for statement in node.body:
@@ -321,7 +326,7 @@ class _Analysis(cst.CSTVisitor):
         equinox_bases = [
             index
             for index, base in enumerate(node.bases)
-            if self.imports.resolve(base.value) == "equinox.Module"
+            if self._is_equinox_module(base.value)
         ]
         already_migrated = any(
             self.imports.resolve(base.value) == "arrayfield.ArrayModule"
@@ -764,7 +769,10 @@ def migrate_module(
     migrated = wrapper.visit(_Rewriter(analysis, names))
     if new_import is not None:
         migrated = add_import(migrated, new_import, next_to=("equinox", "jax"))
-    migrated = remove_unused_imports(migrated, analysis.released_names)
+    released = analysis.released_names
+    if context is not None:
+        released = released - context.exported  # other files import them from here
+    migrated = remove_unused_imports(migrated, released)
     return migrated, diagnostics
 
 

@@ -582,12 +582,94 @@ def _is_cache(decorator: cst.Decorator) -> bool:
     return (dotted_name(expr) or "").rpartition(".")[2] in ("cache", "lru_cache")
 
 
+def _has_comment(whitespace: cst.BaseParenthesizableWhitespace) -> bool:
+    return isinstance(whitespace, cst.ParenthesizedWhitespace) and (
+        whitespace.first_line.comment is not None
+        or any(line.comment is not None for line in whitespace.empty_lines)
+    )
+
+
+def _joined(
+    first: cst.BaseParenthesizableWhitespace,
+    second: cst.BaseParenthesizableWhitespace,
+    *,
+    layout_of_second: bool,
+) -> cst.BaseParenthesizableWhitespace:
+    """The whitespace that replaces `first`, a removed argument and `second`:
+    the layout of one of them (the other if only it breaks the line), with the
+    comments of both."""
+    layout = second if layout_of_second else first
+    if not (_has_comment(first) or _has_comment(second)):
+        return layout
+    broken = [w for w in (first, second) if isinstance(w, cst.ParenthesizedWhitespace)]
+    if not isinstance(layout, cst.ParenthesizedWhitespace):
+        layout = broken[0]  # a comment ends its line: keep a line break
+    head: cst.TrailingWhitespace | None = None
+    lines: list[cst.EmptyLine] = []
+    for whitespace in broken:
+        comment = whitespace.first_line.comment
+        if comment is not None and head is None:
+            head = whitespace.first_line
+        elif comment is not None:
+            # On a line of its own, indented as the arguments are.
+            indent = broken[0].last_line
+            lines.append(cst.EmptyLine(whitespace=indent, comment=comment))
+        lines.extend(whitespace.empty_lines)
+    return layout.with_changes(first_line=head or layout.first_line, empty_lines=lines)
+
+
 def _without_arg(call: cst.Call, index: int) -> cst.Call:
+    """`call` without its argument `index`; the comments around it stay."""
     args = list(call.args)
     removed = args.pop(index)
-    if index == len(args):
-        args[-1] = args[-1].with_changes(comma=removed.comma)
+    if isinstance(removed.comma, cst.Comma):
+        trailing = removed.comma.whitespace_after
+    else:
+        trailing = removed.whitespace_after_arg
+    if index == len(args) and args:
+        last = args[-1]
+        assert isinstance(last.comma, cst.Comma)
+        if isinstance(removed.comma, cst.Comma):
+            comma = last.comma.with_changes(
+                whitespace_after=_joined(
+                    last.comma.whitespace_after, trailing, layout_of_second=True
+                )
+            )
+            args[-1] = last.with_changes(comma=comma)
+        else:
+            args[-1] = last.with_changes(
+                comma=cst.MaybeSentinel.DEFAULT,
+                whitespace_after_arg=_joined(
+                    last.comma.whitespace_after, trailing, layout_of_second=True
+                ),
+            )
+    elif index == 0:
+        whitespace = _joined(
+            call.whitespace_before_args, trailing, layout_of_second=False
+        )
+        return call.with_changes(args=args, whitespace_before_args=whitespace)
+    else:
+        before = args[index - 1]
+        assert isinstance(before.comma, cst.Comma)
+        comma = before.comma.with_changes(
+            whitespace_after=_joined(
+                before.comma.whitespace_after, trailing, layout_of_second=False
+            )
+        )
+        args[index - 1] = before.with_changes(comma=comma)
     return call.with_changes(args=args)
+
+
+def _comments(node: cst.CSTNode) -> list[cst.Comment]:
+    """The comments inside `node`, in order."""
+    found: list[cst.Comment] = []
+
+    class _Collector(cst.CSTVisitor):
+        def visit_Comment(self, comment: cst.Comment) -> None:
+            found.append(comment)
+
+    node.visit(_Collector())
+    return found
 
 
 class _Rewriter(cst.CSTTransformer):
@@ -599,6 +681,22 @@ class _Rewriter(cst.CSTTransformer):
         self.array_module = cst.parse_expression(names["ArrayModule"])
         self.field_type = cst.parse_expression(names["Field"])
         self.field_function = cst.parse_expression(names["field"])
+
+        # Comments of field calls dropped whole, to go above their statement.
+        self._moved_comments: list[cst.Comment] = []
+
+    def leave_SimpleStatementLine(
+        self,
+        original_node: cst.SimpleStatementLine,
+        updated_node: cst.SimpleStatementLine,
+    ) -> cst.SimpleStatementLine:
+        if not self._moved_comments:
+            return updated_node
+        lines = [cst.EmptyLine(comment=comment) for comment in self._moved_comments]
+        self._moved_comments = []
+        return updated_node.with_changes(
+            leading_lines=[*updated_node.leading_lines, *lines]
+        )
 
     def on_leave(
         self, original_node: cst.CSTNode, updated_node: cst.CSTNode
@@ -643,6 +741,8 @@ class _Rewriter(cst.CSTTransformer):
     ) -> cst.AnnAssign:
         edit = self.analysis.field_edits.get(original_node)
         if edit is _FieldEdit.DROP_DEFAULT:
+            if updated_node.value is not None:
+                self._moved_comments.extend(_comments(updated_node.value))
             updated_node = updated_node.with_changes(
                 value=None, equal=cst.MaybeSentinel.DEFAULT
             )

@@ -506,3 +506,66 @@ def test_equinox_module_imported_through_a_project_module(tmp_path):
     )
     assert run.stdout == "True True True\n", run.stderr
     assert migrate(tmp_path, "--check", "--typed", "pkg").returncode == 0
+
+
+def test_named_tuples_and_enums_compare_by_value_and_are_not_af005(tmp_path):
+    write_tree(
+        tmp_path,
+        {
+            "cfg.py": """\
+                import enum
+                from typing import NamedTuple
+
+
+                class Shape(NamedTuple):
+                    h: int
+                    w: int
+
+
+                class Pair(tuple):
+                    pass
+
+
+                class Mode(enum.Enum):
+                    TRAIN = "train"
+
+
+                class Level(enum.IntEnum):
+                    LOW = 1
+
+
+                class SubMode(Shape):
+                    pass
+
+
+                class Opaque:
+                    pass
+                """,
+            "model.py": """\
+                import equinox as eqx
+                import jax
+                from cfg import Level, Mode, Opaque, Pair, Shape, SubMode
+
+
+                class Net(eqx.Module):
+                    w: jax.Array
+                    size: Shape
+                    pair: Pair
+                    mode: Mode
+                    level: Level
+                    sub: SubMode
+                    other: Opaque
+
+                    def __init__(self, h, w, mode):
+                        self.w = jax.numpy.ones((h, w))
+                        self.size = Shape(h, w)
+                        self.pair = Pair((h, w))
+                        self.mode = Mode(mode)
+                        self.level = Level(1)
+                        self.sub = SubMode(h, w)
+                        self.other = Opaque()
+                """,
+        },
+    )
+    result = migrate(tmp_path, "--check", ".")
+    assert codes(result) == ["model.py:13 AF005 Net.other"]

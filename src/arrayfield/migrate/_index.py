@@ -25,6 +25,25 @@ ROOTS = frozenset(
 
 _EQUINOX_MODULE = frozenset({"equinox.Module", "equinox._module.Module"})
 
+# Bases whose subclasses compare (and hash) by value, or are singletons.
+_VALUE_BASES = frozenset(
+    {
+        "tuple",
+        "str",
+        "int",
+        "float",
+        "bytes",
+        "frozenset",
+        "typing.NamedTuple",
+        "typing_extensions.NamedTuple",
+        "enum.Enum",
+        "enum.IntEnum",
+        "enum.StrEnum",
+        "enum.Flag",
+        "enum.IntFlag",
+    }
+)
+
 # Functions whose positional arguments are shapes, sizes or axes.
 _SHAPE_FUNCTIONS = frozenset(
     {
@@ -610,6 +629,7 @@ class ProjectIndex:
                     if not (
                         self.is_module(resolved)
                         or resolved.split(".")[0] in _PYTREE_PACKAGES
+                        or self._by_value(resolved)
                     ):
                         objects.setdefault(attr, called)
             for attr in [a for a in assigns if OBJECT in assigns[a]]:
@@ -664,6 +684,22 @@ class ProjectIndex:
             self._imported = imported
         return self._imported
 
+    def _by_value(self, qualified: str, depth: int = 0) -> bool:
+        """Whether instances of a class of the tree compare by value (a
+        dataclass, `__eq__`, a NamedTuple, an Enum...), not by identity."""
+        found = self.class_facts(qualified)
+        if found is None or depth > 50:
+            return False
+        facts, cls = found
+        if cls.value_eq:
+            return True
+        return any(
+            base in _VALUE_BASES
+            or self.qualify(facts, base) in _VALUE_BASES
+            or self._by_value(self.qualify(facts, base) or base, depth + 1)
+            for base in cls.bases
+        )
+
     def _bound_classes(self, facts: FileFacts) -> tuple[frozenset[str], frozenset[str]]:
         """The file's names for plain classes and for Module classes of the tree."""
         plain, modules = set(), set()
@@ -674,7 +710,8 @@ class ProjectIndex:
             if self.is_module(qualified):
                 modules.add(local)
                 continue
-            found = self.class_facts(qualified)
-            if found is not None and not found[1].value_eq:
+            if self.class_facts(qualified) is not None and not self._by_value(
+                qualified
+            ):
                 plain.add(local)
         return frozenset(plain), frozenset(modules)

@@ -569,3 +569,46 @@ def test_named_tuples_and_enums_compare_by_value_and_are_not_af005(tmp_path):
     )
     result = migrate(tmp_path, "--check", ".")
     assert codes(result) == ["model.py:13 AF005 Net.other"]
+
+
+def test_subscripted_generic_bases_are_followed(tmp_path):
+    write_tree(
+        tmp_path,
+        {
+            "pkg/__init__.py": "",
+            "pkg/gen.py": """\
+                from typing import Generic, TypeVar
+
+                import equinox as eqx
+                import jax
+                import jax.numpy as jnp
+
+                T = TypeVar("T")
+
+
+                class Parent(eqx.Module, Generic[T]):
+                    shape: jax.Array
+                    meta: T
+
+
+                class Near(Parent[int]):
+                    scale: jax.Array = eqx.field(converter=jnp.asarray)
+                """,
+            "pkg/child.py": """\
+                import jax.numpy as jnp
+
+                from .gen import Parent
+
+
+                class Child(Parent[int]):
+                    def make(self):
+                        return jnp.zeros(self.shape)
+                """,
+        },
+    )
+    result = migrate(tmp_path, "--check", "pkg")
+    assert codes(result) == ["pkg/gen.py:11 AF002 Parent.shape"]
+    assert migrate(tmp_path, "--fix", "pkg").returncode == 0
+    text = (tmp_path / "pkg/gen.py").read_text()
+    assert "    shape: jax.Array = af.field(convert=False)\n" in text
+    assert "class Near(Parent[int]):\n    scale: af.Field[jax.Array]\n" in text

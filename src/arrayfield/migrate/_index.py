@@ -392,7 +392,9 @@ class _FileReader(ast.NodeVisitor):
     def visit_ClassDef(self, node: ast.ClassDef) -> None:
         outer = self.scopes[-1] if self.scopes else None
         qualname = node.name if outer is None else f"{outer}.{node.name}"
-        bases = [name for name in map(dotted, node.bases) if name is not None]
+        # `Parent[int]`: a generic class subscripted is still `Parent`.
+        written = [b.value if isinstance(b, ast.Subscript) else b for b in node.bases]
+        bases = [name for name in map(dotted, written) if name is not None]
         facts = ClassFacts(qualname, node.lineno, bases)
         facts.value_eq = bool(node.decorator_list)
         self.facts.classes.setdefault(qualname, facts)

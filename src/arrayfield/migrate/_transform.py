@@ -99,6 +99,11 @@ def _root_name(expr: cst.BaseExpression) -> str | None:
     return None if dotted is None else dotted.split(".")[0]
 
 
+def _unsubscripted(expr: cst.BaseExpression) -> cst.BaseExpression:
+    """`Parent` for the base `Parent[int]` of a generic class."""
+    return expr.value if isinstance(expr, cst.Subscript) else expr
+
+
 def _is_true(expr: cst.BaseExpression | None, value: str) -> bool:
     return isinstance(expr, cst.Name) and expr.value == value
 
@@ -300,11 +305,12 @@ class _Analysis(cst.CSTVisitor):
         for base in direct:
             self.expression_edits.add(base)
             self.released_names.add(_root_name(base) or "")
+        names = [dotted_name(_unsubscripted(base)) for base in bases]
         derived = direct or any(
-            dotted_name(base) in self.module_aliases
-            or dotted_name(base) in self.module_classes
-            or (self.context is not None and dotted_name(base) in self.context.bases)
-            for base in bases
+            name in self.module_aliases
+            or name in self.module_classes
+            or (self.context is not None and name in self.context.bases)
+            for name in names
         )
         if derived and self._cached and not self._cached[-1]:
             self._report(
@@ -328,15 +334,16 @@ class _Analysis(cst.CSTVisitor):
             for index, base in enumerate(node.bases)
             if self._is_equinox_module(base.value)
         ]
+        written = [_unsubscripted(base.value) for base in node.bases]
         already_migrated = any(
-            self.imports.resolve(base.value) == "arrayfield.ArrayModule"
-            or dotted_name(base.value) in self.module_classes
-            for base in node.bases
+            self.imports.resolve(base) == "arrayfield.ArrayModule"
+            or dotted_name(base) in self.module_classes
+            for base in written
         )
         # Known from the project index: a subclass of a Module class defined in
         # another module, or of an alias such as `Base = eqx.Module`.
         elsewhere = any(
-            dotted_name(base.value) in self.module_aliases for base in node.bases
+            dotted_name(base) in self.module_aliases for base in written
         ) or (self.context is not None and qualname in self.context.classes)
         if not (equinox_bases or already_migrated or elsewhere):
             return

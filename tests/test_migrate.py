@@ -359,3 +359,25 @@ def test_wrapping_when_af_is_taken_spells_arrayfield():
     )
     code = migrate_source(source).code
     assert "x: arrayfield.Field[Array]\n" in code and "import arrayfield\n" in code
+
+
+def test_typed_reads_legacy_array_functions_as_ndarray_inside_and_in_strings():
+    source = (
+        "from typing import Optional\n\n"
+        "import equinox as eqx\n"
+        "import jax.numpy as jnp\n"
+        "import numpy as np\n\n\n"
+        "class Old(eqx.Module):\n"
+        '    b: "jnp.array"\n'
+        "    c: Optional[np.array] = None\n"
+        "    d: 'Optional[np.array]' = None\n"
+    )
+    result = migrate_source(source, typed=True)
+    assert '    b: af.Field["jnp.ndarray"]\n' in result.code
+    assert "    c: af.Field[Optional[np.ndarray]] = af.field(default=None)\n" in (
+        result.code
+    )
+    assert "    d: af.Field['Optional[np.ndarray]'] = af.field(default=None)\n" in (
+        result.code
+    )
+    assert not migrate_source(result.code, typed=True).changed

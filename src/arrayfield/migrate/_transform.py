@@ -785,17 +785,57 @@ class _Rewriter(cst.CSTTransformer):
         return updated_node
 
     def _field_type_of(self, annotation: cst.BaseExpression) -> cst.Subscript:
-        """`af.Field[annotation]`, with `np.array` read as `np.ndarray`: a
-        function is no type to a checker."""
-        if (
-            isinstance(annotation, cst.Attribute)
-            and self.analysis.imports.resolve(annotation) in _LEGACY_ANNOTATIONS
-        ):
-            annotation = annotation.with_changes(attr=cst.Name("ndarray"))
+        """`af.Field[annotation]`, with `np.array` read as `np.ndarray` wherever
+        it appears (in `Optional[...]`, in a string): a function is no type to a
+        checker."""
+        annotation = _legacy_as_ndarray(annotation, self.analysis.imports)
         return cst.Subscript(
             value=self.field_type,
             slice=[cst.SubscriptElement(slice=cst.Index(value=annotation))],
         )
+
+
+class _LegacyAnnotations(cst.CSTTransformer):
+    """`np.array` and `jnp.array` as `np.ndarray` and `jnp.ndarray`, strings too."""
+
+    def __init__(self, imports: ImportMap) -> None:
+        super().__init__()
+        self.imports = imports
+
+    def leave_Attribute(
+        self, original_node: cst.Attribute, updated_node: cst.Attribute
+    ) -> cst.Attribute:
+        if self.imports.resolve(original_node) in _LEGACY_ANNOTATIONS:
+            return updated_node.with_changes(attr=cst.Name("ndarray"))
+        return updated_node
+
+    def leave_SimpleString(
+        self, original_node: cst.SimpleString, updated_node: cst.SimpleString
+    ) -> cst.SimpleString:
+        text = updated_node.evaluated_value
+        if not isinstance(text, str) or text != updated_node.raw_value:
+            return updated_node  # escapes: leave the string as written
+        try:
+            parsed = cst.parse_expression(text)
+        except cst.ParserSyntaxError:
+            return updated_node
+        rewritten = parsed.visit(self)
+        assert isinstance(rewritten, cst.BaseExpression)
+        if rewritten is parsed or parsed.deep_equals(rewritten):
+            return updated_node
+        code = cst.Module(body=[]).code_for_node(rewritten)
+        quote = updated_node.quote
+        return updated_node.with_changes(
+            value=f"{updated_node.prefix}{quote}{code}{quote}"
+        )
+
+
+def _legacy_as_ndarray(
+    annotation: cst.BaseExpression, imports: ImportMap
+) -> cst.BaseExpression:
+    rewritten = annotation.visit(_LegacyAnnotations(imports))
+    assert isinstance(rewritten, cst.BaseExpression)
+    return rewritten
 
 
 def _keyword_arg(keyword: str, value: cst.BaseExpression) -> cst.Arg:

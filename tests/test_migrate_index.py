@@ -475,15 +475,23 @@ def test_equinox_module_imported_through_a_project_module(tmp_path):
 
                 class Derived(Base):
                     z: jax.Array
+
+
+                Alias = Module
+
+
+                class Aliased(Alias):
+                    v: jax.Array
                 """,
             "check.py": """\
                 import jax
-                from pkg.other import Derived, Dotted, Other
+                from pkg.other import Aliased, Derived, Dotted, Other
 
                 print(
                     isinstance(Other(y=0).y, jax.Array),
                     isinstance(Dotted(w=0).w, jax.Array),
                     isinstance(Derived(x=1, z=2).z, jax.Array),
+                    isinstance(Aliased(v=3).v, jax.Array),
                 )
                 """,
         },
@@ -495,7 +503,8 @@ def test_equinox_module_imported_through_a_project_module(tmp_path):
     other = (tmp_path / "pkg/other.py").read_text()
     assert "class Other(af.ArrayModule):\n    y: af.Field[jax.Array]\n" in other
     assert "class Dotted(af.ArrayModule):\n    w: af.Field[jax.Array]\n" in other
-    assert "from .core import Base\n" in other
+    assert "Alias = af.ArrayModule\n\n\nclass Aliased(Alias):\n" in other
+    assert "    v: af.Field[jax.Array]\n" in other
     run = subprocess.run(
         [sys.executable, "check.py"],
         capture_output=True,
@@ -504,7 +513,7 @@ def test_equinox_module_imported_through_a_project_module(tmp_path):
         env=ENV,
         timeout=120,
     )
-    assert run.stdout == "True True True\n", run.stderr
+    assert run.stdout == "True True True True\n", run.stderr
     assert migrate(tmp_path, "--check", "--typed", "pkg").returncode == 0
 
 

@@ -464,9 +464,9 @@ class FileContext:
     - `bases`: names bound in the file to Module classes (imported or not).
     - `plain_classes`: names bound in the file (`WCS`, `wcs.WCS`) to classes of
         the tree that are not Modules and compare by identity.
-    - `equinox_bases`: bases as written in the file (`Module` after
-        `from .core import Module`) that are equinox's Module reached through
-        other modules of the tree.
+    - `equinox_bases`: names, as written in the file (`Module` after
+        `from .core import Module`, `core.Module`), that are equinox's Module
+        reached through other modules of the tree.
     - `exported`: names other files of the tree import from this module: their
         imports stay even when this file stops using them.
     """
@@ -646,11 +646,13 @@ class ProjectIndex:
             for attr, line in other.tree_at.items()
         }
         plain, bases = self._bound_classes(facts)
+        written = [
+            *facts.imports,
+            *facts.aliases.values(),
+            *(base for cls in facts.classes.values() for base in cls.bases),
+        ]
         equinox_bases = frozenset(
-            base
-            for cls in facts.classes.values()
-            for base in cls.bases
-            if self._imported_equinox_module(facts, base)
+            name for name in written if self._imported_equinox_module(facts, name)
         )
         exported = frozenset(self._imported_names().get(facts.module, ()))
         return FileContext(classes, tree_at, plain, bases, equinox_bases, exported)

@@ -381,3 +381,18 @@ def test_typed_reads_legacy_array_functions_as_ndarray_inside_and_in_strings():
         result.code
     )
     assert not migrate_source(result.code, typed=True).changed
+
+
+def test_comments_of_a_field_call_dropped_on_a_one_line_class_body_stay_there():
+    source = (
+        "import equinox as eqx\n"
+        "import jax\n"
+        "import jax.numpy as jnp\n\n\n"
+        "class A(eqx.Module): x: jax.Array = eqx.field(  # grid\n"
+        "    converter=jnp.asarray)\n\n\n"
+        "y = 1\n"
+    )
+    code = migrate_source(source).code
+    assert "class A(af.ArrayModule): x: af.Field[jax.Array]  # grid\n\n\ny = 1\n" in (
+        code
+    )

@@ -705,6 +705,29 @@ class _Rewriter(cst.CSTTransformer):
             leading_lines=[*updated_node.leading_lines, *lines]
         )
 
+    def leave_SimpleStatementSuite(
+        self,
+        original_node: cst.SimpleStatementSuite,
+        updated_node: cst.SimpleStatementSuite,
+    ) -> cst.SimpleStatementSuite:
+        """`class A(eqx.Module): x: T = eqx.field(...)`: no line above, so the
+        comments go at the end of the line."""
+        if not self._moved_comments:
+            return updated_node
+        trailing = updated_node.trailing_whitespace
+        texts = [comment.value for comment in self._moved_comments]
+        if trailing.comment is not None:
+            texts.insert(0, trailing.comment.value)
+        self._moved_comments = []
+        return updated_node.with_changes(
+            trailing_whitespace=trailing.with_changes(
+                whitespace=trailing.whitespace
+                if trailing.comment is not None
+                else cst.SimpleWhitespace("  "),
+                comment=cst.Comment("  ".join(texts)),
+            )
+        )
+
     def on_leave(
         self, original_node: cst.CSTNode, updated_node: cst.CSTNode
     ) -> cst.CSTNode | cst.RemovalSentinel | cst.FlattenSentinel[cst.CSTNode]:

@@ -359,3 +359,40 @@ def test_wrapping_when_af_is_taken_spells_arrayfield():
     )
     code = migrate_source(source).code
     assert "x: arrayfield.Field[Array]\n" in code and "import arrayfield\n" in code
+
+
+def test_typed_reads_legacy_array_functions_as_ndarray_inside_and_in_strings():
+    source = (
+        "from typing import Optional\n\n"
+        "import equinox as eqx\n"
+        "import jax.numpy as jnp\n"
+        "import numpy as np\n\n\n"
+        "class Old(eqx.Module):\n"
+        '    b: "jnp.array"\n'
+        "    c: Optional[np.array] = None\n"
+        "    d: 'Optional[np.array]' = None\n"
+    )
+    result = migrate_source(source, typed=True)
+    assert '    b: af.Field["jnp.ndarray"]\n' in result.code
+    assert "    c: af.Field[Optional[np.ndarray]] = af.field(default=None)\n" in (
+        result.code
+    )
+    assert "    d: af.Field['Optional[np.ndarray]'] = af.field(default=None)\n" in (
+        result.code
+    )
+    assert not migrate_source(result.code, typed=True).changed
+
+
+def test_comments_of_a_field_call_dropped_on_a_one_line_class_body_stay_there():
+    source = (
+        "import equinox as eqx\n"
+        "import jax\n"
+        "import jax.numpy as jnp\n\n\n"
+        "class A(eqx.Module): x: jax.Array = eqx.field(  # grid\n"
+        "    converter=jnp.asarray)\n\n\n"
+        "y = 1\n"
+    )
+    code = migrate_source(source).code
+    assert "class A(af.ArrayModule): x: af.Field[jax.Array]  # grid\n\n\ny = 1\n" in (
+        code
+    )

@@ -407,3 +407,287 @@ def test_namespace_package_under_src_resolves_absolute_imports(tmp_path):
     result = migrate(tmp_path, "--check", "src")
 
     assert codes(result) == ["src/acme/models/base.py:5 AF002 Grid.shape"]
+
+
+def test_shape_ndim_len_and_is_none_are_no_shape_or_condition_use(tmp_path):
+    write_tree(
+        tmp_path,
+        {
+            "lin.py": """\
+                from typing import Optional
+
+                import equinox as eqx
+                import jax
+                import jax.numpy as jnp
+
+
+                class Linear(eqx.Module):
+                    weight: jax.Array
+                    bias: Optional[jax.Array]
+                    kernel: jax.Array
+                    steps: jax.Array
+
+                    def __call__(self, x):
+                        if self.weight.ndim != 2 or self.weight.dtype == jnp.int32:
+                            raise ValueError("bad weight")
+                        y = self.weight @ x[: self.kernel.shape[1]]
+                        if self.bias is not None:
+                            y = y + self.bias
+                        for _ in range(len(self.kernel)):
+                            y = y + jnp.zeros(self.kernel.shape[0])
+                        return y[: self.steps + 1]
+                """,
+        },
+    )
+    result = migrate(tmp_path, "--check", "lin.py")
+    assert codes(result) == ["lin.py:12 AF002 Linear.steps"]
+    assert migrate(tmp_path, "--fix", "lin.py").returncode == 0
+    text = (tmp_path / "lin.py").read_text()
+    assert "    weight: jax.Array\n    bias: Optional[jax.Array]\n" in text
+    assert "    kernel: jax.Array\n" in text
+    assert "    steps: jax.Array = af.field(convert=False)\n" in text
+
+
+def test_noqa_af002_also_stops_the_fix_edit(tmp_path):
+    write_tree(
+        tmp_path,
+        {
+            "model.py": """\
+                import equinox as eqx
+                import jax
+                import jax.numpy as jnp
+
+
+                class Model(eqx.Module):
+                    n: jax.Array  # noqa: AF002
+                    m: jax.Array
+
+                    def zeros(self):
+                        return jnp.zeros(self.n), jnp.zeros(self.m)
+                """,
+        },
+    )
+    result = migrate(tmp_path, "--fix", "model.py")
+    assert (result.returncode, result.stdout) == (0, "")
+    text = (tmp_path / "model.py").read_text()
+    assert "    n: jax.Array  # noqa: AF002\n" in text
+    assert "    m: jax.Array = af.field(convert=False)\n" in text
+
+
+def test_fix_keeps_the_arguments_of_a_dataclasses_field(tmp_path):
+    write_tree(
+        tmp_path,
+        {
+            "grid.py": """\
+                import dataclasses
+
+                import equinox as eqx
+                import jax
+                import jax.numpy as jnp
+
+
+                class Grid(eqx.Module):
+                    shape: jax.Array = dataclasses.field(default=(4, 4))
+                    data: jax.Array = dataclasses.field(
+                        default_factory=lambda: jnp.zeros(2)
+                    )
+
+                    def make(self):
+                        return jnp.zeros(self.shape)
+
+
+                print(eqx.filter_jit(Grid.make)(Grid()).shape)
+                """,
+        },
+    )
+    result = migrate(tmp_path, "--fix", "grid.py")
+    assert (result.returncode, result.stdout) == (0, "")
+    text = (tmp_path / "grid.py").read_text()
+    assert "    shape: jax.Array = af.field(default=(4, 4), convert=False)\n" in text
+    assert "    data: jax.Array = dataclasses.field(\n" in text
+    run = subprocess.run(
+        [sys.executable, "grid.py"],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        env=ENV,
+        timeout=120,
+    )
+    assert run.stdout == "(4, 4)\n", run.stderr
+
+
+def test_equinox_module_imported_through_a_project_module(tmp_path):
+    write_tree(
+        tmp_path,
+        {
+            "pkg/__init__.py": "",
+            "pkg/core.py": """\
+                from equinox import Module
+                import jax
+
+
+                class Base(Module):
+                    x: jax.Array
+                """,
+            "pkg/other.py": """\
+                import jax
+                from .core import Module, Base
+                from . import core
+
+
+                class Other(Module):
+                    y: jax.Array
+
+
+                class Dotted(core.Module):
+                    w: jax.Array
+
+
+                class Derived(Base):
+                    z: jax.Array
+
+
+                Alias = Module
+
+
+                class Aliased(Alias):
+                    v: jax.Array
+                """,
+            "check.py": """\
+                import jax
+                from pkg.other import Aliased, Derived, Dotted, Other
+
+                print(
+                    isinstance(Other(y=0).y, jax.Array),
+                    isinstance(Dotted(w=0).w, jax.Array),
+                    isinstance(Derived(x=1, z=2).z, jax.Array),
+                    isinstance(Aliased(v=3).v, jax.Array),
+                )
+                """,
+        },
+    )
+    result = migrate(tmp_path, "--typed", "pkg")
+    assert (result.returncode, result.stdout) == (0, ""), result.stderr
+    core = (tmp_path / "pkg/core.py").read_text()
+    assert "from equinox import Module\n" in core  # pkg/other.py imports it
+    other = (tmp_path / "pkg/other.py").read_text()
+    assert "class Other(af.ArrayModule):\n    y: af.Field[jax.Array]\n" in other
+    assert "class Dotted(af.ArrayModule):\n    w: af.Field[jax.Array]\n" in other
+    assert "Alias = af.ArrayModule\n\n\nclass Aliased(Alias):\n" in other
+    assert "    v: af.Field[jax.Array]\n" in other
+    run = subprocess.run(
+        [sys.executable, "check.py"],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        env=ENV,
+        timeout=120,
+    )
+    assert run.stdout == "True True True True\n", run.stderr
+    assert migrate(tmp_path, "--check", "--typed", "pkg").returncode == 0
+
+
+def test_named_tuples_and_enums_compare_by_value_and_are_not_af005(tmp_path):
+    write_tree(
+        tmp_path,
+        {
+            "cfg.py": """\
+                import enum
+                from typing import NamedTuple
+
+
+                class Shape(NamedTuple):
+                    h: int
+                    w: int
+
+
+                class Pair(tuple):
+                    pass
+
+
+                class Mode(enum.Enum):
+                    TRAIN = "train"
+
+
+                class Level(enum.IntEnum):
+                    LOW = 1
+
+
+                class SubMode(Shape):
+                    pass
+
+
+                class Opaque:
+                    pass
+                """,
+            "model.py": """\
+                import equinox as eqx
+                import jax
+                from cfg import Level, Mode, Opaque, Pair, Shape, SubMode
+
+
+                class Net(eqx.Module):
+                    w: jax.Array
+                    size: Shape
+                    pair: Pair
+                    mode: Mode
+                    level: Level
+                    sub: SubMode
+                    other: Opaque
+
+                    def __init__(self, h, w, mode):
+                        self.w = jax.numpy.ones((h, w))
+                        self.size = Shape(h, w)
+                        self.pair = Pair((h, w))
+                        self.mode = Mode(mode)
+                        self.level = Level(1)
+                        self.sub = SubMode(h, w)
+                        self.other = Opaque()
+                """,
+        },
+    )
+    result = migrate(tmp_path, "--check", ".")
+    assert codes(result) == ["model.py:13 AF005 Net.other"]
+
+
+def test_subscripted_generic_bases_are_followed(tmp_path):
+    write_tree(
+        tmp_path,
+        {
+            "pkg/__init__.py": "",
+            "pkg/gen.py": """\
+                from typing import Generic, TypeVar
+
+                import equinox as eqx
+                import jax
+                import jax.numpy as jnp
+
+                T = TypeVar("T")
+
+
+                class Parent(eqx.Module, Generic[T]):
+                    shape: jax.Array
+                    meta: T
+
+
+                class Near(Parent[int]):
+                    scale: jax.Array = eqx.field(converter=jnp.asarray)
+                """,
+            "pkg/child.py": """\
+                import jax.numpy as jnp
+
+                from .gen import Parent
+
+
+                class Child(Parent[int]):
+                    def make(self):
+                        return jnp.zeros(self.shape)
+                """,
+        },
+    )
+    result = migrate(tmp_path, "--check", "pkg")
+    assert codes(result) == ["pkg/gen.py:11 AF002 Parent.shape"]
+    assert migrate(tmp_path, "--fix", "pkg").returncode == 0
+    text = (tmp_path / "pkg/gen.py").read_text()
+    assert "    shape: jax.Array = af.field(convert=False)\n" in text
+    assert "class Near(Parent[int]):\n    scale: af.Field[jax.Array]\n" in text

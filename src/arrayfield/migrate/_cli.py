@@ -18,7 +18,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, TypeVar
 
-from ._diagnostics import CODES
+from ._diagnostics import CODES, suppressed
 from ._index import FileContext, FileFacts, ProjectIndex, module_name, read_file
 from ._walk import python_files
 
@@ -36,9 +36,6 @@ EXIT_ERROR = 2
 _MENTIONS = re.compile(rb"equinox|eqx|Module")
 # A bare no-qa comment, or one naming codes: AF001 or AF001,AF002. Any case,
 # as flake8 and ruff accept an upper-case one.
-_NOQA = re.compile(
-    r"#\s*noqa(?::\s*(?P<codes>[A-Z]+[0-9]+(?:[,\s]+[A-Z]+[0-9]+)*))?", re.IGNORECASE
-)
 # Python's line breaks. str.splitlines also breaks at form feeds, \x1c-\x1e,
 # \x85 and \u2028, which Python, libcst and patch(1) take as part of a line.
 _LINE_BREAK = re.compile(r"\r\n|\r|\n")
@@ -289,15 +286,6 @@ def _transform_file(
         return _FileError(f"cannot decode: {exc}")
 
 
-def _suppressed(line: str, code: str) -> bool:
-    """`# noqa` or `# noqa: AF001, AF002` on the reported line."""
-    match = _NOQA.search(line)
-    if match is None:
-        return False
-    codes = match.group("codes")
-    return codes is None or code in re.split(r"[,\s]+", codes.strip().upper())
-
-
 def _index_project(
     contents: dict[Path, bytes], outcome: _Outcome, workers: int
 ) -> ProjectIndex:
@@ -463,7 +451,7 @@ def _report_file(
     for d in result.diagnostics:
         if args.fix and d.fixable:
             continue  # made by --fix
-        if 0 < d.line <= len(lines) and _suppressed(lines[d.line - 1], d.code):
+        if 0 < d.line <= len(lines) and suppressed(lines[d.line - 1], d.code):
             continue
         outcome.diagnostics.append((name, d.line, d.col, d.format(name)))
     if not result.changed:

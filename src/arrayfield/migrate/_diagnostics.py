@@ -9,6 +9,7 @@ docs/migration.md all describe the same rules.
 from __future__ import annotations
 
 import dataclasses
+import re
 
 # One line per code, shown in `arrayfield migrate --help`.
 CODES: dict[str, str] = {
@@ -53,6 +54,21 @@ class Diagnostic:
     def format(self, path: str) -> str:
         """Render as ``path:line:col: CODE message``."""
         return f"{path}:{self.line}:{self.col}: {self.code} {self.message}"
+
+
+# A bare no-qa comment, or one naming codes (any case, as flake8 and ruff accept).
+_NOQA = re.compile(
+    r"#\s*noqa(?::\s*(?P<codes>[A-Z]+[0-9]+(?:[,\s]+[A-Z]+[0-9]+)*))?", re.IGNORECASE
+)
+
+
+def suppressed(line: str, code: str) -> bool:
+    """`# noqa` or `# noqa: AF001, AF002` on the reported line silences `code`."""
+    match = _NOQA.search(line)
+    if match is None:
+        return False
+    codes = match.group("codes")
+    return codes is None or code in re.split(r"[,\s]+", codes.strip().upper())
 
 
 _JAXTYPING_NAMES = {"complex": "Complex", "int": "Int"}

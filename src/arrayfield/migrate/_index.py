@@ -23,6 +23,27 @@ ROOTS = frozenset(
     {"equinox.Module", "equinox._module.Module", "arrayfield.ArrayModule"}
 )
 
+_EQUINOX_MODULE = frozenset({"equinox.Module", "equinox._module.Module"})
+
+# Bases whose subclasses compare (and hash) by value, or are singletons.
+_VALUE_BASES = frozenset(
+    {
+        "tuple",
+        "str",
+        "int",
+        "float",
+        "bytes",
+        "frozenset",
+        "typing.NamedTuple",
+        "typing_extensions.NamedTuple",
+        "enum.Enum",
+        "enum.IntEnum",
+        "enum.StrEnum",
+        "enum.Flag",
+        "enum.IntFlag",
+    }
+)
+
 # Functions whose positional arguments are shapes, sizes or axes.
 _SHAPE_FUNCTIONS = frozenset(
     {
@@ -46,7 +67,8 @@ _SHAPE_KEYWORDS = frozenset(
     {"shape", "s", "size", "num", "length", "n", "axis", "axes", "new_sizes"}
 )
 # Builtins that need a concrete Python value.
-_CONCRETE_BUILTINS = frozenset({"int", "bool", "len", "range", "slice"})
+# (`len` is not one: an array's length is static.)
+_CONCRETE_BUILTINS = frozenset({"int", "bool", "range", "slice"})
 
 # Classes from these packages are pytrees or arrays (jax.tree_util.Partial,
 # optax states...), not opaque objects hashed by identity.
@@ -171,14 +193,27 @@ def _self_attr(node: ast.expr, self_name: str) -> str | None:
     return None
 
 
-def _self_attrs_in(node: ast.AST, self_name: str) -> Iterable[str]:
-    for sub in ast.walk(node):
-        if (
-            isinstance(sub, ast.Attribute)
-            and isinstance(sub.value, ast.Name)
-            and sub.value.id == self_name
-        ):
-            yield sub.attr
+def _bare_attrs_in(node: ast.expr, self_name: str) -> Iterable[str]:
+    """The fields whose own value an expression needs as a Python value:
+    `self.f`, `self.f[0]`, `self.f + 1`, `not self.f`. `self.f.shape`,
+    `self.f.ndim`, `len(self.f)` and `self.f is None` are static for an array
+    too, so they do not count."""
+    if isinstance(node, ast.BoolOp):
+        for value in node.values:
+            yield from _bare_attrs_in(value, self_name)
+    elif isinstance(node, ast.UnaryOp):
+        yield from _bare_attrs_in(node.operand, self_name)
+    elif isinstance(node, ast.BinOp):
+        yield from _bare_attrs_in(node.left, self_name)
+        yield from _bare_attrs_in(node.right, self_name)
+    elif isinstance(node, ast.Compare):
+        if not all(isinstance(op, ast.Is | ast.IsNot) for op in node.ops):
+            for side in (node.left, *node.comparators):
+                yield from _bare_attrs_in(side, self_name)
+    else:
+        attr = _self_attr(node, self_name)
+        if attr is not None:
+            yield attr
 
 
 class _MethodReader(ast.NodeVisitor):
@@ -206,7 +241,7 @@ class _MethodReader(ast.NodeVisitor):
             for arg in args:
                 self._use(_self_attr(arg, self.self_name), SHAPE, node.lineno)
         if name in _CONCRETE_BUILTINS and node.args:
-            kind = SHAPE if name in ("range", "len", "slice") else CONTROL
+            kind = SHAPE if name in ("range", "slice") else CONTROL
             self._use(_self_attr(node.args[0], self.self_name), kind, node.lineno)
         for keyword in node.keywords:
             if keyword.arg in _SHAPE_KEYWORDS:
@@ -217,12 +252,12 @@ class _MethodReader(ast.NodeVisitor):
     def visit_Slice(self, node: ast.Slice) -> None:
         for bound in (node.lower, node.upper, node.step):
             if bound is not None:
-                for attr in _self_attrs_in(bound, self.self_name):
+                for attr in _bare_attrs_in(bound, self.self_name):
                     self._use(attr, SHAPE, getattr(bound, "lineno", 0))
         self.generic_visit(node)
 
     def _test(self, test: ast.expr) -> None:
-        for attr in _self_attrs_in(test, self.self_name):
+        for attr in _bare_attrs_in(test, self.self_name):
             self._use(attr, CONTROL, test.lineno)
 
     def visit_If(self, node: ast.If) -> None:
@@ -357,7 +392,9 @@ class _FileReader(ast.NodeVisitor):
     def visit_ClassDef(self, node: ast.ClassDef) -> None:
         outer = self.scopes[-1] if self.scopes else None
         qualname = node.name if outer is None else f"{outer}.{node.name}"
-        bases = [name for name in map(dotted, node.bases) if name is not None]
+        # `Parent[int]`: a generic class subscripted is still `Parent`.
+        written = [b.value if isinstance(b, ast.Subscript) else b for b in node.bases]
+        bases = [name for name in map(dotted, written) if name is not None]
         facts = ClassFacts(qualname, node.lineno, bases)
         facts.value_eq = bool(node.decorator_list)
         self.facts.classes.setdefault(qualname, facts)
@@ -427,12 +464,19 @@ class FileContext:
     - `bases`: names bound in the file to Module classes (imported or not).
     - `plain_classes`: names bound in the file (`WCS`, `wcs.WCS`) to classes of
         the tree that are not Modules and compare by identity.
+    - `equinox_bases`: names, as written in the file (`Module` after
+        `from .core import Module`, `core.Module`), that are equinox's Module
+        reached through other modules of the tree.
+    - `exported`: names other files of the tree import from this module: their
+        imports stay even when this file stops using them.
     """
 
     classes: dict[str, ClassContext]
     tree_at: dict[str, str]
     plain_classes: frozenset[str] = frozenset()
     bases: frozenset[str] = frozenset()
+    equinox_bases: frozenset[str] = frozenset()
+    exported: frozenset[str] = frozenset()
 
 
 # How many directories without `__init__.py` above a package may be namespace
@@ -487,6 +531,7 @@ class ProjectIndex:
                     self._namespace.setdefault(name, facts)
         self._module_cache: dict[str, bool] = {}
         self._children: dict[str, list[tuple[str, ClassFacts]]] | None = None
+        self._imported: dict[str, set[str]] | None = None
 
     def key(self, facts: FileFacts) -> str:
         """The file's module name, made unique across import roots."""
@@ -647,6 +692,7 @@ class ProjectIndex:
                     if not (
                         self.is_module(resolved)
                         or resolved.split(".")[0] in _PYTREE_PACKAGES
+                        or self._by_value(resolved)
                     ):
                         objects.setdefault(attr, called)
             for attr in [a for a in assigns if OBJECT in assigns[a]]:
@@ -661,7 +707,65 @@ class ProjectIndex:
             for attr, line in other.tree_at.items()
         }
         plain, bases = self._bound_classes(facts)
-        return FileContext(classes, tree_at, plain, bases)
+        written = [
+            *facts.imports,
+            *facts.aliases.values(),
+            *(base for cls in facts.classes.values() for base in cls.bases),
+        ]
+        equinox_bases = frozenset(
+            name for name in written if self._imported_equinox_module(facts, name)
+        )
+        exported = frozenset(self._imported_names().get(self.key(facts), ()))
+        return FileContext(classes, tree_at, plain, bases, equinox_bases, exported)
+
+    def _imported_equinox_module(
+        self, facts: FileFacts, name: str, depth: int = 0
+    ) -> bool:
+        """Whether `name`, written in `facts`'s file, is equinox's Module reached
+        through imports alone (`Base = eqx.Module` is rewritten where it is)."""
+        head, _, rest = name.partition(".")
+        if depth > 20 or head in facts.classes or head not in facts.imports:
+            return False
+        target = f"{facts.imports[head]}.{rest}" if rest else facts.imports[head]
+        if target in _EQUINOX_MODULE:
+            return True
+        parts = self._rooted(target, self._root[facts.path]).split(".")
+        for cut in range(len(parts) - 1, 0, -1):
+            other = self._module(".".join(parts[:cut]))
+            if other is not None:
+                rest = ".".join(parts[cut:])
+                return self._imported_equinox_module(other, rest, depth + 1)
+        return False
+
+    def _imported_names(self) -> dict[str, set[str]]:
+        """Module name -> the names other files import from it by name."""
+        if self._imported is None:
+            imported: dict[str, set[str]] = {}
+            for facts in self.files.values():
+                root = self._root[facts.path]
+                for target in facts.imports.values():
+                    module, _, name = target.rpartition(".")
+                    other = self._module(self._rooted(module, root)) if module else None
+                    if other is not None and other is not facts:
+                        imported.setdefault(self.key(other), set()).add(name)
+            self._imported = imported
+        return self._imported
+
+    def _by_value(self, qualified: str, depth: int = 0) -> bool:
+        """Whether instances of a class of the tree compare by value (a
+        dataclass, `__eq__`, a NamedTuple, an Enum...), not by identity."""
+        found = self.class_facts(qualified)
+        if found is None or depth > 50:
+            return False
+        facts, cls = found
+        if cls.value_eq:
+            return True
+        return any(
+            base in _VALUE_BASES
+            or self.qualify(facts, base) in _VALUE_BASES
+            or self._by_value(self.qualify(facts, base) or base, depth + 1)
+            for base in cls.bases
+        )
 
     def _bound_classes(self, facts: FileFacts) -> tuple[frozenset[str], frozenset[str]]:
         """The file's names for plain classes and for Module classes of the tree."""
@@ -673,7 +777,8 @@ class ProjectIndex:
             if self.is_module(qualified):
                 modules.add(local)
                 continue
-            found = self.class_facts(qualified)
-            if found is not None and not found[1].value_eq:
+            if self.class_facts(qualified) is not None and not self._by_value(
+                qualified
+            ):
                 plain.add(local)
         return frozenset(plain), frozenset(modules)

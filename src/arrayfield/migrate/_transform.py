@@ -56,9 +56,8 @@ _CONVERTER_KINDS: dict[str, ArrayKind] = {
     "numpy.asarray": "numpy",
     "numpy.array": "numpy",
 }
-_FIELD_FUNCTIONS = frozenset({"equinox.field", "arrayfield.field"})
-# Field specifiers whose call, as a field's value, is not the field's default.
-_SPECIFIERS = _FIELD_FUNCTIONS | {"dataclasses.field"}
+# Field specifiers: their call, as a field's value, is not the field's default.
+_SPECIFIERS = frozenset({"equinox.field", "arrayfield.field", "dataclasses.field"})
 # Legacy annotations: functions, not types; `ndarray` is the type each stands for.
 _LEGACY_ANNOTATIONS = frozenset({"numpy.array", "jax.numpy.array"})
 
@@ -98,6 +97,11 @@ _PER_INSTANCE = (LAMBDA, PARTIAL, OBJECT, STRING)
 def _root_name(expr: cst.BaseExpression) -> str | None:
     dotted = dotted_name(expr)
     return None if dotted is None else dotted.split(".")[0]
+
+
+def _unsubscripted(expr: cst.BaseExpression) -> cst.BaseExpression:
+    """`Parent` for the base `Parent[int]` of a generic class."""
+    return expr.value if isinstance(expr, cst.Subscript) else expr
 
 
 def _is_true(expr: cst.BaseExpression | None, value: str) -> bool:
@@ -172,9 +176,13 @@ class _Analysis(cst.CSTVisitor):
         context: FileContext | None,
         fix: bool,
         typed: bool,
+        source: str | None = None,
     ) -> None:
         super().__init__()
         self.wrapper = wrapper
+        # The source text, for noqa comments (read only when --fix edits).
+        self.source = source
+        self._lines: list[str] | None = None
         # Field positions the project index read with `ast`: computing libcst's
         # positions costs a code generation pass over the whole file.
         self.known_positions: dict[cst.CSTNode, tuple[int, int]] = {}
@@ -214,6 +222,16 @@ class _Analysis(cst.CSTVisitor):
         start = self._positions[node].start
         return start.line, start.column + 1
 
+    def _suppressed(self, line: int, code: str) -> bool:
+        """Whether `# noqa` on `line` silences `code`: a silenced fix is not made."""
+        if self.source is None:
+            return False
+        if self._lines is None:
+            self._lines = self.source.splitlines()
+        return 0 < line <= len(self._lines) and diag.suppressed(
+            self._lines[line - 1], code
+        )
+
     def _report(self, node: cst.CSTNode, code: str, message: str) -> None:
         line, col = self._position(node)
         self.diagnostics.append(Diagnostic(line, col, code, message))
@@ -251,7 +269,12 @@ class _Analysis(cst.CSTVisitor):
                 self._walk(statement)
 
     def _is_equinox_module(self, expr: cst.BaseExpression) -> bool:
-        return self.imports.resolve(expr) == "equinox.Module"
+        if self.imports.resolve(expr) == "equinox.Module":
+            return True
+        # `from .core import Module` where core imports it from equinox.
+        return (
+            self.context is not None and dotted_name(expr) in self.context.equinox_bases
+        )
 
     def visit_Module(self, node: cst.Module) -> None:
         for statement in node.body:
@@ -282,11 +305,12 @@ class _Analysis(cst.CSTVisitor):
         for base in direct:
             self.expression_edits.add(base)
             self.released_names.add(_root_name(base) or "")
+        names = [dotted_name(_unsubscripted(base)) for base in bases]
         derived = direct or any(
-            dotted_name(base) in self.module_aliases
-            or dotted_name(base) in self.module_classes
-            or (self.context is not None and dotted_name(base) in self.context.bases)
-            for base in bases
+            name in self.module_aliases
+            or name in self.module_classes
+            or (self.context is not None and name in self.context.bases)
+            for name in names
         )
         if derived and self._cached and not self._cached[-1]:
             self._report(
@@ -308,17 +332,18 @@ class _Analysis(cst.CSTVisitor):
         equinox_bases = [
             index
             for index, base in enumerate(node.bases)
-            if self.imports.resolve(base.value) == "equinox.Module"
+            if self._is_equinox_module(base.value)
         ]
+        written = [_unsubscripted(base.value) for base in node.bases]
         already_migrated = any(
-            self.imports.resolve(base.value) == "arrayfield.ArrayModule"
-            or dotted_name(base.value) in self.module_classes
-            for base in node.bases
+            self.imports.resolve(base) == "arrayfield.ArrayModule"
+            or dotted_name(base) in self.module_classes
+            for base in written
         )
         # Known from the project index: a subclass of a Module class defined in
         # another module, or of an alias such as `Base = eqx.Module`.
         elsewhere = any(
-            dotted_name(base.value) in self.module_aliases for base in node.bases
+            dotted_name(base) in self.module_aliases for base in written
         ) or (self.context is not None and qualname in self.context.classes)
         if not (equinox_bases or already_migrated or elsewhere):
             return
@@ -373,11 +398,10 @@ class _Analysis(cst.CSTVisitor):
         if context is not None and name in context.fields:
             self.known_positions[field.target] = context.fields[name]
         value = field.value
+        # dataclasses.field too: its `default=` is the default, not the call.
         call = None
-        if isinstance(value, cst.Call):
-            function = self.imports.resolve(value.func)
-            if function in _FIELD_FUNCTIONS:
-                call = value
+        if isinstance(value, cst.Call) and self._is_specifier(value):
+            call = value
         keywords = {
             arg.keyword.value: arg for arg in (call.args if call else ()) if arg.keyword
         }
@@ -538,7 +562,7 @@ class _Analysis(cst.CSTVisitor):
                 self.diagnostics.append(
                     Diagnostic(line, col, "AF002", message, fixable=True)
                 )
-                if self.fix:
+                if self.fix and not self._suppressed(line, "AF002"):
                     self.field_edits[field] = _FieldEdit.NO_CONVERT
                     if call is not None:
                         self.released_names.add(_root_name(call.func) or "")
@@ -565,12 +589,94 @@ def _is_cache(decorator: cst.Decorator) -> bool:
     return (dotted_name(expr) or "").rpartition(".")[2] in ("cache", "lru_cache")
 
 
+def _has_comment(whitespace: cst.BaseParenthesizableWhitespace) -> bool:
+    return isinstance(whitespace, cst.ParenthesizedWhitespace) and (
+        whitespace.first_line.comment is not None
+        or any(line.comment is not None for line in whitespace.empty_lines)
+    )
+
+
+def _joined(
+    first: cst.BaseParenthesizableWhitespace,
+    second: cst.BaseParenthesizableWhitespace,
+    *,
+    layout_of_second: bool,
+) -> cst.BaseParenthesizableWhitespace:
+    """The whitespace that replaces `first`, a removed argument and `second`:
+    the layout of one of them (the other if only it breaks the line), with the
+    comments of both."""
+    layout = second if layout_of_second else first
+    if not (_has_comment(first) or _has_comment(second)):
+        return layout
+    broken = [w for w in (first, second) if isinstance(w, cst.ParenthesizedWhitespace)]
+    if not isinstance(layout, cst.ParenthesizedWhitespace):
+        layout = broken[0]  # a comment ends its line: keep a line break
+    head: cst.TrailingWhitespace | None = None
+    lines: list[cst.EmptyLine] = []
+    for whitespace in broken:
+        comment = whitespace.first_line.comment
+        if comment is not None and head is None:
+            head = whitespace.first_line
+        elif comment is not None:
+            # On a line of its own, indented as the arguments are.
+            indent = broken[0].last_line
+            lines.append(cst.EmptyLine(whitespace=indent, comment=comment))
+        lines.extend(whitespace.empty_lines)
+    return layout.with_changes(first_line=head or layout.first_line, empty_lines=lines)
+
+
 def _without_arg(call: cst.Call, index: int) -> cst.Call:
+    """`call` without its argument `index`; the comments around it stay."""
     args = list(call.args)
     removed = args.pop(index)
-    if index == len(args):
-        args[-1] = args[-1].with_changes(comma=removed.comma)
+    if isinstance(removed.comma, cst.Comma):
+        trailing = removed.comma.whitespace_after
+    else:
+        trailing = removed.whitespace_after_arg
+    if index == len(args) and args:
+        last = args[-1]
+        assert isinstance(last.comma, cst.Comma)
+        if isinstance(removed.comma, cst.Comma):
+            comma = last.comma.with_changes(
+                whitespace_after=_joined(
+                    last.comma.whitespace_after, trailing, layout_of_second=True
+                )
+            )
+            args[-1] = last.with_changes(comma=comma)
+        else:
+            args[-1] = last.with_changes(
+                comma=cst.MaybeSentinel.DEFAULT,
+                whitespace_after_arg=_joined(
+                    last.comma.whitespace_after, trailing, layout_of_second=True
+                ),
+            )
+    elif index == 0:
+        whitespace = _joined(
+            call.whitespace_before_args, trailing, layout_of_second=False
+        )
+        return call.with_changes(args=args, whitespace_before_args=whitespace)
+    else:
+        before = args[index - 1]
+        assert isinstance(before.comma, cst.Comma)
+        comma = before.comma.with_changes(
+            whitespace_after=_joined(
+                before.comma.whitespace_after, trailing, layout_of_second=False
+            )
+        )
+        args[index - 1] = before.with_changes(comma=comma)
     return call.with_changes(args=args)
+
+
+def _comments(node: cst.CSTNode) -> list[cst.Comment]:
+    """The comments inside `node`, in order."""
+    found: list[cst.Comment] = []
+
+    class _Collector(cst.CSTVisitor):
+        def visit_Comment(self, comment: cst.Comment) -> None:
+            found.append(comment)
+
+    node.visit(_Collector())
+    return found
 
 
 class _Rewriter(cst.CSTTransformer):
@@ -582,6 +688,45 @@ class _Rewriter(cst.CSTTransformer):
         self.array_module = cst.parse_expression(names["ArrayModule"])
         self.field_type = cst.parse_expression(names["Field"])
         self.field_function = cst.parse_expression(names["field"])
+
+        # Comments of field calls dropped whole, to go above their statement.
+        self._moved_comments: list[cst.Comment] = []
+
+    def leave_SimpleStatementLine(
+        self,
+        original_node: cst.SimpleStatementLine,
+        updated_node: cst.SimpleStatementLine,
+    ) -> cst.SimpleStatementLine:
+        if not self._moved_comments:
+            return updated_node
+        lines = [cst.EmptyLine(comment=comment) for comment in self._moved_comments]
+        self._moved_comments = []
+        return updated_node.with_changes(
+            leading_lines=[*updated_node.leading_lines, *lines]
+        )
+
+    def leave_SimpleStatementSuite(
+        self,
+        original_node: cst.SimpleStatementSuite,
+        updated_node: cst.SimpleStatementSuite,
+    ) -> cst.SimpleStatementSuite:
+        """`class A(eqx.Module): x: T = eqx.field(...)`: no line above, so the
+        comments go at the end of the line."""
+        if not self._moved_comments:
+            return updated_node
+        trailing = updated_node.trailing_whitespace
+        texts = [comment.value for comment in self._moved_comments]
+        if trailing.comment is not None:
+            texts.insert(0, trailing.comment.value)
+        self._moved_comments = []
+        return updated_node.with_changes(
+            trailing_whitespace=trailing.with_changes(
+                whitespace=trailing.whitespace
+                if trailing.comment is not None
+                else cst.SimpleWhitespace("  "),
+                comment=cst.Comment("  ".join(texts)),
+            )
+        )
 
     def on_leave(
         self, original_node: cst.CSTNode, updated_node: cst.CSTNode
@@ -597,7 +742,7 @@ class _Rewriter(cst.CSTTransformer):
             return cst.Call(func=self.field_function, args=[_no_convert_arg()])
         if (
             isinstance(value, cst.Call)
-            and self.analysis.imports.resolve(value.func) in _FIELD_FUNCTIONS
+            and self.analysis.imports.resolve(value.func) in _SPECIFIERS
         ):
             args = list(value.args)
             if args:
@@ -626,6 +771,8 @@ class _Rewriter(cst.CSTTransformer):
     ) -> cst.AnnAssign:
         edit = self.analysis.field_edits.get(original_node)
         if edit is _FieldEdit.DROP_DEFAULT:
+            if updated_node.value is not None:
+                self._moved_comments.extend(_comments(updated_node.value))
             updated_node = updated_node.with_changes(
                 value=None, equal=cst.MaybeSentinel.DEFAULT
             )
@@ -661,17 +808,57 @@ class _Rewriter(cst.CSTTransformer):
         return updated_node
 
     def _field_type_of(self, annotation: cst.BaseExpression) -> cst.Subscript:
-        """`af.Field[annotation]`, with `np.array` read as `np.ndarray`: a
-        function is no type to a checker."""
-        if (
-            isinstance(annotation, cst.Attribute)
-            and self.analysis.imports.resolve(annotation) in _LEGACY_ANNOTATIONS
-        ):
-            annotation = annotation.with_changes(attr=cst.Name("ndarray"))
+        """`af.Field[annotation]`, with `np.array` read as `np.ndarray` wherever
+        it appears (in `Optional[...]`, in a string): a function is no type to a
+        checker."""
+        annotation = _legacy_as_ndarray(annotation, self.analysis.imports)
         return cst.Subscript(
             value=self.field_type,
             slice=[cst.SubscriptElement(slice=cst.Index(value=annotation))],
         )
+
+
+class _LegacyAnnotations(cst.CSTTransformer):
+    """`np.array` and `jnp.array` as `np.ndarray` and `jnp.ndarray`, strings too."""
+
+    def __init__(self, imports: ImportMap) -> None:
+        super().__init__()
+        self.imports = imports
+
+    def leave_Attribute(
+        self, original_node: cst.Attribute, updated_node: cst.Attribute
+    ) -> cst.Attribute:
+        if self.imports.resolve(original_node) in _LEGACY_ANNOTATIONS:
+            return updated_node.with_changes(attr=cst.Name("ndarray"))
+        return updated_node
+
+    def leave_SimpleString(
+        self, original_node: cst.SimpleString, updated_node: cst.SimpleString
+    ) -> cst.SimpleString:
+        text = updated_node.evaluated_value
+        if not isinstance(text, str) or text != updated_node.raw_value:
+            return updated_node  # escapes: leave the string as written
+        try:
+            parsed = cst.parse_expression(text)
+        except cst.ParserSyntaxError:
+            return updated_node
+        rewritten = parsed.visit(self)
+        assert isinstance(rewritten, cst.BaseExpression)
+        if rewritten is parsed or parsed.deep_equals(rewritten):
+            return updated_node
+        code = cst.Module(body=[]).code_for_node(rewritten)
+        quote = updated_node.quote
+        return updated_node.with_changes(
+            value=f"{updated_node.prefix}{quote}{code}{quote}"
+        )
+
+
+def _legacy_as_ndarray(
+    annotation: cst.BaseExpression, imports: ImportMap
+) -> cst.BaseExpression:
+    rewritten = annotation.visit(_LegacyAnnotations(imports))
+    assert isinstance(rewritten, cst.BaseExpression)
+    return rewritten
 
 
 def _keyword_arg(keyword: str, value: cst.BaseExpression) -> cst.Arg:
@@ -722,12 +909,14 @@ def migrate_module(
     fix: bool = False,
     typed: bool = False,
     scan_calls: bool = True,
+    source: str | None = None,
 ) -> tuple[cst.Module, list[Diagnostic]]:
     """Migrate a parsed module; see `migrate_source`. `scan_calls=False` (for a
-    file without `type(` in it) skips looking for `type(...)` classes."""
+    file without `type(` in it) skips looking for `type(...)` classes; `source`,
+    the module's text, lets `# noqa: AF002` stop the `--fix` edit too."""
     imports = ImportMap.from_module(module)
     wrapper = MetadataWrapper(module, unsafe_skip_copy=True)
-    analysis = _Analysis(wrapper, imports, context, fix, typed)
+    analysis = _Analysis(wrapper, imports, context, fix, typed, source)
     if scan_calls:
         wrapper.visit(analysis)
     else:
@@ -750,7 +939,10 @@ def migrate_module(
     migrated = wrapper.visit(_Rewriter(analysis, names))
     if new_import is not None:
         migrated = add_import(migrated, new_import, next_to=("equinox", "jax"))
-    migrated = remove_unused_imports(migrated, analysis.released_names)
+    released = analysis.released_names
+    if context is not None:
+        released = released - context.exported  # other files import them from here
+    migrated = remove_unused_imports(migrated, released)
     return migrated, diagnostics
 
 
@@ -794,13 +986,18 @@ def migrate_source(
     module = cst.parse_module(source)
     needle = b"type(" if isinstance(source, bytes) else "type("
     scan_calls = needle in source  # pyright: ignore[reportOperatorIssue]
-    migrated, diagnostics = migrate_module(
-        module, context, fix=fix, typed=typed, scan_calls=scan_calls
-    )
     # libcst reproduces its input exactly: decoding is cheaper than `.code`.
     original = source if isinstance(source, str) else source.decode(module.encoding)
     if original.startswith("\ufeff"):
         original = module.code
+    migrated, diagnostics = migrate_module(
+        module,
+        context,
+        fix=fix,
+        typed=typed,
+        scan_calls=scan_calls,
+        source=original,
+    )
     return MigrationResult(
         original=original,
         code=original if migrated is module else migrated.code,

@@ -295,7 +295,9 @@ class _UnusedImportRemover(cst.CSTTransformer):
     ) -> cst.IndentedBlock:
         body = self._prune_body(updated_node.body)
         if not body:
-            body = [cst.SimpleStatementLine(body=[cst.Pass()])]
+            # A block of nothing but these imports (`try: import equinox`): keep
+            # them rather than leave a `pass` behind.
+            return updated_node
         return updated_node.with_changes(body=body)
 
 

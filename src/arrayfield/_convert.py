@@ -293,17 +293,21 @@ def dtype_set(names: frozenset[str]) -> frozenset[np.dtype]:
 _DTYPE_SETS: dict[frozenset[str], frozenset[np.dtype]] = {}
 
 
-def _from_jax(array: jax.Array, spec: ArraySpec):
-    if spec.is_key:
-        return array
-    dtype = array.dtype
+def _jax_target(dtype: np.dtype, spec: ArraySpec) -> np.dtype | None:
+    """The dtype a JAX array (or tracer) of `dtype` must take; None to keep it."""
     allowed = spec.dtypes
-    if allowed is None or dtype in dtype_set(allowed):
-        return array  # stored as is, weak type and all: no copy
+    if spec.is_key or allowed is None or dtype in dtype_set(allowed):
+        return None  # stored as is, weak type and all: no copy
     x64 = _x64()
     # A JAX array stays one, even in a NumPy field: it can only take JAX's dtypes.
     target = _canonical(target_dtype(spec, np.dtype(dtype), x64), x64)
-    if target == dtype:  # e.g. float32 in a Float64 field without x64: already so
+    # e.g. float32 in a Float64 field without x64: already so
+    return None if target == dtype else target
+
+
+def _from_jax(array: jax.Array, spec: ArraySpec):
+    target = _jax_target(array.dtype, spec)
+    if target is None:
         return array
     # Rare path (a JAX array of a dtype the annotation does not allow): check the
     # values on the host with the same rule as NumPy input.
@@ -311,12 +315,12 @@ def _from_jax(array: jax.Array, spec: ArraySpec):
     with np.errstate(all="ignore"), warnings.catch_warnings():
         warnings.simplefilter("ignore")
         _check_exact(host, host.astype(target))
-    if dtype.kind == "c" and target.kind != "c":
+    if array.dtype.kind == "c" and target.kind != "c":
         array = array.real  # imaginary parts are all zero (checked above)
     return array.astype(target)
 
 
-# Kinds in the order they widen: a conversion that moves right cannot fail.
+# Kinds in the order they widen (bool -> int -> float -> complex).
 _KIND_RANK = {"b": 0, "u": 1, "i": 1, "f": 2, "c": 3}
 
 
@@ -325,14 +329,14 @@ def _from_tracer(tracer: Any, spec: ArraySpec):
 
     So eager and jitted construction store the same dtype. A conversion to a lower
     kind (float -> int, complex -> float) can only be checked on values, so a tracer
-    that would need one is stored as it is.
+    that would need one is stored as it is; the others are `astype`'s (values a
+    concrete array would be rejected for, such as an int above 2**24 into float32,
+    round as JAX rounds them).
     """
     dtype = tracer.dtype
-    allowed = spec.dtypes
-    if spec.is_key or allowed is None or dtype in dtype_set(allowed):
+    target = _jax_target(dtype, spec)
+    if target is None:
         return tracer
-    x64 = _x64()
-    target = _canonical(target_dtype(spec, np.dtype(dtype), x64), x64)
     source_rank = _KIND_RANK.get(dtype.kind, 4)
     target_rank = _KIND_RANK.get(target.kind, -1)
     same_inexact_kind = target.kind == dtype.kind and dtype.kind in "fc"

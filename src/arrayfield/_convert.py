@@ -31,6 +31,7 @@ import jax.core  # jax/__init__ does not re-export it for type checkers
 import jax.numpy as jnp
 import numpy as np
 
+from ._errors import short_repr
 from ._spec import ArraySpec, ContainerSpec, FieldSpec
 
 
@@ -421,7 +422,7 @@ def _to_container(value: Any, spec: ContainerSpec) -> Any:
     kind = spec.container
     if kind == "pytree":
         element = spec.elements[0]
-        leaves, treedef = jax.tree_util.tree_flatten(value, is_leaf=_is_module)
+        leaves, treedef = jax.tree_util.tree_flatten(value, is_leaf=is_module)
         new = [_element(leaf, element, "a leaf") for leaf in leaves]
         if all(n is o for n, o in zip(new, leaves, strict=True)):
             return value
@@ -462,16 +463,12 @@ def _element(value: Any, spec: FieldSpec, where: str) -> Any:
     try:
         return convert(value, spec)
     except Rejected as reason:
-        raise Rejected(f"{where}, {_short(value)}: {reason}") from None
+        raise Rejected(f"{where}, {short_repr(value, 40)}: {reason}") from None
 
 
-def _short(value: Any) -> str:
-    text = repr(value)
-    return text if len(text) <= 40 else text[:37] + "..."
-
-
-def _is_module(node: Any) -> bool:
-    # A Module's own fields follow its own class's rules: never convert inside one.
+def is_module(node: Any) -> bool:
+    """Whether `node` is an equinox Module (a Module's own fields follow its own
+    class's rules, so conversion never reaches inside one)."""
     return isinstance(node, eqx.Module)
 
 

@@ -39,6 +39,7 @@ from ._convert import (
     Rejected,
     convert,
     dtype_set,
+    is_module,
     looks_numeric,
     to_array,
 )
@@ -705,10 +706,6 @@ def field_converters(cls: type) -> dict[str, FieldConverter]:
 _T = TypeVar("_T")
 
 
-def _is_module(node: Any) -> bool:
-    return isinstance(node, eqx.Module)
-
-
 def normalize(tree: _T) -> _T:
     """Re-convert every `ArrayModule` / `af.field` field in a pytree.
 
@@ -745,7 +742,7 @@ def normalize(tree: _T) -> _T:
         assert star.flux.dtype == "float32"
         ```
     """
-    nodes, treedef = jax.tree_util.tree_flatten(tree, is_leaf=_is_module)
+    nodes, treedef = jax.tree_util.tree_flatten(tree, is_leaf=is_module)
     normalized = [_normalize_node(node) for node in nodes]
     if all(new is old for new, old in zip(normalized, nodes, strict=True)):
         return tree  # nothing changed: keep every container, not a rebuilt copy
@@ -753,7 +750,7 @@ def normalize(tree: _T) -> _T:
 
 
 def _normalize_node(node: Any) -> Any:
-    if not _is_module(node):
+    if not is_module(node):
         return node
     converters = field_converters(type(node))
     updates = {}

@@ -76,12 +76,13 @@ class ContainerSpec:
 
     - `elements`: one spec for every element, or one per position (`fixed`).
     - `fixed`: a `tuple[X, Y]` with one spec per position.
+
+    `None` is stored as it is in any container field, as in an array field.
     """
 
     container: ContainerKind
     elements: tuple[FieldSpec, ...]
     fixed: bool = False
-    allow_none: bool = False
 
     def with_dtype(self, dtype: np.dtype) -> ContainerSpec:
         """The same spec with the dtype of every element fixed."""
@@ -156,20 +157,20 @@ def _build_field_spec(annotation: Any) -> FieldSpec | None:
     allow_none = any(m is None or m is type(None) for m in members)
     others = [m for m in members if m is not None and m is not type(None)]
     if len(others) == 1:
-        container = _container_spec(others[0], allow_none)
+        container = _container_spec(others[0])
         if container is not None:
             return container
     return _build_array_spec(others, allow_none)
 
 
-def _container_spec(member: Any, allow_none: bool) -> ContainerSpec | None:
+def _container_spec(member: Any) -> ContainerSpec | None:
     """A `ContainerSpec` if `member` is a container of arrays, else None."""
     if isinstance(member, type) and issubclass(member, jaxtyping.PyTree):
         leaf = getattr(member, "leaftype", None)  # None for a bare `PyTree`
         spec = None if leaf is None else field_spec(leaf)
         if spec is None:
             return None
-        return ContainerSpec("pytree", (spec,), allow_none=allow_none)
+        return ContainerSpec("pytree", (spec,))
     origin = typing.get_origin(member)
     args = typing.get_args(member)
     if origin is list and len(args) == 1:
@@ -186,7 +187,7 @@ def _container_spec(member: Any, allow_none: bool) -> ContainerSpec | None:
     elements = tuple(field_spec(a) for a in element_annotations)
     if any(e is None for e in elements):  # e.g. tuple[Array, int]: not all arrays
         return None
-    return ContainerSpec(kind, elements, fixed=fixed, allow_none=allow_none)  # type: ignore[arg-type]
+    return ContainerSpec(kind, elements, fixed=fixed)  # type: ignore[arg-type]
 
 
 def _build_array_spec(members: list[Any], allow_none: bool) -> ArraySpec | None:
@@ -349,7 +350,7 @@ def init_annotation(annotation: Any) -> Any:
 def _widen_container(members: list[Any]) -> Any:
     """`init_annotation` of `list[X]`, `tuple[X, ...]`, `dict[K, X]`, `PyTree[X]`."""
     others = [m for m in members if m is not None and m is not type(None)]
-    if len(others) != 1 or _container_spec(others[0], False) is None:
+    if len(others) != 1 or _container_spec(others[0]) is None:
         return None
     member = others[0]
     if isinstance(member, type) and issubclass(member, jaxtyping.PyTree):

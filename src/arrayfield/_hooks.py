@@ -93,10 +93,6 @@ def release_trace_counter() -> None:
             unregister_duration_listener(_on_duration)
 
 
-def trace_counter_active() -> bool:
-    return _listener_users > 0
-
-
 # -- JAX's current trace ---------------------------------------------------------
 
 

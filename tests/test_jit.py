@@ -802,8 +802,34 @@ def test_a_wrapper_rebuilt_each_step_traces_an_outer_jit_as_often_as_eqx():
     assert counts == {"equinox._jit": 1, "arrayfield._jit": 1}
 
 
-def test_a_cache_hit_in_another_thread_does_not_take_a_traces_news():
+def _callback_failures(caplog: pytest.LogCaptureFixture) -> list[str]:
+    return [r.getMessage() for r in caplog.records if r.name == "jax._src.callback"]
+
+
+def test_each_program_decides_for_itself_whether_calls_wait(caplog):
+    # One call structure, two programs (shapes are jax.jit's business): the (3,)
+    # program checks its input, the (2,) one does not. The check's error must
+    # surface at the call that fails, however the two were traced, and without
+    # JAX's own log line, as with eqx.filter_jit.
+    @af.filter_jit
+    def g(x):
+        if x.shape == (3,):
+            x = eqx.error_if(x, x > 1, "too big")
+        return x + 1
+
+    g(jnp.ones(2))  # no callback: returns once dispatched
+    with pytest.raises(eqx.EquinoxRuntimeError, match="too big"):
+        g(jnp.full(3, 5.0))  # traces the checking program and fails at once
+    with pytest.raises(eqx.EquinoxRuntimeError, match="too big"):
+        g(jnp.full(3, 6.0))  # the cached program
+    assert g(jnp.ones(2)).tolist() == [2.0, 2.0]
+    assert _callback_failures(caplog) == []
+    assert _jit._callback_logger.filters == []  # every filter was taken off again
+
+
+def test_a_program_traced_in_another_thread_still_raises_at_its_calls(caplog):
     entered, go = threading.Event(), threading.Event()
+    errors: list[BaseException] = []
 
     @af.filter_jit
     def g(x):
@@ -813,16 +839,44 @@ def test_a_cache_hit_in_another_thread_does_not_take_a_traces_news():
             x = eqx.error_if(x, x > 1, "too big")
         return x + 1
 
-    g(jnp.ones(2))  # learned: no host work, no wait
-    thread = threading.Thread(target=lambda: g(jnp.ones(3)))
+    def fail_in_thread() -> None:
+        try:
+            g(jnp.full(3, 5.0))
+        except eqx.EquinoxRuntimeError as error:
+            errors.append(error)
+
+    g(jnp.ones(2))
+    thread = threading.Thread(target=fail_in_thread)
     thread.start()
     assert entered.wait(10)  # the thread is tracing the (3,) program
     g(jnp.ones(2))  # a cache hit meanwhile, in this thread
     go.set()
     thread.join()
-    # One structure (shapes are jax.jit's business); its (3,) program has an
-    # error_if, so its calls wait for their errors.
-    assert [c.waits for c in g._plan.layout.jits.values()] == [True]
+    assert len(errors) == 1 and "too big" in str(errors[0])
+    with pytest.raises(eqx.EquinoxRuntimeError, match="too big"):
+        g(jnp.full(3, 5.0))  # and in this thread, from the cache
+    assert _callback_failures(caplog) == []
+    assert _jit._callback_logger.filters == []
+
+
+def test_only_programs_that_call_back_return_a_marker():
+    # The marker is an extra output buffer; programs without host work skip it.
+    def plain(x):
+        return x * 2
+
+    def printing(x):
+        jax.debug.print("x={x}", x=x)
+        return x * 2
+
+    for fn, wanted in ((plain, []), (printing, [True])):
+        f = af.filter_jit(fn)
+        f(jnp.ones(2))
+        dynamic_fun = getattr(f._fallback, _hooks.DYNAMIC_FUN)
+        markers = []
+        for compiled in f._plan.layout.jits.values():
+            marker, *_ = compiled.jitted(dynamic_fun, [jnp.ones(2)])
+            markers += [] if marker is None else [bool(_jit._concrete(marker))]
+        assert markers == wanted
 
 
 def test_programs_kept_per_function_are_bounded(monkeypatch):

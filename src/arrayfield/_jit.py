@@ -61,50 +61,39 @@ class _Static:
         self.value = value
 
 
-class _Traced(threading.local):
-    """The `_Compiled`s that traced in this thread's calls, not yet learned from.
-
-    Per thread: a call that hits the cache while another thread traces must not
-    take (and drop) that trace's news.
-    """
+class _LateFilters(threading.local):
+    """Log filters a trace installed for the call that made it (see `_Compiled`)."""
 
     def __init__(self) -> None:
-        self.compiled: set[_Compiled] = set()
+        self.filters: list[logging.Filterer] = []
 
 
-_traced = _Traced()
+_late = _LateFilters()
 
 
 class _Compiled:
-    """The `jax.jit` for one call structure, and whether its calls must wait.
+    """The `jax.jit` for one call structure.
 
-    `eqx.filter_jit` waits for every call to finish so that a failing
-    `eqx.error_if` raises at the call. Only host callbacks (`eqx.error_if`,
-    `jax.debug.print`, `jax.pure_callback`, ...) run Python while a program
-    executes, so only programs with callbacks or effects wait here; the others
-    return as soon as they are dispatched, like `jax.jit`. Each new trace is
-    recorded in `_traced` (for its thread); the call that made it then reads the
-    (cached) jaxpr.
+    `eqx.filter_jit` makes every program return a marker array and waits for it,
+    so that a failing `eqx.error_if` raises at the call. Only host callbacks
+    (`eqx.error_if`, `jax.debug.print`, `jax.pure_callback`, ...) run Python while
+    a program executes, so here each trace decides for its own program: the user's
+    function is traced by an inner `jax.jit`, whose jaxpr says whether it calls
+    back; only then (or when buffers are donated) does the program return a
+    marker to wait for. Other programs return no marker (an extra output costs
+    about a microsecond a call) and calls return once dispatched, like `jax.jit`.
+
+    `host_work` becomes true once a trace of this structure calls back; its calls
+    then hide JAX's log line for a failed callback, as equinox does for all calls.
     """
 
-    __slots__ = ("__weakref__", "jitted", "mixed", "waits")
+    __slots__ = ("called", "host_work", "jitted", "mixed")
 
-    def __init__(self, waits: bool, mixed: bool):
+    def __init__(self, mixed: bool):
         self.jitted: Any = None
-        self.waits = waits  # donating calls always wait, as in equinox
         self.mixed = mixed  # some leaves are static: calls pass None in their place
-
-    def learn(self, args: tuple, marker: Any) -> None:
-        """After a call that traced: must calls of this structure wait?"""
-        if self.waits:
-            return
-        # Traced under another trace (its program may run later, unlearned, from
-        # JAX's cache), or not traced at all (disable_jit): wait, as equinox does.
-        if isinstance(marker, _Tracer) or _jit_disabled():
-            self.waits = True
-            return
-        # A cache hit (no second trace); it holds the program just traced.
-        self.waits = _has_host_work(self.jitted.trace(*args).jaxpr)
+        self.host_work = False
+        self.called = False  # until the first call returns, nothing is known
 
 
 def _concrete(marker: Any) -> bool:
@@ -160,10 +149,10 @@ class _Layout:
     def compile(self, treedef: Any, static: tuple, names: tuple[str, str]) -> _Compiled:
         static_fun = self.static_fun
         mixed = static.count(None) != len(static)
-        compiled = _Compiled(waits=self.donate_rest, mixed=mixed)
+        compiled = _Compiled(mixed=mixed)
+        always_wait = self.donate_rest  # donating calls always wait, as in equinox
 
-        def flat(dynamic_fun: tuple, *parts: list) -> tuple:
-            _traced.compiled.add(compiled)
+        def run(dynamic_fun: tuple, *parts: list) -> tuple:
             fun_leaves, fun_tree = static_fun
             fun = jtu.tree_unflatten(
                 fun_tree,
@@ -179,18 +168,36 @@ class _Layout:
                 ]
             args, kwargs = jtu.tree_unflatten(treedef, leaves)
             out = fun(*args, **kwargs)
-            marker = jax.numpy.array(0)  # what a call waits on, as in equinox
             out_leaves, out_tree = jtu.tree_flatten(out)
             if all(isinstance(x, _ARRAY_TYPES) for x in out_leaves):
-                return marker, out, None  # JAX rebuilds the output itself
+                return out, None  # JAX rebuilds the output itself
             arrays = [x if isinstance(x, _ARRAY_TYPES) else None for x in out_leaves]
             others = [
                 None if a is not None else x
                 for a, x in zip(arrays, out_leaves, strict=True)
             ]
-            return marker, arrays, _Static((out_tree, others))
+            return arrays, _Static((out_tree, others))
 
-        flat.__name__, flat.__qualname__ = names
+        inner = jax.jit(run)
+
+        def flat(*call_args: Any) -> tuple:
+            if _jit_disabled():  # runs eagerly: nothing to trace
+                return (jax.numpy.array(0), *run(*call_args))
+            # The one trace of the user's function; the call below reuses it.
+            host_work = _has_host_work(inner.trace(*call_args).jaxpr)
+            if host_work and not compiled.host_work:
+                compiled.host_work = True
+                # This call began without the log filter: install it now.
+                log_filter = _hooks.CallbackLogFilter()
+                _callback_logger.addFilter(log_filter)
+                _late.filters.append(log_filter)
+            wait = host_work or always_wait
+            # What a call waits on, as in equinox; None costs no output buffer.
+            marker = jax.numpy.array(0) if wait else None
+            return (marker, *inner(*call_args))
+
+        run.__name__ = flat.__name__ = names[0]
+        run.__qualname__ = flat.__qualname__ = names[1]
         split = self.donate_first != self.donate_rest
         if split:  # flat(fun, first, rest): donate fun and rest
             donate = (0, 2)
@@ -364,8 +371,10 @@ def _call(wrapper: _FilterJit, args: tuple, kwargs: dict) -> Any:
         call_args: tuple = (dynamic_fun, leaves[:n_first], leaves[n_first:])
     else:
         call_args = (dynamic_fun, leaves)
-    log_filter = _hooks.CallbackLogFilter()
-    _callback_logger.addFilter(log_filter)
+    # Only programs that call back can log a failed callback (see `_Compiled`).
+    log_filter = _hooks.CallbackLogFilter() if compiled.host_work else None
+    if log_filter is not None:
+        _callback_logger.addFilter(log_filter)
     try:
         if plan.filter_warning:
             with warnings.catch_warnings():
@@ -373,18 +382,19 @@ def _call(wrapper: _FilterJit, args: tuple, kwargs: dict) -> Any:
                 marker, arrays, others = compiled.jitted(*call_args)
         else:
             marker, arrays, others = compiled.jitted(*call_args)
-        traced = _traced.compiled
-        if traced and compiled in traced:
-            traced.discard(compiled)
-            compiled.learn(call_args, marker)
         # Errors from eqx.error_if surface here, at the call, as with eqx.filter_jit.
-        if compiled.waits and _concrete(marker):
+        if marker is not None and _concrete(marker):
             marker.block_until_ready()
     except (_hooks.JaxRuntimeError, ValueError) as error:
         _hooks.raise_equinox_error(error, __equinox_jit_id__)
         raise
     finally:
-        _callback_logger.removeFilter(log_filter)
+        if log_filter is not None:
+            _callback_logger.removeFilter(log_filter)
+        elif compiled.host_work:  # this call traced the first program that calls back
+            for late in _late.filters:
+                _callback_logger.removeFilter(late)
+            _late.filters.clear()
     if others is None:
         return arrays
     # Non-array outputs: the objects this trace returned, as equinox gives them.

@@ -340,6 +340,23 @@ def test_donation_deletes_the_same_buffers(donate):
     assert results["af"][1:] == results["eqx"][1:]
 
 
+@pytest.mark.parametrize("donate", ["all", "all-except-first", "none"])
+def test_donation_with_static_leaves_among_the_arrays(donate):
+    # Static leaves are not passed to jax.jit, so the split between the first
+    # argument's leaves and the rest must count only the traced ones.
+    results = {}
+    for name, jit in JITS.items():
+        f = jit(lambda a, b: (a[0] * a[1] + a[2], b[0] + b[1]), donate=donate)
+        a = (jnp.ones(3), 2, jnp.ones(3))
+        b = (3, jnp.ones(3))
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            out = f(a, b)
+        results[name] = (out, [a[0].is_deleted(), a[2].is_deleted(), b[1].is_deleted()])
+    assert_same(results["af"][0], results["eqx"][0])
+    assert results["af"][1] == results["eqx"][1]
+
+
 def test_same_function_with_two_donation_layouts_traces_like_eqx():
     counter_af: list[int] = []
     counter_eqx: list[int] = []

@@ -11,6 +11,7 @@ reproduce exactly (jit options, unhashable static leaves, `.lower`) goes to the
 
 from __future__ import annotations
 
+import bisect
 import functools
 import inspect
 import itertools
@@ -36,6 +37,7 @@ Donate = Literal["all", "all-except-first", "warn", "warn-except-first", "none"]
 
 # What `eqx.is_array` accepts: these leaves are traced, all others hashed.
 _ARRAY_TYPES = (jax.Array, np.ndarray, np.generic)
+_NOT_ARRAYS = frozenset({bool, int, float, complex, str, bytes, type(None)})
 _DONATE = {  # option -> (filter the unusable-buffer warning, donate first, donate rest)
     "all": (True, True, True),
     "all-except-first": (True, False, True),
@@ -87,13 +89,14 @@ class _Compiled:
     then hide JAX's log line for a failed callback, as equinox does for all calls.
     """
 
-    __slots__ = ("called", "host_work", "jitted", "mixed")
+    __slots__ = ("host_work", "jitted", "traced")
 
-    def __init__(self, mixed: bool):
+    def __init__(self, traced: tuple[int, ...] | None):
         self.jitted: Any = None
-        self.mixed = mixed  # some leaves are static: calls pass None in their place
+        # Where the traced leaves are, when some leaves are static (calls pass only
+        # the traced ones); None when every leaf is traced.
+        self.traced = traced
         self.host_work = False
-        self.called = False  # until the first call returns, nothing is known
 
 
 def _concrete(marker: Any) -> bool:
@@ -148,8 +151,9 @@ class _Layout:
 
     def compile(self, treedef: Any, static: tuple, names: tuple[str, str]) -> _Compiled:
         static_fun = self.static_fun
-        mixed = static.count(None) != len(static)
-        compiled = _Compiled(mixed=mixed)
+        traced = tuple(i for i, x in enumerate(static) if x is None)
+        mixed = len(traced) != len(static)
+        compiled = _Compiled(traced if mixed else None)
         always_wait = self.donate_rest  # donating calls always wait, as in equinox
 
         def run(dynamic_fun: tuple, *parts: list) -> tuple:
@@ -163,9 +167,9 @@ class _Layout:
             )
             leaves = [x for part in parts for x in part]
             if mixed:
-                leaves = [
-                    x if s is None else s for x, s in zip(leaves, static, strict=True)
-                ]
+                dynamic, leaves = leaves, list(static)
+                for i, x in zip(traced, dynamic, strict=True):
+                    leaves[i] = x
             args, kwargs = jtu.tree_unflatten(treedef, leaves)
             out = fun(*args, **kwargs)
             out_leaves, out_tree = jtu.tree_flatten(out)
@@ -345,10 +349,15 @@ def _call(wrapper: _FilterJit, args: tuple, kwargs: dict) -> Any:
         bound = plan.signature.bind(*args, **kwargs)
         args, kwargs = bound.args, bound.kwargs
     leaves, treedef = jtu.tree_flatten((args, kwargs))
-    # JAX's own arrays, the common leaf, skip the slower isinstance.
+    # What the cache key holds of each leaf: None for arrays, else the leaf. JAX's
+    # arrays and Python's numbers, the common leaves, skip the slower isinstance.
     static = tuple(
         [
-            None if type(x) is _ARRAY_IMPL or isinstance(x, _ARRAY_TYPES) else x
+            None
+            if type(x) is _ARRAY_IMPL
+            else x
+            if type(x) in _NOT_ARRAYS or not isinstance(x, _ARRAY_TYPES)
+            else None
             for x in leaves
         ]
     )
@@ -361,13 +370,14 @@ def _call(wrapper: _FilterJit, args: tuple, kwargs: dict) -> Any:
             compiled = layout.jits.get((treedef, static)) or layout.compile(
                 treedef, static, plan.names
             )
-    if compiled.mixed:  # not strict: equal lengths by construction, and faster
-        leaves = [
-            x if s is None else None for x, s in zip(leaves, static, strict=False)
-        ]
+    traced = compiled.traced
+    if traced is not None:
+        leaves = [leaves[i] for i in traced]
     dynamic_fun = _get(fallback, _hooks.DYNAMIC_FUN)
     if layout.donate_first != layout.donate_rest:
         n_first = len(jtu.tree_leaves(args[0])) if args else 0
+        if traced is not None:  # the traced leaves among the first n_first
+            n_first = bisect.bisect_left(traced, n_first)
         call_args: tuple = (dynamic_fun, leaves[:n_first], leaves[n_first:])
     else:
         call_args = (dynamic_fun, leaves)

@@ -2,7 +2,11 @@
 # Run equinox's own test suite twice, with plain eqx.Module and with `equinox.Module`
 # swapped for `arrayfield.ArrayModule`, and print every test whose outcome differs.
 #
-#   compat/run_equinox_suite.sh [--subset] [TEST_FILE...]
+#   compat/run_equinox_suite.sh [--subset] [--jit] [TEST_FILE...]
+#
+# --jit swaps `equinox.filter_jit` for `arrayfield.filter_jit` instead (the plugin
+# compat/swap_filter_jit.py), with its own list of expected differences,
+# compat/expected_differences_jit.txt.
 #
 # The suite is data, not part of this repository: it is looked for in
 # $EQUINOX_TESTS, else in ../shared/compat/equinox-v0.13.8 beside the repository
@@ -24,10 +28,16 @@ fi
 suite="$(cd "$suite" && pwd)"
 
 subset=0
+plugin=swap_module
+expected="$root/compat/expected_differences.txt"
 files=()
 for arg in "$@"; do
   case "$arg" in
     --subset) subset=1 ;;
+    --jit)
+      plugin=swap_filter_jit
+      expected="$root/compat/expected_differences_jit.txt"
+      ;;
     *) files+=("$arg") ;;
   esac
 done
@@ -43,7 +53,8 @@ fi
 
 out="$(mktemp -d)"
 trap 'rm -rf "$out"' EXIT
-export JAX_PLATFORMS=cpu PYTHONPATH="$suite/..${PYTHONPATH:+:$PYTHONPATH}"
+export JAX_PLATFORMS=cpu
+export PYTHONPATH="$suite/..:$root/compat${PYTHONPATH:+:$PYTHONPATH}"
 for mode in plain swapped; do
   swap=$([ "$mode" = swapped ] && echo 1 || echo 0)
   for spec in "${files[@]}"; do
@@ -53,10 +64,10 @@ for mode in plain swapped; do
     name="$(basename "$file" .py)"
     echo "== $mode: $file ${extra[*]:-}"
     # One pytest process per file: some files leave JAX state behind.
-    (cd "$suite" && ARRAYFIELD_SWAP=$swap "$python" -m pytest -p swap_module \
+    (cd "$suite" && ARRAYFIELD_SWAP=$swap "$python" -m pytest -p "$plugin" \
       -p no:cacheprovider -q --no-header -rN "$file" "${extra[@]}" \
       --junitxml="$out/$mode-$name.xml" >"$out/$mode-$name.log" 2>&1) || true
     tail -n 1 "$out/$mode-$name.log"
   done
 done
-"$python" "$root/compat/compare_outcomes.py" "$out" "$root/compat/expected_differences.txt"
+"$python" "$root/compat/compare_outcomes.py" "$out" "$expected"

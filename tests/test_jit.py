@@ -796,6 +796,33 @@ def test_calls_whose_program_calls_back_return_finished_results(donate):
             assert out.is_ready()
 
 
+@pytest.mark.parametrize("transform", ["grad", "vmap"])
+def test_error_if_under_an_eager_transformation_raises_at_the_call(transform):
+    # The program is traced under the transformation (its outputs are tracers);
+    # the error must still come from the call, as with eqx.filter_jit.
+    def loss(x):
+        return jnp.sum(eqx.error_if(x, x > 1, "too big") ** 2)
+
+    for jit in JITS.values():
+        f = jit(loss)
+        if transform == "grad":
+            call, good, bad = jax.grad(f), jnp.zeros(3), jnp.full(3, 5.0)
+        else:
+            call, good, bad = jax.vmap(f), jnp.zeros((2, 3)), jnp.full((2, 3), 5.0)
+        call(good)
+        with pytest.raises(eqx.EquinoxRuntimeError, match="too big"):
+            call(bad)
+
+
+def test_equinox_filter_jit_pointed_at_af_filter_jit():
+    # A program may replace eqx.filter_jit wholesale (compat/swap_filter_jit.py
+    # does, to run equinox's own tests); af.filter_jit must still reach equinox's.
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(eqx, "filter_jit", af.filter_jit)
+        step = eqx.filter_jit(lambda x, n: x * n)
+        assert step(jnp.ones(2), 3).tolist() == [3.0, 3.0]
+
+
 # -- found in review -----------------------------------------------------------------
 
 

@@ -233,6 +233,12 @@ def _equinox_jit() -> Any:
     return _jit
 
 
+def equinox_filter_jit() -> Callable[..., Any]:
+    """Equinox's `filter_jit`, from its own module: `equinox.filter_jit` may have
+    been pointed at `af.filter_jit` (as `compat/swap_filter_jit.py` does)."""
+    return _equinox_jit().filter_jit
+
+
 class _NoError(Exception):
     """Stands in for an error class equinox no longer has (check_compatible says)."""
 

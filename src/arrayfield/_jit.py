@@ -333,6 +333,8 @@ class _FilterJit(eqx.Module):
 _Tracer = jax.core.Tracer  # pyright: ignore[reportAttributeAccessIssue]
 _ARRAY_IMPL = _hooks.ARRAY_IMPL
 _get = object.__getattribute__  # skips Module.__getattribute__ on the hot path
+# Equinox's own, also where a program points `eqx.filter_jit` at this one.
+_equinox_filter_jit = _hooks.equinox_filter_jit()
 _callback_logger = logging.getLogger("jax._src.callback")
 
 
@@ -483,8 +485,8 @@ def filter_jit(fun: Any = None, *, donate: Donate = "none", **jitkwargs: Any) ->
     if fun is None:
         return functools.partial(filter_jit, donate=donate, **jitkwargs)
     if donate not in _DONATE:
-        eqx.filter_jit(fun, donate=donate)  # raises equinox's error for the option
-    fallback = eqx.filter_jit(fun, donate=donate, **jitkwargs)
+        _equinox_filter_jit(fun, donate=donate)  # raises equinox's error for it
+    fallback = _equinox_filter_jit(fun, donate=donate, **jitkwargs)
     filter_warning, donate_first, donate_rest = _DONATE[donate]
     signature = inspect.signature(fun)
     names = _hooks.fn_names(fun)

@@ -7,8 +7,9 @@ asserted. Trace counts are exact: if one is wrong the script exits with status 1
 `dispatch.py` adds the per-step cost of `af.filter_jit` (issue 13).
 
 The full run writes `benchmarks/results/results.md` and
-`benchmarks/results/seed_loop.png` (when matplotlib is installed); `--quick` writes
-its plot as `seed_loop_quick.png`.
+`benchmarks/results/seed_loop.png` and `dispatch.png` (when matplotlib is
+installed); `--quick` writes its plots as `seed_loop_quick.png` and
+`dispatch_quick.png`.
 """
 
 from __future__ import annotations
@@ -527,14 +528,15 @@ def bench_retrace(quick: bool) -> list[Row]:
 # -- per-step dispatch: af.filter_jit (benchmarks/dispatch.py) -------------------
 
 
-def bench_dispatch(quick: bool) -> list[Row]:
+def bench_dispatch(quick: bool) -> tuple[list[Row], list[dict[str, Any]]]:
     sys.path.insert(0, str(HERE))
     try:
         import dispatch  # pyright: ignore[reportMissingImports]
     finally:
         sys.path.remove(str(HERE))
     rows = []
-    for found in dispatch.measure(quick):
+    measured = dispatch.measure(quick)
+    for found in measured:
         us = found["us"]
         key, bound = dispatch.TARGETS.get(found["case"], ("af/jax", None))
         jax_us = f", jax.jit {us['jax']:.1f}" if "jax" in us else ""
@@ -559,7 +561,45 @@ def bench_dispatch(quick: bool) -> list[Row]:
                 _status(found[key] <= bound, quick) if bound else "info",
             )
         )
-    return rows
+    return rows, measured
+
+
+def plot_dispatch(measured: list[dict[str, Any]], path: Path) -> bool:
+    """Per-step time of each jit relative to `jax.jit`, one group per loop."""
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        return False
+    cases = [f for f in measured if "jax" in f["us"]]  # the fallback has no jax.jit
+    jits = [("af", "af.filter_jit"), ("eqx", "eqx.filter_jit"), ("jax", "jax.jit")]
+    width = 0.27
+    fig, ax = plt.subplots(figsize=(8, 4.5))
+    for j, (name, label) in enumerate(jits):
+        xs = [i + (j - 1) * width for i in range(len(cases))]
+        ratios = [f["us"][name] / f["us"]["jax"] for f in cases]
+        bars = ax.bar(xs, ratios, width, label=label)
+        us = [f["us"][name] for f in cases]
+        labels = [f"{t:.1f} us" if t < 100 else f"{t:.0f} us" for t in us]
+        ax.bar_label(bars, labels=labels, fontsize="x-small")
+    ax.axhline(1.0, color="black", linewidth=0.8)
+    names = [
+        f"{f['case']}\n({f['leaves']} {'leaf' if f['leaves'] == 1 else 'leaves'})"
+        for f in cases
+    ]
+    ax.set_xticks(range(len(cases)), names)
+    ax.tick_params(axis="x", labelsize="small")
+    ax.set_ylabel("time per step / jax.jit's")
+    ax.set_title("Per-step dispatch, warm (labels: median us per step)")
+    ax.legend(fontsize="small")
+    ax.grid(True, axis="y", alpha=0.3)
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+    return True
 
 
 # -- report --------------------------------------------------------------------
@@ -612,16 +652,22 @@ def main(argv: list[str] | None = None) -> int:
     rows += bench_import(quick)
     rows += bench_memory(quick)
     rows += bench_retrace(quick)
-    rows += bench_dispatch(quick)
+    dispatch_rows, dispatch_measured = bench_dispatch(quick)
+    rows += dispatch_rows
 
     table = markdown(rows)
     print(table)
     elapsed = time.perf_counter() - started
     print(f"\n{'quick' if quick else 'full'} run, {elapsed:.0f} s on {machine()}")
-    # The quick run's plot goes beside the full run's, never over it.
-    plot = RESULTS / ("seed_loop_quick.png" if quick else "seed_loop.png")
-    if plot_seed_loop(runs, plot):
-        print(f"wrote {plot.relative_to(HERE.parent)}")
+    # A quick run's plots go beside the full run's, never over them.
+    suffix = "_quick.png" if quick else ".png"
+    plots = [
+        (plot_seed_loop(runs, RESULTS / f"seed_loop{suffix}"), "seed_loop"),
+        (plot_dispatch(dispatch_measured, RESULTS / f"dispatch{suffix}"), "dispatch"),
+    ]
+    for written, name in plots:
+        if written:
+            print(f"wrote {(RESULTS / f'{name}{suffix}').relative_to(HERE.parent)}")
     if not quick:
         RESULTS.mkdir(parents=True, exist_ok=True)
         (RESULTS / "results.md").write_text(

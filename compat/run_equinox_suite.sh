@@ -13,7 +13,8 @@
 # (with the swap plugin `swap_module.py` in its parent folder). $PYTHON (default
 # .venv/bin/python) needs arrayfield, equinox 0.13.8, pytest, beartype, optax, tqdm.
 #
-# --subset runs the files where a swap once made a difference (what CI runs).
+# --subset runs the files where a swap once made a difference, or (with --jit)
+# those that exercise eqx.filter_jit most: what CI runs.
 # Differences listed in compat/expected_differences.txt are reported with their
 # reason; any other difference makes the script exit 1.
 set -euo pipefail
@@ -42,7 +43,11 @@ for arg in "$@"; do
   esac
 done
 if [ "${#files[@]}" -eq 0 ]; then
-  if [ "$subset" -eq 1 ]; then
+  if [ "$subset" -eq 1 ] && [ "$plugin" = swap_filter_jit ]; then
+    # The files that call eqx.filter_jit most, and its error and callback tests.
+    files=(tests/test_jit.py tests/test_errors.py tests/test_ad.py
+           tests/test_noinline.py tests/test_debug.py tests/test_callback.py)
+  elif [ "$subset" -eq 1 ]; then
     files=(tests/test_jit.py tests/test_vmap.py tests/test_pmap.py
            tests/test_module.py "tests/test_while_loop.py::-k unperturbed")
   else
@@ -67,6 +72,7 @@ for mode in plain swapped; do
     (cd "$suite" && ARRAYFIELD_SWAP=$swap "$python" -m pytest -p "$plugin" \
       -p no:cacheprovider -q --no-header -rN "$file" "${extra[@]}" \
       --junitxml="$out/$mode-$name.xml" >"$out/$mode-$name.log" 2>&1) || true
+    grep -h "^\[swap_filter_jit\] programs" "$out/$mode-$name.log" || true
     tail -n 1 "$out/$mode-$name.log"
   done
 done

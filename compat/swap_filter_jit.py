@@ -25,6 +25,27 @@ def pytest_configure(config):
     import equinox
 
     import arrayfield
+    from arrayfield import _jit
 
     equinox.filter_jit = arrayfield.filter_jit
     sys.stderr.write("[swap_filter_jit] equinox.filter_jit is arrayfield.filter_jit\n")
+
+    # Count the programs af.filter_jit compiles on its own path (not passed on to
+    # equinox's), so a run shows that the swap did more than forward every call.
+    compile_program = _jit._Layout.compile
+
+    def counted(self, *args, **kwargs):
+        _programs[0] += 1
+        return compile_program(self, *args, **kwargs)
+
+    _jit._Layout.compile = counted
+
+
+_programs = [0]
+
+
+def pytest_terminal_summary(terminalreporter):
+    if os.environ.get("ARRAYFIELD_SWAP", "1") != "0":
+        terminalreporter.write_line(
+            f"[swap_filter_jit] programs af.filter_jit compiled itself: {_programs[0]}"
+        )

@@ -482,6 +482,19 @@ def test_clear_caches_retraces_new_wrappers_only_as_in_eqx():
     assert runs["af"] == runs["eqx"] == 2
 
 
+def test_jax_clear_caches_retraces_once_as_in_eqx():
+    # af.filter_jit traces the function in an inner jax.jit: clearing JAX's caches
+    # must not make it trace twice (outer and inner) or not at all.
+    run_both(
+        counting(lambda x: x * 2),
+        [
+            lambda f: f(jnp.ones(2)),
+            lambda f: (jax.clear_caches(), f(jnp.ones(2)))[1],
+            lambda f: f(jnp.ones(2)),
+        ],
+    )
+
+
 def test_wrapper_reports_the_function_it_wraps():
     def step(scene, x):
         """Doc."""

@@ -220,13 +220,28 @@ def bench_seed_loop(quick: bool) -> tuple[list[Row], dict[str, SeedRun], bool]:
     return rows, runs, traces_ok
 
 
-def plot_seed_loop(runs: dict[str, SeedRun], path: Path) -> bool:
+def _pyplot() -> Any:
+    """matplotlib's pyplot without a display, or None when it is not installed."""
     try:
         import matplotlib
 
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
     except ImportError:
+        return None
+    return plt
+
+
+def _save(fig: Any, path: Path) -> None:
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=120)
+    _pyplot().close(fig)
+
+
+def plot_seed_loop(runs: dict[str, SeedRun], path: Path) -> bool:
+    plt = _pyplot()
+    if plt is None:
         return False
     labels = {
         "int": "eqx.Module, Python int (recompiles every step; first "
@@ -244,10 +259,7 @@ def plot_seed_loop(runs: dict[str, SeedRun], path: Path) -> bool:
     ax.set_title("Seed loop: scene = step(scene, 1) under eqx.filter_jit")
     ax.legend(fontsize="small")
     ax.grid(True, which="both", alpha=0.3)
-    fig.tight_layout()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
+    _save(fig, path)
     return True
 
 
@@ -566,12 +578,8 @@ def bench_dispatch(quick: bool) -> tuple[list[Row], list[dict[str, Any]]]:
 
 def plot_dispatch(measured: list[dict[str, Any]], path: Path) -> bool:
     """Per-step time of each jit relative to `jax.jit`, one group per loop."""
-    try:
-        import matplotlib
-
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError:
+    plt = _pyplot()
+    if plt is None:
         return False
     cases = [f for f in measured if "jax" in f["us"]]  # the fallback has no jax.jit
     jits = [("af", "af.filter_jit"), ("eqx", "eqx.filter_jit"), ("jax", "jax.jit")]
@@ -595,10 +603,7 @@ def plot_dispatch(measured: list[dict[str, Any]], path: Path) -> bool:
     ax.set_title("Per-step dispatch, warm (labels: median us per step)")
     ax.legend(fontsize="small")
     ax.grid(True, axis="y", alpha=0.3)
-    fig.tight_layout()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
+    _save(fig, path)
     return True
 
 

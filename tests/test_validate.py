@@ -1,6 +1,7 @@
 """Opt-in validation of stored arrays against their jaxtyping annotations."""
 
 import os
+import re
 import subprocess
 import sys
 import textwrap
@@ -10,7 +11,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from jaxtyping import Array, Float, Int
+from jaxtyping import Array, Float, Int, PyTree
 
 import arrayfield as af
 
@@ -145,3 +146,70 @@ def test_check_false_overrides_the_environment(monkeypatch):
         x: Float[Array, "3"]
 
     assert Explicit(x=1.0).x.shape == ()
+
+
+# -- container fields: every array inside is checked -------------------------------
+
+
+class Scene(af.ArrayModule, check=True):
+    centres: list[Float[Array, "2"]]
+    fluxes: dict[str, Float[Array, "band"]]
+    bounds: tuple[Float[Array, ""], Float[Array, "2"]]
+    extra: PyTree[Float[Array, "band"]] = None
+    masks: Optional[list[Int[Array, "band"]]] = None
+
+
+def _scene(**changes):
+    fields = dict(
+        centres=[[0.0, 1.0], [2.0, 3.0]],
+        fluxes={"g": [1.0, 2.0, 3.0]},
+        bounds=(0.0, [1.0, 2.0]),
+    )
+    return Scene(**{**fields, **changes})
+
+
+def test_container_fields_that_match_pass():
+    scene = _scene(extra={"a": [jnp.ones(3)]}, masks=[[1, 0, 1]])
+    assert scene.centres[1].shape == (2,) and scene.masks[0].dtype == jnp.int32
+
+
+def test_a_list_element_of_the_wrong_shape_is_named():
+    with pytest.raises(af.ValidationError) as info:
+        _scene(centres=[[0.0, 1.0], [2.0, 3.0, 4.0]])
+    message = str(info.value)
+    assert message.startswith("Scene.centres[1]: expected Float[Array, '2']")
+    assert "shape (3,)" in message
+
+
+def test_dict_tuple_and_pytree_elements_are_named():
+    cases = [
+        ({"fluxes": {"g": [[1.0]]}}, "Scene.fluxes['g']"),
+        ({"bounds": (0.0, [1.0])}, "Scene.bounds[1]"),
+        ({"bounds": ([0.0], [1.0, 2.0])}, "Scene.bounds[0]"),
+        ({"extra": {"a": [jnp.ones((3, 1))]}}, "Scene.extra['a'][0]"),
+    ]
+    for changes, where in cases:
+        with pytest.raises(af.ValidationError, match="^" + re.escape(where)):
+            _scene(**changes)
+
+
+def test_named_dimensions_bind_across_elements_and_fields():
+    # "band" is 3 from fluxes['g']; a mask of 2 bands disagrees with it.
+    with pytest.raises(af.ValidationError) as info:
+        _scene(masks=[[1, 0, 1], [1, 0]])
+    message = str(info.value)
+    assert message.startswith("Scene.masks[1]: expected Int[Array, 'band']")
+    assert "disagree with Scene.fluxes['g']" in message
+    # Elements of one list bind among themselves too.
+    with pytest.raises(af.ValidationError, match=r"^Scene\.fluxes\['r'\]"):
+        _scene(fluxes={"g": [1.0, 2.0, 3.0], "r": [1.0, 2.0]})
+
+
+def test_a_none_element_is_reported_where_the_annotation_does_not_admit_it():
+    class Holder(af.ArrayModule, check=True):
+        values: list[Float[Array, ""] | None]
+        strict: tuple[Float[Array, ""], ...] = ()
+
+    assert Holder(values=[1.0, None]).values[1] is None
+    with pytest.raises(af.ValidationError, match=r"^Holder\.strict\[1\]: .* got None"):
+        Holder(values=[], strict=(1.0, None))

@@ -76,6 +76,8 @@ class ContainerSpec:
 
     - `elements`: one spec for every element, or one per position (`fixed`).
     - `fixed`: a `tuple[X, Y]` with one spec per position.
+    - `annotations`: the element annotations `elements` came from (what
+      `check=True` validates each element against).
 
     `None` is stored as it is in any container field, as in an array field.
     """
@@ -83,6 +85,9 @@ class ContainerSpec:
     container: ContainerKind
     elements: tuple[FieldSpec, ...]
     fixed: bool = False
+    annotations: tuple[Any, ...] = dataclasses.field(
+        default=(), compare=False, hash=False, repr=False
+    )
 
     def with_dtype(self, dtype: np.dtype) -> ContainerSpec:
         """The same spec with the dtype of every element fixed."""
@@ -170,7 +175,7 @@ def _container_spec(member: Any) -> ContainerSpec | None:
         spec = None if leaf is None else field_spec(leaf)
         if spec is None:
             return None
-        return ContainerSpec("pytree", (spec,))
+        return ContainerSpec("pytree", (spec,), annotations=(leaf,))
     origin = typing.get_origin(member)
     args = typing.get_args(member)
     if origin is list and len(args) == 1:
@@ -187,7 +192,12 @@ def _container_spec(member: Any) -> ContainerSpec | None:
     elements = tuple(field_spec(a) for a in element_annotations)
     if any(e is None for e in elements):  # e.g. tuple[Array, int]: not all arrays
         return None
-    return ContainerSpec(kind, elements, fixed=fixed)  # type: ignore[arg-type]
+    return ContainerSpec(
+        kind,
+        elements,  # type: ignore[arg-type]
+        fixed=fixed,
+        annotations=element_annotations,
+    )
 
 
 def _build_array_spec(members: list[Any], allow_none: bool) -> ArraySpec | None:

@@ -4,10 +4,12 @@ jaxtyping's runtime checks see `__init__` arguments, never what is stored after
 conversion, so a `Float[Array, "3"]` field could hold shape `()` unnoticed. With
 `class M(af.ArrayModule, check=True)` (or `ARRAYFIELD_CHECK=1` in the environment
 when the class is defined), every array field of every new instance is checked
-against its annotation after conversion: dtype category, shape, and named
-dimensions shared across the fields of one instance. The checking itself is
-jaxtyping's: `isinstance(value, Float[Array, "n"])` inside one `jaxtyped` context,
-so dimension names bind across fields exactly as they do across function arguments.
+against its annotation after conversion, and so is every array in a container
+field (`list[Float[Array, "n"]]`, `dict[str, ...]`, `PyTree[...]`): dtype
+category, shape, and named dimensions shared across the fields of one instance.
+The checking itself is jaxtyping's: `isinstance(value, Float[Array, "n"])` inside
+one `jaxtyped` context, so dimension names bind across fields (and the elements of
+a container) exactly as they do across function arguments.
 """
 
 from __future__ import annotations
@@ -15,15 +17,18 @@ from __future__ import annotations
 import dataclasses
 import threading
 import weakref
+from collections.abc import Iterator
 from typing import Any
 
 import jax
+import jax.tree_util as jtu
 import jaxtyping
 import numpy as np
 
+from ._convert import is_module
 from ._env import CHECK, env_flag
 from ._errors import class_name, format_annotation, short_repr
-from ._spec import ArraySpec, array_types
+from ._spec import ArraySpec, FieldSpec, array_types
 
 ENV_VAR = CHECK
 
@@ -62,22 +67,44 @@ def enabled_by_environment() -> bool:
 
 
 @dataclasses.dataclass(frozen=True)
-class _CheckedField:
-    name: str
+class _Check:
+    """What one stored array (a field, or an element of one) is checked against."""
+
     annotation: Any  # resolved, for the message
     types: tuple[type, ...]  # what isinstance must accept (union members)
     allow_none: bool
 
 
+@dataclasses.dataclass(frozen=True)
+class _ContainerCheck:
+    """A container field: the checks of its elements, laid out as in its spec."""
+
+    container: str  # "list", "tuple", "dict" or "pytree"
+    elements: tuple[_Check | _ContainerCheck, ...]
+    fixed: bool  # one check per position (`tuple[X, Y]`)
+
+
+def _check_for(spec: FieldSpec, annotation: Any) -> _Check | _ContainerCheck:
+    if isinstance(spec, ArraySpec):
+        return _Check(annotation, array_types(annotation), spec.allow_none)
+    elements = tuple(
+        _check_for(element, element_annotation)
+        for element, element_annotation in zip(
+            spec.elements, spec.annotations, strict=True
+        )
+    )
+    return _ContainerCheck(spec.container, elements, spec.fixed)
+
+
 # Weak keys: classes made on the fly (in tests, in loops) must stay collectable.
-_fields_cache: weakref.WeakKeyDictionary[type, tuple[_CheckedField, ...]] = (
-    weakref.WeakKeyDictionary()
-)
+_fields_cache: weakref.WeakKeyDictionary[
+    type, tuple[tuple[str, _Check | _ContainerCheck], ...]
+] = weakref.WeakKeyDictionary()
 _fields_lock = threading.Lock()
 
 
-def _checked_fields(cls: type) -> tuple[_CheckedField, ...]:
-    """The array fields of `cls` and what to check them against; once per class."""
+def _checked_fields(cls: type) -> tuple[tuple[str, _Check | _ContainerCheck], ...]:
+    """The array and container fields of `cls` and their checks; once per class."""
     try:
         return _fields_cache[cls]
     except KeyError:
@@ -87,14 +114,32 @@ def _checked_fields(cls: type) -> tuple[_CheckedField, ...]:
     found = []
     for name, converter in field_converters(cls).items():
         spec = converter.resolved_spec()
-        if not isinstance(spec, ArraySpec):
-            continue  # None, or a container: its elements are not checked (yet)
-        resolved = converter.resolved
-        found.append(
-            _CheckedField(name, resolved, array_types(resolved), spec.allow_none)
-        )
+        if spec is not None:
+            found.append((name, _check_for(spec, converter.resolved)))
     with _fields_lock:
         return _fields_cache.setdefault(cls, tuple(found))
+
+
+def _stored_arrays(
+    value: Any, check: _Check | _ContainerCheck, where: str
+) -> Iterator[tuple[str, _Check, Any]]:
+    """`(where, check, value)` for a field's value, or for each of its elements
+    (`where` names the element: `sources[1]`, `params['w']`)."""
+    if isinstance(check, _Check):
+        yield where, check, value
+    elif value is None:
+        return  # stored as it is in any container field
+    elif check.container == "pytree":
+        paths = jtu.tree_flatten_with_path(value, is_leaf=is_module)[0]
+        for path, leaf in paths:
+            yield from _stored_arrays(leaf, check.elements[0], where + jtu.keystr(path))
+    elif check.container == "dict":
+        for key, element in value.items():
+            yield from _stored_arrays(element, check.elements[0], f"{where}[{key!r}]")
+    else:
+        checks = check.elements if check.fixed else check.elements * len(value)
+        for i, (element, element_check) in enumerate(zip(value, checks, strict=True)):
+            yield from _stored_arrays(element, element_check, f"{where}[{i}]")
 
 
 def _is_checkable(value: Any) -> bool:
@@ -107,52 +152,56 @@ def _matches(value: Any, types: tuple[type, ...]) -> bool:
 
 
 @jaxtyping.jaxtyped(typechecker=None)
-def _first_mismatch(pairs: list[tuple[_CheckedField, Any]]) -> int | None:
-    """Index of the first field that fails, checking all in one jaxtyping context."""
-    for index, (checked, value) in enumerate(pairs):
-        if not _matches(value, checked.types):
+def _first_mismatch(pairs: list[tuple[str, _Check, Any]]) -> int | None:
+    """Index of the first array that fails, checking all in one jaxtyping context."""
+    for index, (_, check, value) in enumerate(pairs):
+        if not _matches(value, check.types):
             return index
     return None
 
 
 def validate(module: Any) -> None:
-    """Check every array field of `module` against its annotation.
+    """Check every array field of `module`, and every array in its container
+    fields, against its annotation.
 
     **Raises:**
 
-    `af.ValidationError` naming the class, the field, the annotation, the actual
-    shape and dtype, and for a named dimension the field that fixed its size.
+    `af.ValidationError` naming the class, the field (and the element), the
+    annotation, the actual shape and dtype, and for a named dimension the field
+    that fixed its size.
     """
+    owner = class_name(type(module))
     pairs = []
-    for checked in _checked_fields(type(module)):
-        value = getattr(module, checked.name)
-        if value is None:
-            if checked.allow_none:
-                continue
-            annotation = format_annotation(checked.annotation)
-            raise ValidationError(
-                f"{class_name(type(module))}.{checked.name}: expected {annotation}, "
-                f"got None. Pass an array, or annotate the field {annotation} | None "
-                "if None is allowed."
-            )
-        if _is_checkable(value):
-            pairs.append((checked, value))
+    for name, field_check in _checked_fields(type(module)):
+        for where, check, value in _stored_arrays(
+            getattr(module, name), field_check, name
+        ):
+            if value is None:
+                if check.allow_none:
+                    continue
+                annotation = format_annotation(check.annotation)
+                raise ValidationError(
+                    f"{owner}.{where}: expected {annotation}, got None. Pass an "
+                    f"array, or annotate it {annotation} | None if None is allowed."
+                )
+            if _is_checkable(value):
+                pairs.append((where, check, value))
     failed = _first_mismatch(pairs)
     if failed is None:
         return
-    checked, value = pairs[failed]
-    owner = class_name(type(module))
+    where, check, value = pairs[failed]
     message = (
-        f"{owner}.{checked.name}: expected {format_annotation(checked.annotation)}, "
+        f"{owner}.{where}: expected {format_annotation(check.annotation)}, "
         f"got {_describe(value)}."
     )
-    if _first_mismatch([(checked, value)]) is None:
-        # Fine on its own: a named dimension disagrees with an earlier field.
-        for other, other_value in pairs[:failed]:
-            if _first_mismatch([(other, other_value), (checked, value)]) is not None:
+    if _first_mismatch([pairs[failed]]) is None:
+        # Fine on its own: a named dimension disagrees with an earlier array.
+        for other in pairs[:failed]:
+            if _first_mismatch([other, pairs[failed]]) is not None:
+                other_where, other_check, other_value = other
                 message += (
-                    f" Its named dimensions disagree with {owner}.{other.name} "
-                    f"({format_annotation(other.annotation)}, got "
+                    f" Its named dimensions disagree with {owner}.{other_where} "
+                    f"({format_annotation(other_check.annotation)}, got "
                     f"{_describe(other_value)}), which fixed their sizes first."
                 )
                 break

@@ -164,9 +164,9 @@ class _Layout:
         flat = _marked_program(run, compiled, always_wait=self.donate_rest)
         run.__name__ = flat.__name__ = names[0]
         run.__qualname__ = flat.__qualname__ = names[1]
-        split = self.donate_first != self.donate_rest
-        if split:  # flat(fun, first, rest): donate fun and rest
-            donate = (0, 2)
+        donate: tuple[int, ...]
+        if self.donate_first != self.donate_rest:  # flat(fun, first, rest)
+            donate = (0, 2)  # the function's arrays and the rest
         elif self.donate_rest:
             donate = (0, 1)
         else:

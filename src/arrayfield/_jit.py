@@ -38,7 +38,7 @@ Donate = Literal["all", "all-except-first", "warn", "warn-except-first", "none"]
 # What `eqx.is_array` accepts: these leaves are traced, all others hashed.
 _ARRAY_TYPES = (jax.Array, np.ndarray, np.generic)
 _ARRAY_IMPL = _hooks.ARRAY_IMPL  # JAX's own arrays: an exact type test is enough
-_NOT_ARRAYS = frozenset({bool, int, float, complex, str, bytes, type(None)})
+_NOT_ARRAYS = frozenset({bool, int, float, complex, str, bytes})
 _Tracer = jax.core.Tracer  # pyright: ignore[reportAttributeAccessIssue]
 _get = object.__getattribute__  # skips Module.__getattribute__ on the hot path
 # Equinox's own, also where a program points `eqx.filter_jit` at this one.
@@ -52,8 +52,9 @@ _DONATE = {  # option -> (filter the unusable-buffer warning, donate first, dona
     "none": (False, False, False),
 }
 _UNUSED_DONATION = "Some donated buffers were not usable*"
-# Traces record the stack up to the frame holding this local; equinox's own calls
-# use random bytes, any bytes unique per call do.
+# Each call's `__equinox_jit_id__` (an `eqx.error_if` trace records the stack up
+# to the frame holding that local): equinox uses random bytes, any bytes unique
+# per call do.
 _call_ids = itertools.count()
 _hooks.hide_from_tracebacks(__file__)  # equinox's error stacks skip its own frames too
 
@@ -69,14 +70,30 @@ class _Static:
         self.value = value
 
 
-class _LateFilters(threading.local):
-    """Log filters a trace installed for the call that made it (see `_Compiled`)."""
+# One entry per `af.filter_jit` call in progress, in any thread (list append and
+# pop are atomic, where `+= 1` on a global is not).
+_in_flight: list[None] = []
+
+
+class _QuietCallbackFailures(logging.Filter):
+    """Hides JAX's log line for a failed callback while any `af.filter_jit` call is
+    in progress: the failure is raised at the call instead.
+
+    Equinox adds such a filter around each of its calls. One filter installed for
+    good, reading `_in_flight`, costs a call that cannot fail nothing but a list
+    append and pop, and needs no knowledge of which programs call back (a call
+    that waits on another thread's trace of a checking program is covered too).
+    """
 
     def __init__(self) -> None:
-        self.filters: list[logging.Filterer] = []
+        super().__init__()
+        self._equinox = _hooks.CallbackLogFilter()  # its test of the message
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not _in_flight or bool(self._equinox.filter(record))
 
 
-_late = _LateFilters()
+_callback_logger.addFilter(_QuietCallbackFailures())
 
 
 class _Compiled:
@@ -90,19 +107,15 @@ class _Compiled:
     back; only then (or when buffers are donated) does the program return a
     marker to wait for. Other programs return no marker (an extra output costs
     about a microsecond a call) and calls return once dispatched, like `jax.jit`.
-
-    `host_work` becomes true once a trace of this structure calls back; its calls
-    then hide JAX's log line for a failed callback, as equinox does for all calls.
     """
 
-    __slots__ = ("host_work", "jitted", "traced")
+    __slots__ = ("jitted", "traced")
 
     def __init__(self, traced: tuple[int, ...] | None):
         self.jitted: Any = None
         # Where the traced leaves are, when some leaves are static (calls pass only
         # the traced ones); None when every leaf is traced.
         self.traced = traced
-        self.host_work = False
 
 
 def _concrete(marker: Any) -> bool:
@@ -144,48 +157,70 @@ class _Layout:
     Equinox keeps one `jax.jit` per function object (per name for other callables)
     and tells calls apart by their static parts; a `_Layout` is that for one
     `static_fun` and donation layout. `jits` maps `(treedef, static leaves)` to the
-    `_Compiled` for it.
+    `_Compiled` for it, for as long as the layout lives: JAX keeps every trace of
+    equinox's `jax.jit` as long, so a structure seen once never traces again.
+
+    Donating calls pass the first argument's leaves apart from the rest, in the
+    order of equinox's donated buffers (JAX gives an output the first donated
+    buffer that fits, so the order decides which input is consumed): first, the
+    function's arrays, rest for `donate="all"`; the function's arrays, rest (and
+    first, not donated) for `"all-except-first"`. `fun_at` is where the function's
+    arrays go.
     """
 
-    __slots__ = ("__weakref__", "donate_first", "donate_rest", "jits", "static_fun")
+    __slots__ = (
+        "__weakref__",
+        "donate_first",
+        "donate_rest",
+        "fun_at",
+        "jits",
+        "static_fun",
+    )
 
     def __init__(self, static_fun: Any, donate_first: bool, donate_rest: bool):
         self.static_fun = static_fun
         self.donate_first = donate_first
-        self.donate_rest = donate_rest
-        self.jits: dict[Any, Any] = {}
+        self.donate_rest = donate_rest  # every donating option donates the rest
+        self.fun_at = 1 if donate_first else 0
+        self.jits: dict[tuple, _Compiled] = {}
 
     def compile(self, treedef: Any, static: tuple, names: tuple[str, str]) -> _Compiled:
         traced = tuple(i for i, x in enumerate(static) if x is None)
         mixed = len(traced) != len(static)
         compiled = _Compiled(traced if mixed else None)
-        run = _user_program(self.static_fun, treedef, static, traced if mixed else None)
+        run = _user_program(
+            self.static_fun, treedef, static, traced if mixed else None, self.fun_at
+        )
         # Donating calls always wait, as in equinox.
-        flat = _marked_program(run, compiled, always_wait=self.donate_rest)
+        flat = _marked_program(run, always_wait=self.donate_rest)
         run.__name__ = flat.__name__ = names[0]
         run.__qualname__ = flat.__qualname__ = names[1]
         donate: tuple[int, ...]
-        if self.donate_first != self.donate_rest:  # flat(fun, first, rest)
-            donate = (0, 2)  # the function's arrays and the rest
-        elif self.donate_rest:
-            donate = (0, 1)
-        else:
+        if self.donate_first:  # flat(first, fun, rest)
+            donate = (0, 1, 2)
+        elif self.donate_rest:  # flat(fun, first, rest)
+            donate = (0, 2)
+        else:  # flat(fun, leaves)
             donate = ()
         compiled.jitted = jax.jit(flat, donate_argnums=donate)
-        if len(self.jits) >= _MAX_PROGRAMS:  # bounded, like JAX's own caches
-            del self.jits[next(iter(self.jits))]  # the oldest: it traces again
         self.jits[(treedef, static)] = compiled
         return compiled
 
 
 def _user_program(
-    static_fun: Any, treedef: Any, static: tuple, traced: tuple[int, ...] | None
+    static_fun: Any,
+    treedef: Any,
+    static: tuple,
+    traced: tuple[int, ...] | None,
+    fun_at: int,
 ) -> Callable[..., tuple]:
-    """The user's function on flat leaves: `(function's arrays, *parts of the
-    traced leaves) -> (output, None)`, or `-> (output's arrays, _Static(rest))`
-    when the output has leaves that are not arrays."""
+    """The user's function on flat leaves: `(*parts of the traced leaves, with the
+    function's arrays at fun_at) -> (output, None)`, or `-> (output's arrays,
+    _Static(rest))` when the output has leaves that are not arrays."""
 
-    def run(dynamic_fun: tuple, *parts: list) -> tuple:
+    def run(*call_args: Any) -> tuple:
+        dynamic_fun = call_args[fun_at]
+        parts = call_args[:fun_at] + call_args[fun_at + 1 :]
         fun_leaves, fun_tree = static_fun
         fun = jtu.tree_unflatten(
             fun_tree,
@@ -215,7 +250,7 @@ def _user_program(
 
 
 def _marked_program(
-    run: Callable[..., tuple], compiled: _Compiled, always_wait: bool
+    run: Callable[..., tuple], always_wait: bool
 ) -> Callable[..., tuple]:
     """`run`, with a marker to wait on first when its program calls back (or
     `always_wait`), else None (see `_Compiled`)."""
@@ -226,22 +261,12 @@ def _marked_program(
             return (jax.numpy.array(0), *run(*call_args))
         # The one trace of the user's function; the call below reuses it.
         host_work = _has_host_work(inner.trace(*call_args).jaxpr)
-        if host_work and not compiled.host_work:
-            compiled.host_work = True
-            # The call tracing this began without the log filter: install it now.
-            log_filter = _hooks.CallbackLogFilter()
-            _callback_logger.addFilter(log_filter)
-            _late.filters.append(log_filter)
         # What a call waits on, as in equinox; None costs no output buffer.
         marker = jax.numpy.array(0) if host_work or always_wait else None
         return (marker, *inner(*call_args))
 
     return flat
 
-
-# How many call structures one layout keeps compiled: each new static value makes
-# one, so a loop over fresh Python numbers must not grow without end.
-_MAX_PROGRAMS = 4096
 
 # Layouts by function, then by static part and donation; other callables share one
 # entry and are told apart by their static parts. Keyed weakly, but a layout's
@@ -250,7 +275,9 @@ _MAX_PROGRAMS = 4096
 _layouts: weakref.WeakKeyDictionary[Any, dict[Any, _Layout]] = (
     weakref.WeakKeyDictionary()
 )
-_lock = threading.Lock()
+# Reentrant: a static leaf's __hash__ or __eq__ (user code, run under it by the
+# key lookup) may call another filter_jit function.
+_lock = threading.RLock()
 
 
 def _any_callable() -> None:
@@ -391,17 +418,18 @@ def _call(wrapper: _FilterJit, args: tuple, kwargs: dict) -> Any:
     if traced is not None:
         leaves = [leaves[i] for i in traced]
     dynamic_fun = _get(fallback, _hooks.DYNAMIC_FUN)
-    if layout.donate_first != layout.donate_rest:
+    if layout.donate_rest:  # the first argument's leaves apart (see `_Layout`)
         n_first = len(jtu.tree_leaves(args[0])) if args else 0
         if traced is not None:  # the traced leaves among the first n_first
             n_first = bisect.bisect_left(traced, n_first)
-        call_args: tuple = (dynamic_fun, leaves[:n_first], leaves[n_first:])
+        first, rest = leaves[:n_first], leaves[n_first:]
+        if layout.fun_at:
+            call_args: tuple = (first, dynamic_fun, rest)
+        else:
+            call_args = (dynamic_fun, first, rest)
     else:
         call_args = (dynamic_fun, leaves)
-    # Only programs that call back can log a failed callback (see `_Compiled`).
-    log_filter = _hooks.CallbackLogFilter() if compiled.host_work else None
-    if log_filter is not None:
-        _callback_logger.addFilter(log_filter)
+    _in_flight.append(None)  # see `_QuietCallbackFailures`
     try:
         if plan.filter_warning:
             with warnings.catch_warnings():
@@ -416,12 +444,7 @@ def _call(wrapper: _FilterJit, args: tuple, kwargs: dict) -> Any:
         _hooks.raise_equinox_error(error, __equinox_jit_id__)
         raise
     finally:
-        if log_filter is not None:
-            _callback_logger.removeFilter(log_filter)
-        elif compiled.host_work:  # this call traced the first program that calls back
-            for late in _late.filters:
-                _callback_logger.removeFilter(late)
-            _late.filters.clear()
+        _in_flight.pop()
     if others is None:
         return arrays
     # Non-array outputs: the objects this trace returned, as equinox gives them.

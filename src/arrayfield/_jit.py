@@ -484,7 +484,9 @@ def filter_jit(fun: Any = None, *, donate: Donate = "none", **jitkwargs: Any) ->
     (`eqx.error_if`, `jax.debug.print`, callbacks) or donate buffers; the others
     return once dispatched, like `jax.jit`, so the next step's Python overlaps
     this step's computation. Results are the same; only when the call returns
-    differs (time it with `jax.block_until_ready`).
+    differs (time it with `jax.block_until_ready`). A failure no callback reports
+    (the device running out of memory mid-program, say) then surfaces where the
+    result is first used, as with `jax.jit`, rather than at the call.
 
     **Arguments:**
 

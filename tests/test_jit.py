@@ -1053,3 +1053,28 @@ def test_a_static_leaf_whose_hash_calls_another_filter_jit_function():
     thread.start()
     thread.join(60)
     assert done and done[0].tolist() == [2.0, 2.0]
+
+
+def test_trace_errors_name_the_users_function():
+    def branches_on_a_value(x):
+        return x if x.sum() > 0 else -x
+
+    for jit in JITS.values():
+        with pytest.raises(jax.errors.TracerBoolConversionError) as info:
+            jit(branches_on_a_value)(jnp.ones(3))
+        assert "function branches_on_a_value at" in str(info.value)
+
+
+def test_a_static_leaf_whose_eq_raises_gives_a_value_error_as_in_eqx():
+    class Uncomparable:
+        def __hash__(self):
+            return 1
+
+        def __eq__(self, other):
+            raise RuntimeError("cannot compare")
+
+    for jit in JITS.values():
+        f = jit(lambda x, s: x)
+        f(jnp.ones(2), Uncomparable())  # nothing to compare with yet
+        with pytest.raises(ValueError):
+            f(jnp.ones(2), Uncomparable())

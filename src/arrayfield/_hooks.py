@@ -248,7 +248,8 @@ EquinoxRuntimeError: type[Exception] = getattr(
     _equinox_jit(), "EquinoxRuntimeError", _NoError
 )
 JaxRuntimeError: type[Exception] = getattr(_equinox_jit(), "JaxRuntimeError", _NoError)
-# Hides JAX's "jax.pure_callback failed" log line while a call runs, as equinox does.
+# Equinox's test for JAX's "jax.pure_callback failed" log line, which it hides while
+# a call runs (af.filter_jit's own filter asks it).
 CallbackLogFilter: type[logging.Filterer] = getattr(
     _equinox_jit(), "_FilterCallback", logging.Filterer
 )

@@ -160,12 +160,12 @@ class _Layout:
     `_Compiled` for it, for as long as the layout lives: JAX keeps every trace of
     equinox's `jax.jit` as long, so a structure seen once never traces again.
 
-    Donating calls pass the first argument's leaves apart from the rest, in the
-    order of equinox's donated buffers (JAX gives an output the first donated
-    buffer that fits, so the order decides which input is consumed): first, the
-    function's arrays, rest for `donate="all"`; the function's arrays, rest (and
-    first, not donated) for `"all-except-first"`. `fun_at` is where the function's
-    arrays go.
+    Donating calls pass the first argument's leaves apart from the rest, so that
+    the donated buffers come in equinox's order (JAX gives an output the first
+    donated buffer that fits, so the order decides which input is consumed):
+    `(first, fun, rest)`, all donated, for `"all"` and `"warn"`; `(fun, first,
+    rest)` with `fun` and `rest` donated for the `"-except-first"` options.
+    `fun_at` is where the function's arrays go.
     """
 
     __slots__ = (
@@ -191,10 +191,11 @@ class _Layout:
         run = _user_program(
             self.static_fun, treedef, static, traced if mixed else None, self.fun_at
         )
+        # Named before jax.jit sees it: JAX's messages name the function traced.
+        run.__name__, run.__qualname__ = names
         # Donating calls always wait, as in equinox.
         flat = _marked_program(run, always_wait=self.donate_rest)
-        run.__name__ = flat.__name__ = names[0]
-        run.__qualname__ = flat.__qualname__ = names[1]
+        flat.__name__, flat.__qualname__ = names
         donate: tuple[int, ...]
         if self.donate_first:  # flat(first, fun, rest)
             donate = (0, 1, 2)
@@ -407,8 +408,17 @@ def _call(wrapper: _FilterJit, args: tuple, kwargs: dict) -> Any:
     )
     try:
         compiled = layout.jits.get((treedef, static))
-    except Exception:  # an unhashable static leaf: equinox raises its own error
-        return _hooks.call_unwatched(fallback, args, kwargs)
+    except Exception as error:
+        try:
+            hash(static)
+        except Exception:  # an unhashable static leaf: equinox raises its own error
+            return _hooks.call_unwatched(fallback, args, kwargs)
+        # Hashable, but == raised against a cached key (JAX's ValueError for it).
+        raise ValueError(
+            f"{plan.names[1]}: a non-array argument raised when compared with == "
+            "to one of an earlier call. filter_jit hashes non-array arguments into "
+            "its cache key and compares them with ==, so both must work."
+        ) from error
     if compiled is None:
         with _lock:  # one jax.jit per key, also when threads race to the first call
             compiled = layout.jits.get((treedef, static)) or layout.compile(

@@ -472,6 +472,25 @@ def test_noqa_af002_also_stops_the_fix_edit(tmp_path):
     assert "    m: jax.Array = af.field(convert=False)\n" in text
 
 
+def test_noqa_is_found_on_its_line_after_a_form_feed(tmp_path):
+    # A form feed is part of a line to Python (str.splitlines would break there
+    # and put every later noqa one line off).
+    source = (
+        "import equinox as eqx\nimport jax\nimport jax.numpy as jnp\n\x0c\n\n"
+        "class Model(eqx.Module):\n"
+        "    n: jax.Array  # noqa: AF002\n"
+        "    m: jax.Array\n\n"
+        "    def zeros(self):\n"
+        "        return jnp.zeros(self.n), jnp.zeros(self.m)\n"
+    )
+    (tmp_path / "model.py").write_text(source)
+    result = migrate(tmp_path, "--fix", "model.py")
+    assert (result.returncode, result.stdout) == (0, "")
+    text = (tmp_path / "model.py").read_text()
+    assert "    n: jax.Array  # noqa: AF002\n" in text
+    assert "    m: jax.Array = af.field(convert=False)\n" in text
+
+
 def test_fix_keeps_the_arguments_of_a_dataclasses_field(tmp_path):
     write_tree(
         tmp_path,

@@ -18,7 +18,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, TypeVar
 
-from ._diagnostics import CODES, suppressed
+from ._diagnostics import CODES, source_lines, suppressed
 from ._index import FileContext, FileFacts, ProjectIndex, module_name, read_file
 from ._walk import python_files
 
@@ -34,11 +34,6 @@ EXIT_ERROR = 2
 # A file that mentions none of these cannot hold a Module class unless it
 # subclasses one found elsewhere, which `_index_project` searches for by name.
 _MENTIONS = re.compile(rb"equinox|eqx|Module")
-# A bare no-qa comment, or one naming codes: AF001 or AF001,AF002. Any case,
-# as flake8 and ruff accept an upper-case one.
-# Python's line breaks. str.splitlines also breaks at form feeds, \x1c-\x1e,
-# \x85 and \u2028, which Python, libcst and patch(1) take as part of a line.
-_LINE_BREAK = re.compile(r"\r\n|\r|\n")
 # Worker processes pay off from this many files to parse.
 _PARALLEL_THRESHOLD = 24
 # A progress counter appears on a terminal from this many files to rewrite.
@@ -447,11 +442,11 @@ def _report_file(
         outcome.errors += 1
         return
     name = str(path)
-    lines = _LINE_BREAK.split(result.original)
+    lines = source_lines(result.original)
     for d in result.diagnostics:
         if args.fix and d.fixable:
             continue  # made by --fix
-        if 0 < d.line <= len(lines) and suppressed(lines[d.line - 1], d.code):
+        if suppressed(lines, d.line, d.code):
             continue
         outcome.diagnostics.append((name, d.line, d.col, d.format(name)))
     if not result.changed:

@@ -60,11 +60,22 @@ class Diagnostic:
 _NOQA = re.compile(
     r"#\s*noqa(?::\s*(?P<codes>[A-Z]+[0-9]+(?:[,\s]+[A-Z]+[0-9]+)*))?", re.IGNORECASE
 )
+# Python's line breaks. str.splitlines also breaks at form feeds, \x1c-\x1e,
+# \x85 and \u2028, which Python, libcst and patch(1) take as part of a line.
+_LINE_BREAK = re.compile(r"\r\n|\r|\n")
 
 
-def suppressed(line: str, code: str) -> bool:
-    """`# noqa` or `# noqa: AF001, AF002` on the reported line silences `code`."""
-    match = _NOQA.search(line)
+def source_lines(source: str) -> list[str]:
+    """The lines of a source file, numbered as Python numbers them."""
+    return _LINE_BREAK.split(source)
+
+
+def suppressed(lines: list[str], line: int, code: str) -> bool:
+    """Whether `# noqa` or `# noqa: AF001, AF002` on line `line` (1-based) of
+    `lines` (from `source_lines`) silences `code`."""
+    if not 0 < line <= len(lines):
+        return False
+    match = _NOQA.search(lines[line - 1])
     if match is None:
         return False
     codes = match.group("codes")

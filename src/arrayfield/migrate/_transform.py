@@ -227,10 +227,8 @@ class _Analysis(cst.CSTVisitor):
         if self.source is None:
             return False
         if self._lines is None:
-            self._lines = self.source.splitlines()
-        return 0 < line <= len(self._lines) and diag.suppressed(
-            self._lines[line - 1], code
-        )
+            self._lines = diag.source_lines(self.source)
+        return diag.suppressed(self._lines, line, code)
 
     def _report(self, node: cst.CSTNode, code: str, message: str) -> None:
         line, col = self._position(node)

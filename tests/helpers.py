@@ -1,0 +1,58 @@
+"""Running Python, a script or the `arrayfield` command in a fresh process.
+
+Tests use a subprocess where the rule is about a whole process: what importing
+arrayfield loads, environment switches read at import, warnings at interpreter
+exit, the command line's exit codes. Every such run goes through `python()`, so all
+of them see the same interpreter (this checkout's arrayfield), JAX on the CPU and
+text output.
+"""
+
+import os
+import subprocess
+import sys
+from collections.abc import Mapping
+from pathlib import Path
+
+# The environment every subprocess starts from; JAX must not probe for GPUs.
+ENV = {**os.environ, "JAX_PLATFORMS": "cpu"}
+
+
+def python(
+    *args: str | Path,
+    cwd: str | Path | None = None,
+    env: Mapping[str, str | None] | None = None,
+    timeout: float = 300,
+    check: bool = False,
+) -> subprocess.CompletedProcess[str]:
+    """`python ARGS` with stdout and stderr captured as text.
+
+    `env` is applied on top of `ENV`; a variable mapped to `None` is removed, so a
+    test can run with a switch such as `ARRAYFIELD_CHECK` unset whatever the
+    caller's shell says. With `check=True` a non-zero exit raises
+    `subprocess.CalledProcessError`.
+    """
+    environment = dict(ENV)
+    for name, value in (env or {}).items():
+        if value is None:
+            environment.pop(name, None)
+        else:
+            environment[name] = value
+    return subprocess.run(
+        [sys.executable, *map(str, args)],
+        capture_output=True,
+        text=True,
+        cwd=cwd,
+        env=environment,
+        timeout=timeout,
+        check=check,
+    )
+
+
+def run_code(code: str, **options: object) -> subprocess.CompletedProcess[str]:
+    """`python -c CODE`; `options` as for `python()`."""
+    return python("-c", code, **options)  # type: ignore[arg-type]
+
+
+def run_cli(*args: str | Path, **options: object) -> subprocess.CompletedProcess[str]:
+    """`python -m arrayfield ARGS`: the command line as users run it."""
+    return python("-m", "arrayfield", *args, **options)  # type: ignore[arg-type]

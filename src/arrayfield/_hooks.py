@@ -275,6 +275,21 @@ def raise_equinox_error(error: Exception, jit_id: bytes) -> None:
     raise EquinoxRuntimeError(text) from None
 
 
+# The class of what `jax.jit` returns (jaxlib's C++ PjitFunction), and what of it
+# decides the program it traces: the wrapped function and the options it was
+# given. `af.filter_jit` shares a program among equal `jax.jit`s of equal functions.
+JIT_FUNCTION: type = type(jax.jit(abs))
+
+
+def jit_parts(jitted: Any) -> tuple[Any, Any] | None:
+    """`(wrapped function, options)` of a `jax.jit` object; None if JAX moved them
+    (check_compatible says so), and then no two such objects are shared."""
+    try:
+        return jitted._fun, jitted._jit_info
+    except AttributeError:
+        return None
+
+
 def register_cache_clear(clear: Callable[[], None]) -> None:
     """Have `eqx.clear_caches()` clear `clear`'s cache too, as it clears its own."""
     from equinox._caches import cache_clears
@@ -329,6 +344,13 @@ def check_compatible() -> None:
             f"af.filter_jit needs a helper that moved in equinox or JAX ({error}); "
             "pin equinox and JAX to supported versions."
         ) from None
+    jitted = jax.jit(abs)
+    if not hasattr(jitted, "_fun") or not hasattr(jitted, "_jit_info"):
+        raise RuntimeError(
+            "jax.jit objects no longer have _fun and _jit_info: af.filter_jit "
+            "cannot tell two jax.jit wrappers of equal functions apart from others "
+            "and shares none; pin JAX to a supported version."
+        )
     try:
         context = _trace_context()
         context.trace  # noqa: B018

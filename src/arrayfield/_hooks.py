@@ -285,9 +285,11 @@ def jit_parts(jitted: Any) -> tuple[Any, Any] | None:
     """`(wrapped function, options)` of a `jax.jit` object; None if JAX moved them
     (check_compatible says so), and then no two such objects are shared."""
     try:
-        return jitted._fun, jitted._jit_info
+        fun, info = jitted._fun, jitted._jit_info
     except AttributeError:
         return None
+    # PjitInfo (a NamedTuple) compares by identity; its fields compare by value.
+    return fun, tuple(info)
 
 
 def register_cache_clear(clear: Callable[[], None]) -> None:

@@ -152,6 +152,18 @@ class _Compiled:
             outputs = self.outputs = (traced_outputs, own)
         return outputs[1]
 
+    def own_output(self, output: Any) -> Any:
+        """An output of arrays only, with this call's objects in its static fields
+        where the trace passed the tracing call's through (see `own_outputs`)."""
+        leaves, tree = _flatten(output)
+        outputs = self.outputs
+        if outputs is None or outputs[0] != tree:
+            outputs = self.outputs = (tree, _callable_key.swap(tree, self.pairs or {}))
+        own_tree = outputs[1]
+        return (
+            output if own_tree is outputs[0] else jtu.tree_unflatten(own_tree, leaves)
+        )
+
 
 def _concrete(marker: Any) -> bool:
     # equinox's test: an array, not a tracer (equinox issue #988)
@@ -504,7 +516,9 @@ def _call(wrapper: _FilterJit, /, *args: Any, **kwargs: Any) -> Any:
     finally:
         _in_flight.pop()
     if others is None:
-        return arrays
+        # JAX rebuilt the output from the trace's tree: a call sharing another
+        # call's program puts its own static fields back in.
+        return arrays if compiled.pairs is None else compiled.own_output(arrays)
     # Non-array outputs: the objects this trace returned, as equinox gives them
     # (with this call's own objects where it shares another call's program).
     out_tree, values = compiled.own_outputs(others.value)

@@ -35,12 +35,12 @@ from typing import Any
 import jax.tree_util as jtu
 import numpy as np
 
-from . import _hooks
+from . import _internals
 
 _FUNCTION = types.FunctionType
 _PARTIAL = functools.partial
 _METHOD = types.MethodType
-_JIT = _hooks.JIT_FUNCTION
+_JIT = _internals.JIT_FUNCTION
 _TREEDEF = jtu.PyTreeDef
 # Compared with `==` within one type: equal values behave the same in a trace.
 _ATOMS = frozenset({int, bool, str, bytes, type(None), type(Ellipsis)})
@@ -167,7 +167,7 @@ class _Comparison:
                 a.__self__, b.__self__
             )
         if ta is _JIT:
-            parts_a, parts_b = _hooks.jit_parts(a), _hooks.jit_parts(b)
+            parts_a, parts_b = _internals.jit_parts(a), _internals.jit_parts(b)
             if parts_a is None or parts_b is None:
                 return False
             return self.value(parts_a[0], parts_b[0]) and _equal(parts_a[1], parts_b[1])
@@ -225,7 +225,7 @@ def coarse_hash(x: Any) -> int:
     if t is _METHOD:
         return coarse_hash(x.__func__)
     if t is _JIT:
-        parts = _hooks.jit_parts(x)
+        parts = _internals.jit_parts(x)
         return 0 if parts is None else coarse_hash(parts[0])
     rule = _rules.get(t)
     if rule is not None:

@@ -593,6 +593,7 @@ class _FilterJit(eqx.Module):
 # `explain_retraces` watches these calls as it watches eqx.filter_jit's.
 _internals.watch_jit_class(_FilterJit, __file__)
 
+
 @overload
 def filter_jit(
     *, donate: Donate = "none", share_callables: bool = True

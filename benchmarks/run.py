@@ -4,7 +4,9 @@ Run `python benchmarks/run.py` for the full suite or `--quick` for a smoke run
 (under a minute). Every timing compares arrayfield with its baseline in one process,
 interleaved round by round, and reports medians: timings are reported, never
 asserted. Trace counts are exact: if one is wrong the script exits with status 1.
-`dispatch.py` adds the per-step cost of `af.filter_jit` (issue 13).
+`dispatch.py` adds the per-step cost of `af.filter_jit` (issue 13), and
+`field_compiles.py` K fields of a sky-fitting job under the three jits, with
+JAX's persistent compilation cache across processes (issue 20).
 
 The full run writes `benchmarks/results/results.md` and
 `benchmarks/results/seed_loop.png` and `dispatch.png` (when matplotlib is
@@ -576,6 +578,19 @@ def bench_dispatch(quick: bool) -> tuple[list[Row], list[dict[str, Any]]]:
     return rows, measured
 
 
+# -- many fields, one compile (benchmarks/field_compiles.py) -------------------------
+
+
+def bench_many_fields(quick: bool) -> tuple[list[Row], list[dict[str, Any]]]:
+    sys.path.insert(0, str(HERE))
+    try:
+        import field_compiles  # pyright: ignore[reportMissingImports]
+    finally:
+        sys.path.remove(str(HERE))
+    found, measured = field_compiles.main(quick)
+    return [Row(**row) for row in found], measured
+
+
 def plot_dispatch(measured: list[dict[str, Any]], path: Path) -> bool:
     """Per-step time of each jit relative to `jax.jit`, one group per loop."""
     plt = _pyplot()
@@ -605,6 +620,12 @@ def plot_dispatch(measured: list[dict[str, Any]], path: Path) -> bool:
     ax.grid(True, axis="y", alpha=0.3)
     _save(fig, path)
     return True
+
+
+def _many_fields_plot(measured: list[dict[str, Any]], path: Path) -> bool:
+    import field_compiles  # pyright: ignore[reportMissingImports]  (loaded above)
+
+    return field_compiles.plot(measured, path)
 
 
 # -- report --------------------------------------------------------------------
@@ -659,6 +680,8 @@ def main(argv: list[str] | None = None) -> int:
     rows += bench_retrace(quick)
     dispatch_rows, dispatch_measured = bench_dispatch(quick)
     rows += dispatch_rows
+    many_fields_rows, many_fields_measured = bench_many_fields(quick)
+    rows += many_fields_rows
 
     table = markdown(rows)
     print(table)
@@ -669,6 +692,10 @@ def main(argv: list[str] | None = None) -> int:
     plots = [
         (plot_seed_loop(runs, RESULTS / f"seed_loop{suffix}"), "seed_loop"),
         (plot_dispatch(dispatch_measured, RESULTS / f"dispatch{suffix}"), "dispatch"),
+        (
+            _many_fields_plot(many_fields_measured, RESULTS / f"many_fields{suffix}"),
+            "many_fields",
+        ),
     ]
     for written, name in plots:
         if written:

@@ -47,6 +47,7 @@ class FieldRun:
     losses: list[float]
     first_call_s: float  # the first step: compile (if any) and run
     step_s: float  # the median of the other steps
+    total_s: float  # every step of the field
 
 
 class Fitter:
@@ -71,7 +72,7 @@ class Fitter:
             times.append(time.perf_counter() - start)
             losses.append(float(value))
         rest = sorted(times[1:]) or [0.0]
-        return FieldRun(scene, losses, times[0], rest[len(rest) // 2])
+        return FieldRun(scene, losses, times[0], rest[len(rest) // 2], sum(times))
 
 
 def fit_fields(

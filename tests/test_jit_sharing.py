@@ -323,3 +323,50 @@ def test_different_code_objects_are_not_shared():
     plus_one = lambda x: x + 1.0  # noqa: E731
     plus_two = lambda x: x + 2.0  # noqa: E731
     assert shared([plus_one, plus_two]) == 2
+
+
+# -- the jitted function itself ------------------------------------------------------
+
+
+def _jitted_per_field(jit, make, n):
+    """`jit(make(field))` called once per field: the traces of all of them."""
+    traces: list[None] = []
+    results = []
+    for field in range(n):
+        fun = make(field, traces)
+        results.append(jit(fun)(X))
+    return len(traces), results
+
+
+def test_a_new_equal_closure_jitted_per_field_shares_its_programs():
+    def make(field, traces, scale=2.0):
+        def step(x):
+            traces.append(None)
+            return scale * x
+
+        return step
+
+    af_traces, af_results = _jitted_per_field(af.filter_jit, make, 4)
+    eqx_traces, eqx_results = _jitted_per_field(eqx.filter_jit, make, 4)
+    assert (af_traces, eqx_traces) == (1, 4)
+    for a, b in zip(af_results, eqx_results, strict=True):
+        _assert_same(a, b)
+    off = functools.partial(af.filter_jit, share_callables=False)
+    assert _jitted_per_field(off, make, 4)[0] == 4
+
+
+def test_closures_jitted_per_field_with_different_captures_do_not_share():
+    def make(field, traces):
+        scale = 1.0 + field % 2  # two values over four fields
+
+        def step(x):
+            traces.append(None)
+            return scale * x
+
+        return step
+
+    af_traces, af_results = _jitted_per_field(af.filter_jit, make, 4)
+    _eqx_traces, eqx_results = _jitted_per_field(eqx.filter_jit, make, 4)
+    assert af_traces == 2
+    for a, b in zip(af_results, eqx_results, strict=True):
+        _assert_same(a, b)

@@ -361,6 +361,10 @@ def _marked_program(
 _layouts: weakref.WeakKeyDictionary[Any, dict[Any, _Layout]] = (
     weakref.WeakKeyDictionary()
 )
+# With `share_callables`, layouts also by what their function traces to, so that
+# `af.filter_jit` of a new but equal closure or partial (one per field) finds the
+# programs an earlier one compiled. These hold the first such function for good.
+_shared_layouts: dict[_callable_key.SharedKey, _Layout] = {}
 # Reentrant: a static leaf's __hash__ or __eq__ (user code, run under it by the
 # key lookup) may call another filter_jit function.
 _lock = threading.RLock()
@@ -373,6 +377,7 @@ def _any_callable() -> None:
 # eqx.clear_caches() forgets equinox's shared jits: wrappers made later trace anew,
 # existing ones keep theirs. Forgetting the layouts does the same here.
 _internals.register_cache_clear(_layouts.clear)
+_internals.register_cache_clear(_shared_layouts.clear)
 
 
 def _layout_for(
@@ -384,7 +389,22 @@ def _layout_for(
         by_key = _layouts.setdefault(owner, {})
         layout = by_key.get(key)
         if layout is None:
-            layout = by_key[key] = _Layout(static_fun, *donate, share)
+            layout = by_key[key] = _shared_layout(names, static_fun, donate, share)
+    return layout
+
+
+def _shared_layout(
+    names: tuple[str, str], static_fun: Any, donate: tuple, share: bool
+) -> _Layout:
+    """A new layout, or with `share` the layout of an equal function (under
+    `_lock`)."""
+    if not share:
+        return _Layout(static_fun, *donate, share)
+    leaves, treedef = static_fun
+    shared_key = _callable_key.SharedKey(treedef, (*leaves, names, donate))
+    layout = _shared_layouts.get(shared_key)
+    if layout is None:
+        layout = _shared_layouts[shared_key] = _Layout(static_fun, *donate, share)
     return layout
 
 
@@ -635,7 +655,8 @@ def filter_jit(
     `af.filter_jit` shares one program among them when they are partials of equal
     functions with equal arguments, functions with the same code, globals and
     equal defaults and captured values, bound methods of equal objects, or
-    `jax.jit`s of equal functions with the same options. "Equal" for a captured or
+    `jax.jit`s of equal functions with the same options (the function given to
+    `af.filter_jit` is compared the same way). "Equal" for a captured or
     bound value is strict (identical, or the same type and `==`); arrays, lists,
     dicts and objects without value equality compare by identity, so two
     callables that could trace differently are never merged. Results are the

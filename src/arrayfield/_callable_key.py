@@ -115,7 +115,8 @@ class _Comparison:
         if isinstance(a, np.generic):  # by bytes: np.float32(-0.0) is not 0.0
             return a.dtype == b.dtype and a.tobytes() == b.tobytes()
         try:
-            hash(a), hash(b)
+            hash(a)
+            hash(b)
         except Exception:  # arrays, lists, dicts, sets: identity only
             return False
         return _equal(a, b)

@@ -399,12 +399,14 @@ def _shared_layout(
     """A new layout, or with `share` the layout of an equal function (under
     `_lock`)."""
     if not share:
-        return _Layout(static_fun, *donate, share)
+        return _Layout(static_fun, donate[0], donate[1], share)
     leaves, treedef = static_fun
     shared_key = _callable_key.SharedKey(treedef, (*leaves, names, donate))
     layout = _shared_layouts.get(shared_key)
     if layout is None:
-        layout = _shared_layouts[shared_key] = _Layout(static_fun, *donate, share)
+        layout = _shared_layouts[shared_key] = _Layout(
+            static_fun, donate[0], donate[1], share
+        )
     return layout
 
 

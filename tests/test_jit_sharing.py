@@ -370,3 +370,15 @@ def test_closures_jitted_per_field_with_different_captures_do_not_share():
     assert af_traces == 2
     for a, b in zip(af_results, eqx_results, strict=True):
         _assert_same(a, b)
+
+
+def test_jax_jit_parts_are_readable_where_jax_keeps_them():
+    # The private attributes sharing reads (check_compatible names them if moved).
+    from arrayfield import _internals
+
+    f = make_scaled(3.0)
+    fun, options = _internals.jit_parts(jax.jit(f)) or (None, None)
+    assert fun is f
+    assert options == _internals.jit_parts(jax.jit(f))[1]
+    assert options != _internals.jit_parts(jax.jit(f, inline=True))[1]
+    _internals.check_compatible()

@@ -19,7 +19,8 @@ Four hooks:
   block is open.
 - Being `eqx.filter_jit` (for `af.filter_jit`): the function's partition held by
   the wrapper (`_dynamic_fun`, `_static_fun`), equinox's runtime-error message
-  for `eqx.error_if`, its cache-clearing list, and JAX's traceback exclusions.
+  for `eqx.error_if`, its cache-clearing list, JAX's traceback exclusions, and
+  what a `jax.jit` object wraps (its function and options).
 
 It also holds the facts about equinox and JAX that several modules need: equinox's
 own `Module` class (captured at import, so a program that rebinds `equinox.Module`
@@ -429,8 +430,8 @@ def check_compatible() -> None:
     if not hasattr(jitted, "_fun") or not hasattr(jitted, "_jit_info"):
         raise RuntimeError(
             "jax.jit objects no longer have _fun and _jit_info: af.filter_jit "
-            "cannot tell two jax.jit wrappers of equal functions apart from others "
-            "and shares none; pin JAX to a supported version."
+            "cannot see what a jax.jit wraps, so it shares no program between two "
+            "jax.jit wrappers of equal functions; pin JAX to a supported version."
         )
     try:
         context = _trace_context()

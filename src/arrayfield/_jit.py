@@ -7,6 +7,11 @@ once, keys a dictionary of `jax.jit`s by exactly what equinox's cache key holds
 value), and calls that `jax.jit` with the array leaves. Everything else it cannot
 reproduce exactly (jit options, unhashable static leaves, `.lower`) goes to the
 `eqx.filter_jit` wrapper it keeps for that purpose.
+
+A call whose exact key is new is looked up once more by what its callables trace
+to (`_callable_key.SharedKey`): a scene built per field with its own partials and
+lambdas then reuses the program the first field compiled. The hot path, a call
+whose exact key is known, is the same with or without that sharing.
 """
 
 from __future__ import annotations

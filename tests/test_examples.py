@@ -1,22 +1,14 @@
 """The scripts in examples/ run as a user would run them, and say what they claim."""
 
-import os
-import subprocess
-import sys
 from pathlib import Path
+
+from helpers import python
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 
 
 def run_example(name: str) -> str:
-    env = {**os.environ, "JAX_PLATFORMS": "cpu"}
-    result = subprocess.run(
-        [sys.executable, str(EXAMPLES / name)],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
+    result = python(EXAMPLES / name)
     assert result.returncode == 0, result.stderr
     assert "Warning" not in result.stderr, result.stderr
     return result.stdout

@@ -192,7 +192,11 @@ def source_tag(sha: str) -> str:
 
 
 def draw(results: dict[str, Any], sha: str) -> list[Path]:
-    plt = _pyplot()
+    try:
+        plt = _pyplot()
+    except ImportError:
+        print("matplotlib is not installed (the `bench` extra): plots not drawn")
+        return []
     written = []
     for name, plot in PLOTS.items():
         fig = plot(results, plt)

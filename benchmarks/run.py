@@ -227,6 +227,8 @@ def later_step_us(run: SeedRun) -> float:
 def bench_seed_loop(quick: bool) -> tuple[list[Row], dict[str, SeedRun], bool]:
     steps = 300 if quick else 3000
     int_steps = 30 if quick else 150
+    # JAX's own first-use costs, so that no variant's first step carries them.
+    jax.block_until_ready(jax.jit(lambda v: v + 1)(0))
     runs = {
         "int": seed_loop("int", int_steps),
         "array": seed_loop("array", steps),

@@ -37,7 +37,9 @@ QUERIES = {
     "normalize": "normalize",
     "af.normalize": "normalize",
     "tree_at": "tree_at",
+    "eqx.tree_at": "tree_at",
     "explain_retraces": "explain_retraces",
+    "explain": "explain_retraces",
     "retraces": "explain_retraces",
 }
 
@@ -84,8 +86,9 @@ def browser() -> Iterator[object]:
     from selenium import webdriver
     from selenium.webdriver.chrome.service import Service
 
+    assert CHROMIUM is not None and CHROMEDRIVER is not None  # else skipped
     options = webdriver.ChromeOptions()
-    options.binary_location = CHROMIUM  # type: ignore[assignment]
+    options.binary_location = CHROMIUM
     for flag in (
         "--headless",
         "--no-sandbox",

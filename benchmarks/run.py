@@ -763,6 +763,18 @@ def to_json(results: Results, seconds: float) -> dict[str, Any]:
     }
 
 
+def dumps(found: dict[str, Any]) -> str:
+    """`found` as indented JSON, but each raw series (thousands of numbers) on
+    one line, so that a new run's diff stays readable."""
+    rest = {k: v for k, v in found.items() if k != "raw"}
+    text = json.dumps(rest, indent=1)
+    series = ",\n".join(
+        f"  {json.dumps(name)}: {json.dumps(value)}"
+        for name, value in found["raw"].items()
+    )
+    return f'{text[:-2]},\n "raw": {{\n{series}\n }}\n}}\n'
+
+
 def markdown(table: Table) -> str:
     lines = [
         "| " + " | ".join(table.columns) + " |",
@@ -796,7 +808,7 @@ def main(argv: list[str] | None = None) -> int:
     # A quick run never replaces the full run's file, which the docs publish.
     path = QUICK_RESULTS_FILE if args.quick else RESULTS_FILE
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(to_json(results, elapsed), indent=1) + "\n")
+    path.write_text(dumps(to_json(results, elapsed)))
     print(f"wrote {path.relative_to(HERE.parent)}")
     if not args.quick and not args.no_publish:
         sys.path.insert(0, str(HERE))

@@ -86,3 +86,28 @@ def test_rewrite_fills_a_marked_block_and_names_an_unknown_table(publish):
     assert publish.rewrite(rewritten, results) == rewritten
     with pytest.raises(KeyError, match="no table 'nope' in the results file"):
         publish.rewrite("<!-- results:nope -->\n<!-- /results -->", results)
+
+
+def test_a_new_case_reaches_a_page_through_the_results_file(publish, tmp_path):
+    # What adding a case takes: a @case function filling a Table, one marked block.
+    spec = importlib.util.spec_from_file_location(
+        "_arrayfield_bench_run_publish", PUBLISH.parent / "run.py"
+    )
+    assert spec is not None and spec.loader is not None
+    run = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = run
+    try:
+        spec.loader.exec_module(run)
+        results = run.Results(quick=True)
+        results.tables["many_fields"] = run.Table(["fields", "us"], [["100", "1.5"]])
+        results.raw["series"] = [0.1, 0.2]
+        text = run.dumps(run.to_json(results, seconds=1.0))
+    finally:
+        del sys.modules[spec.name]
+    written = json.loads(text)
+    assert written["raw"] == {"series": [0.1, 0.2]}
+    page = "<!-- results:many_fields -->\n<!-- /results -->\n"
+    assert publish.rewrite(page, written) == (
+        "<!-- results:many_fields -->\n| fields | us |\n|---|---|\n| 100 | 1.5 |\n"
+        "<!-- /results -->\n"
+    )

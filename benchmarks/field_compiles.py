@@ -14,7 +14,8 @@ compilation cache directory (`jax_compilation_cache_dir`,
 `jax_persistent_cache_min_compile_time_secs=0`) and reports what the second
 process saves and what the first pays to write it.
 
-`run.py` adds `rows(...)` to its table and `plot(...)` to its figures;
+`run.py` adds `rows(...)` to its summary, publishes `fields_table` and
+`cache_table` (docs/many_fields.md) and the raw figures `publish.py` plots;
 `python benchmarks/field_compiles.py [--quick]` prints the rows alone.
 """
 
@@ -244,43 +245,6 @@ def rows(measured: list[dict[str, Any]], cache: list[dict[str, Any]]) -> list[di
     return found
 
 
-def plot(measured: list[dict[str, Any]], path: Path) -> bool:
-    """Per-field time of each jit, compile and steps stacked; False without
-    matplotlib."""
-    try:
-        import matplotlib
-
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError:
-        return False
-    names = [m["jit"] for m in measured]
-    k = measured[0]["fields"]
-    compile_per_field = [m["compile_s"] / k for m in measured]
-    steps_per_field = [m["step_ms"] * m["steps"] / 1e3 for m in measured]
-    fig, ax = plt.subplots(figsize=(7, 4))
-    ax.bar(names, compile_per_field, label="compile (mean per field)")
-    ax.bar(names, steps_per_field, bottom=compile_per_field, label="steps")
-    for i, m in enumerate(measured):
-        total = compile_per_field[i] + steps_per_field[i]
-        ax.annotate(
-            f"{m['traces']} compile{'s' if m['traces'] != 1 else ''}",
-            (i, total),
-            ha="center",
-            va="bottom",
-            fontsize="small",
-        )
-    ax.set_ylabel("seconds per field")
-    ax.set_title(f"{k} fields, {measured[0]['steps']} steps each (CPU)")
-    ax.legend(fontsize="small")
-    ax.grid(True, axis="y", alpha=0.3)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
-    return True
-
-
 def markdown(found: list[dict]) -> str:
     keys = ["case", "baseline", "arrayfield", "ratio", "target", "status"]
     lines = ["| " + " | ".join(keys) + " |", "|" + "---|" * len(keys)]
@@ -288,13 +252,65 @@ def markdown(found: list[dict]) -> str:
     return "\n".join(lines)
 
 
-def main(quick: bool) -> tuple[list[dict], list[dict[str, Any]]]:
+def fields_table(measured: list[dict[str, Any]]) -> tuple[list[str], list, str]:
+    """The page's table: one column per jit, one row per figure."""
+    k, steps = measured[0]["fields"], measured[0]["steps"]
+    columns = ["", *(f"`{m['jit']}`" for m in measured)]
+    lines = [
+        (f"compiles for {k} fields", lambda m: str(m["traces"])),
+        (f"compile time, all {k} fields (s)", lambda m: f"{m['compile_s']:.2f}"),
+        (
+            f"first field (compile + {steps} steps, s)",
+            lambda m: f"{m['first_field_s']:.3f}",
+        ),
+        ("each later field (median, s)", lambda m: f"{m['later_field_s']:.3f}"),
+        (f"wall time per field (s), mean of {k}", lambda m: f"{m['total_s'] / k:.3f}"),
+        ("one warm step (median, ms)", lambda m: f"{m['step_ms']:.2f}"),
+    ]
+    rows = [[label, *(cell(m) for m in measured)] for label, cell in lines]
+    caption = (
+        f"{k} fields of `tests/many_fields`, {steps} optax steps each, all three "
+        "fixes applied, one process; `jax.jit` is the hand-partitioned form."
+    )
+    return columns, rows, caption
+
+
+def cache_table(cache: list[dict[str, Any]]) -> tuple[list[str], list, str]:
+    """Fit time per fresh process, without the cache and with it (written, read)."""
+    columns = [
+        "",
+        "no cache (s)",
+        "first process, writes (s)",
+        "second process, reads (s)",
+        "second / no cache",
+        "written",
+    ]
+    rows = [
+        [
+            f"`{c['jit']}` ({c['traces'][0]} trace{'s' if c['traces'][0] != 1 else ''}"
+            " per process)",
+            f"{c['no_cache_s']:.2f}",
+            f"{c['first_process_s']:.2f}",
+            f"{c['second_process_s']:.2f}",
+            f"{c['second_process_s'] / c['no_cache_s']:.2f}x",
+            f"{c['cache_bytes'] / 1024:.0f} KiB",
+        ]
+        for c in cache
+    ]
+    k = cache[0]["fields"] if cache else 0
+    caption = (
+        f"The same {k}-field fit, each line three fresh processes (interpreter "
+        "start and imports not counted); results equal in all of them."
+    )
+    return columns, rows, caption
+
+
+def main(quick: bool) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """The in-process measurement and the persistent-cache one."""
     fields, steps = sizes(quick)
-    measured = measure(fields, steps)
-    cache = persistent_cache(fields, steps)
-    return rows(measured, cache), measured
+    return measure(fields, steps), persistent_cache(fields, steps)
 
 
 if __name__ == "__main__":
-    found, _ = main("--quick" in sys.argv[1:])
-    print(markdown(found))
+    measured, cache = main("--quick" in sys.argv[1:])
+    print(markdown(rows(measured, cache)))

@@ -248,14 +248,3 @@ def test_annotations_in_examples_are_evaluated():
     block = Block("sample:1", "class A:\n    x: Undefined", None, None)
     with pytest.raises(NameError):
         run_in_process([block])
-
-
-def test_performance_page_shows_the_benchmark_results():
-    results = ROOT / "benchmarks" / "results"
-    if not (results / "results.md").exists():
-        pytest.skip("no benchmarks/results/results.md")
-    page = (ROOT / "docs" / "performance.md").read_text()
-    # Included at build time (pymdownx.snippets), so the table cannot go stale.
-    assert '--8<-- "benchmarks/results/results.md' in page
-    if (results / "seed_loop.png").exists():
-        assert (ROOT / "docs" / "assets" / "seed_loop.png").exists()

@@ -298,9 +298,11 @@ def cache_table(cache: list[dict[str, Any]]) -> tuple[list[str], list, str]:
         for c in cache
     ]
     k = cache[0]["fields"] if cache else 0
+    same = all(c["same_results"] for c in cache)
     caption = (
         f"The same {k}-field fit, each line three fresh processes (interpreter "
-        "start and imports not counted); results equal in all of them."
+        "start and imports not counted); results "
+        + ("equal in all of them." if same else "NOT equal across them.")
     )
     return columns, rows, caption
 

@@ -382,3 +382,18 @@ def test_jax_jit_parts_are_readable_where_jax_keeps_them():
     assert options == _internals.jit_parts(jax.jit(f))[1]
     assert options != _internals.jit_parts(jax.jit(f, inline=True))[1]
     _internals.check_compatible()
+
+
+class Tagged(eqx.Module):
+    render: Callable
+    level: Any = eqx.field(static=True)
+
+
+def test_a_passed_through_static_number_is_the_callers_own():
+    # 1 == True, so the two calls share a program once the lambdas are shared;
+    # each gets back its own static value, as under eqx.filter_jit.
+    for jit in JITS.values():
+        step = jit(lambda scene, x: (scene, scene.render(x)))
+        for level in (1, True, 1.0):
+            out, _ = step(Tagged(lambda x: x, level), X)
+            assert type(out.level) is type(level)

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import functools
 import math
+import operator
 import types
 from collections.abc import Callable
 from typing import Any
@@ -44,6 +45,9 @@ _JIT = _internals.JIT_FUNCTION
 _TREEDEF = jtu.PyTreeDef
 # Compared with `==` within one type: equal values behave the same in a trace.
 _ATOMS = frozenset({int, bool, str, bytes, type(None), type(Ellipsis)})
+# Numbers and strings: paired in outputs only where the two calls' differ in type
+# or sign (1 and True, 0.0 and -0.0), which equinox's == lets share a key.
+_NUMBERS_AND_TEXT = _ATOMS | {float, complex}
 _MAX_DEPTH = 64  # deeper than any real closure; beyond it nothing is shared
 
 # A class whose instances are compared here by their own rule (af.filter_jit's
@@ -282,8 +286,9 @@ def counterparts(traced: SharedKey, caller: SharedKey) -> Counterparts:
                 pair(x, y)
         elif type(a) is _TREEDEF and type(b) is _TREEDEF:
             pair_trees(a, b)
-        else:
-            found[id(a)] = (a, b)
+        elif type(a) not in _NUMBERS_AND_TEXT or not _Comparison().value(a, b):
+            found[id(a)] = (a, b)  # (an equal number or string of the same type is
+            # the same to any reader, and may be an interned object found anywhere)
 
     def pair_trees(a: Any, b: Any) -> None:
         node_a, node_b = a.node_data(), b.node_data()
@@ -306,17 +311,13 @@ def swap(x: Any, pairs: Counterparts) -> Any:
     t = type(x)
     if t is tuple or t is list:
         swapped = [swap(y, pairs) for y in x]
-        if all(map(operator_is, swapped, x)):
+        if all(map(operator.is_, swapped, x)):
             return x
         return t(swapped)
     if t is _TREEDEF:
         return _swap_tree(x, pairs)
     found = pairs.get(id(x))
     return found[1] if found is not None and found[0] is x else x
-
-
-def operator_is(a: Any, b: Any) -> bool:
-    return a is b
 
 
 def _swap_tree(treedef: Any, pairs: Counterparts) -> Any:
@@ -327,7 +328,7 @@ def _swap_tree(treedef: Any, pairs: Counterparts) -> Any:
     new_aux = swap(aux, pairs)
     children = treedef.children()
     new_children = [_swap_tree(c, pairs) for c in children]
-    if new_aux is aux and all(map(operator_is, new_children, children)):
+    if new_aux is aux and all(map(operator.is_, new_children, children)):
         return treedef
     return _TREEDEF.from_node_data_and_children(
         jtu.default_registry, (kind, new_aux), new_children

@@ -9,8 +9,9 @@ A page marks where a table goes with a pair of comments:
 
 `NAME` is a table of the results file (`summary`, `seed`, `dispatch`, ...) or
 `run`, a sentence saying where and when the run ran. The plots
-(`docs/assets/seed_loop.png`, `dispatch.png`) carry the results file's SHA-256
-in their PNG metadata, so a stale plot is found without redrawing it.
+(`docs/assets/seed_loop.png`, `dispatch.png`, `many_fields.png`) carry the
+results file's SHA-256 in their PNG metadata, so a stale plot is found without
+redrawing it.
 
 Run: `python benchmarks/publish.py` (a full `benchmarks/run.py` runs it), or
 `python benchmarks/publish.py --check`, which changes nothing and exits 1 when a
@@ -161,9 +162,31 @@ def plot_dispatch(results: dict[str, Any], plt: Any) -> Any:
     return fig
 
 
+def plot_many_fields(results: dict[str, Any], plt: Any) -> Any:
+    """Per-field time of each jit, compile (mean per field) and steps stacked."""
+    measured = results["raw"]["many_fields"]
+    k, steps = measured[0]["fields"], measured[0]["steps"]
+    names = [m["jit"] for m in measured]
+    compile_s = [m["compile_s"] / k for m in measured]
+    steps_s = [m["step_ms"] * m["steps"] / 1e3 for m in measured]
+    fig, ax = plt.subplots(figsize=(7, 4))
+    ax.bar(names, compile_s, label="compile (mean per field)")
+    ax.bar(names, steps_s, bottom=compile_s, label=f"{steps} steps")
+    for i, m in enumerate(measured):
+        label = f"{m['traces']} compile{'s' if m['traces'] != 1 else ''}"
+        top = compile_s[i] + steps_s[i]
+        ax.annotate(label, (i, top), ha="center", va="bottom", fontsize="small")
+    ax.set_ylabel("seconds per field")
+    ax.set_title(f"Many fields: {k} fields fitted one after another")
+    ax.legend(fontsize="small")
+    ax.grid(True, axis="y", alpha=0.3)
+    return fig
+
+
 PLOTS: dict[str, Callable[[dict[str, Any], Any], Any]] = {
     "seed_loop": plot_seed_loop,
     "dispatch": plot_dispatch,
+    "many_fields": plot_many_fields,
 }
 
 

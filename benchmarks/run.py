@@ -4,7 +4,9 @@ Run `python benchmarks/run.py` for the full suite or `--quick` for a smoke run
 (under a minute). Every timing compares arrayfield with its baseline in one process,
 interleaved round by round, and reports medians: timings are reported, never
 asserted. Trace counts are exact: if one is wrong the script exits with status 1.
-`dispatch.py` adds the per-step cost of `af.filter_jit` (issue 13).
+`dispatch.py` adds the per-step cost of `af.filter_jit` (issue 13), and
+`field_compiles.py` K fields of a sky-fitting job under the three jits, with
+JAX's persistent compilation cache across processes (issue 20).
 
 Every number arrayfield publishes comes from the one file a run writes:
 `benchmarks/results/results.json` (a full run; `--quick` writes
@@ -714,6 +716,28 @@ def dispatch_case(results: Results) -> None:
     results.raw["dispatch"] = [
         {k: found[k] for k in ("case", "leaves", "us", "best", "af/jax", "af/eqx")}
         for found in measured
+    ]
+
+
+# -- many fields, one compile (benchmarks/field_compiles.py) -------------------------
+
+
+@case
+def many_fields_case(results: Results) -> None:
+    sys.path.insert(0, str(HERE))
+    try:
+        import field_compiles  # pyright: ignore[reportMissingImports]
+    finally:
+        sys.path.remove(str(HERE))
+    measured, cache = field_compiles.main(results.quick)
+    rows = [Row(**row) for row in field_compiles.rows(measured, cache)]
+    results.rows += rows
+    results.traces_ok &= all(row.status != "FAIL" for row in rows)
+    results.tables["many_fields"] = Table(*field_compiles.fields_table(measured))
+    results.tables["persistent_cache"] = Table(*field_compiles.cache_table(cache))
+    results.raw["many_fields"] = [
+        {k: m[k] for k in ("jit", "fields", "steps", "traces", "compile_s", "step_ms")}
+        for m in measured
     ]
 
 

@@ -11,8 +11,8 @@ import dataclasses
 from typing import Any
 
 from .._errors import format_annotation
-from .._internals import PYTHON_NUMBERS
 from .._field import OPTIONS_KEY, field_converters
+from .._internals import PYTHON_NUMBERS
 from .._module import ArrayModule
 from .._spec import Unresolved, field_spec, resolve_annotation
 from ._paths import FieldRef

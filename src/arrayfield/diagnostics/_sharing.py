@@ -151,7 +151,8 @@ def difference(a: Any, b: Any) -> str:
         if not _equal_mappings(a.__kwdefaults__ or {}, b.__kwdefaults__ or {}):
             return "different keyword-only defaults"
         names = a.__code__.co_freevars
-        for name, x, y in zip(names, a.__closure__ or (), b.__closure__ or ()):
+        cells = zip(a.__closure__ or (), b.__closure__ or (), strict=True)
+        for name, (x, y) in zip(names, cells, strict=True):
             left, right = _contents(x), _contents(y)
             if not shares_trace(left, right):
                 return f"captured {name}: {_pair(left, right)}"
@@ -169,4 +170,5 @@ def _pair(x: Any, y: Any) -> str:
 
 def _code(fn: Any) -> str:
     code = fn.__code__
-    return f"{fn.__qualname__} ({os.path.basename(code.co_filename)}:{code.co_firstlineno})"
+    filename = os.path.basename(code.co_filename)
+    return f"{fn.__qualname__} ({filename}:{code.co_firstlineno})"

@@ -172,7 +172,7 @@ def pattern(paths: list[str]) -> str:
     return "".join(merged)
 
 
-def cause_line(changes: list[Change]) -> str:
+def cause_text(changes: list[Change]) -> str:
     """One line for one cause: `path (Class.field at file:line): old -> new;
     fix: ...`, with the leaf count when several leaves share it."""
     first = changes[0]
@@ -191,7 +191,7 @@ def summary(changes: list[Change]) -> list[str]:
     groups = group(changes)
     count = len(groups)
     lines = [f"{count} cause{'s' if count > 1 else ''}:"]
-    lines.extend(f"  {cause_line(g)}" for g in groups)
+    lines.extend(f"  {cause_text(g)}" for g in groups)
     lines.append("Details:")
     for g in groups:
         first = g[0]

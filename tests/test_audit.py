@@ -1,3 +1,4 @@
+import dataclasses
 import functools
 
 import equinox as eqx
@@ -134,3 +135,322 @@ def test_audit_does_not_change_the_tree():
     before = jax.tree_util.tree_structure(scene)
     af.audit(scene)
     assert jax.tree_util.tree_structure(scene) == before
+
+
+# -- what one snapshot cannot call a hazard -------------------------------------------
+
+
+def test_stock_mlp_audits_clean_and_passes_assert_clean():
+    # Its activations are jax.nn.relu and equinox's module-level `lambda x: x`.
+    mlp = eqx.nn.MLP(2, 1, 8, 2, key=jax.random.key(0))
+    assert af.audit(mlp, name="mlp") == []
+    af.assert_clean(mlp)
+    af.assert_clean(mlp, eqx.nn.MLP(2, 1, 8, 2, key=jax.random.key(1)))
+
+
+def test_three_mlps_trace_once_as_the_clean_audit_says():
+    traces = []
+
+    @eqx.filter_jit
+    def apply(model, x):
+        traces.append(None)
+        return model(x)
+
+    for seed in range(3):
+        apply(eqx.nn.MLP(2, 1, 8, 2, key=jax.random.key(seed)), jnp.ones(2))
+    assert len(traces) == 1
+
+
+_IDENTITY = lambda x: x  # noqa: E731  (a module-level lambda, as equinox's)
+OPTIMIZER = optax.adam(1e-3)  # built once, at import: its closures never change
+
+
+class Layer(eqx.Module):
+    w: jnp.ndarray
+    act: object = _IDENTITY
+    mode: str = "fast"
+    scale: float = 1.0
+    gain: Float[Array, ""] = 1.0
+
+
+def test_module_level_lambdas_and_declared_default_constants_are_not_reported():
+    findings = af.audit(Layer(jnp.ones(2)), name="layer")
+    # gain's annotation asks for an array: a number there is reported, default or not
+    assert [f.path for f in findings] == ["layer.gain"]
+
+
+def test_values_other_than_the_declared_default_are_reported():
+    layer = Layer(jnp.ones(2), act=lambda x: 2 * x, mode="slow", scale=2.0, gain=1.0)
+    paths = sorted(f.path for f in af.audit(layer, name="layer"))
+    assert paths == ["layer.act", "layer.gain", "layer.mode", "layer.scale"]
+
+
+def test_an_optimizer_built_at_module_level_is_not_reported_one_built_per_call_is():
+    assert af.audit(OPTIMIZER, name="opt") == []
+    findings = af.audit(optax.adam(1e-3), name="opt")
+    assert [f.path for f in findings] == ["opt.init", "opt.update"]
+    assert findings[1].hint.startswith(
+        "a closure made by each call of chain is hashed by identity"
+    )
+
+
+def test_an_optimizer_per_call_really_compiles_again_and_a_module_level_one_does_not():
+    traces = []
+
+    @eqx.filter_jit
+    def update(optimizer, grads, state):
+        traces.append(None)
+        return optimizer.update(grads, state)
+
+    grads = {"w": jnp.ones(2)}
+    state = OPTIMIZER.init(grads)
+    for _ in range(2):
+        update(OPTIMIZER, grads, state)
+    assert len(traces) == 1
+    for _ in range(2):
+        update(optax.adam(1e-3), grads, state)
+    assert len(traces) == 3
+
+
+def test_a_bound_method_of_a_per_instance_object_is_reported():
+    class Helper:
+        def step(self, x):
+            return x
+
+    (finding,) = af.audit({"step": Helper().step}, name="cfg")
+    assert finding.hint.startswith("a method bound to a ")
+    assert af.audit({"step": OPTIMIZER.update}, name="cfg") == []
+
+
+class Star(af.ArrayModule):
+    flux: Float[Array, ""]
+
+
+def test_a_number_put_in_without_init_gets_the_normalize_hint():
+    star = eqx.tree_at(lambda s: s.flux, Star(flux=1.0), 5.0)
+    (finding,) = af.audit(star, name="star")
+    assert finding.kind == "python-scalar"
+    assert "af.normalize(tree)" in finding.hint
+    assert "convert=False" not in finding.hint
+    mapped = jax.tree.map(lambda x: 2.0, Star(flux=1.0))
+    (finding,) = af.audit(mapped, name="star")
+    assert "came in without __init__" in finding.hint
+    assert af.audit(af.normalize(star)) == []
+
+
+def test_convert_false_field_holding_a_number_says_so():
+    class Grid(af.ArrayModule):
+        spacing: Float[Array, ""] = af.field(convert=False)
+
+    (finding,) = af.audit(Grid(spacing=0.5), name="grid")
+    assert "is af.field(convert=False), so the Python number is stored" in (
+        finding.hint
+    )
+
+
+# -- two trees: exactly what compiles again ------------------------------------------
+
+
+class Wcs:  # compared by identity, as astropy's WCS
+    def __init__(self, scale):
+        self.scale = scale
+
+    def __repr__(self):
+        return f"Wcs({self.scale})"
+
+
+class Stepper:  # a helper with value equality
+    def __init__(self, factor):
+        self.factor = factor
+
+    def __eq__(self, other):
+        return type(other) is Stepper and other.factor == self.factor
+
+    def __hash__(self):
+        return hash(self.factor)
+
+    def step(self, x):
+        return self.factor * x
+
+
+def relative_step(x, factor):
+    return factor * x
+
+
+class Field(eqx.Module):
+    image: jnp.ndarray
+    step: object
+    render: object
+    helper: object
+    wcs: object
+    key: str
+    flux: float
+
+
+def _field(
+    number,
+    *,
+    shape=3,
+    factor=0.1,
+    wcs=None,
+    key="scene",
+    flux=1.0,
+    helper=0.5,
+    image=None,
+):
+    return Field(
+        image=jnp.ones(shape) if image is None else image,
+        step=functools.partial(relative_step, factor=factor),
+        render=lambda x: x,
+        helper=Stepper(helper).step,
+        wcs=Wcs(0.2) if wcs is None else wcs,
+        key=key,
+        flux=flux,
+    )
+
+
+_WCS = Wcs(0.2)
+
+
+def test_two_fields_list_each_differing_leaf_with_the_jits_it_recompiles():
+    findings = af.audit(_field(0), _field(1, flux=2.0, key="0x7f"), name="field")
+    by_path = {f.path: f for f in findings}
+    assert list(by_path) == [
+        "field.step",
+        "field.render",
+        "field.helper",
+        "field.wcs",
+        "field.key",
+        "field.flux",
+    ]
+    assert {p: f.kind for p, f in by_path.items()} == {
+        "field.step": "callable",
+        "field.render": "callable",
+        "field.helper": "callable",
+        "field.wcs": "identity",
+        "field.key": "value",
+        "field.flux": "value",
+    }
+    shared = [p for p, f in by_path.items() if f.recompiles == ("eqx.filter_jit",)]
+    assert shared == ["field.step", "field.render", "field.helper"]
+    assert [f.path for f in findings.compiling("af.filter_jit")] == [
+        "field.wcs",
+        "field.key",
+        "field.flux",
+    ]
+    key = by_path["field.key"]
+    assert (key.value, key.other) == ("scene", "0x7f")
+    assert key.field.startswith("Field.key (test_audit.py:")
+    assert "give Wcs value equality" in by_path["field.wcs"].hint
+
+
+def test_the_two_tree_report_prints_one_line_per_cause():
+    report = str(af.audit(_field(0), _field(1, flux=2.0), name="field"))
+    lines = report.splitlines()
+    assert lines[0] == (
+        "af.audit: the other field compiles again: 5 leaves differ for "
+        "eqx.filter_jit, 2 for af.filter_jit"
+    )
+    line = _this_file_line(Field, "flux: float")
+    assert lines[-1] == (
+        f"  field.flux (Field.flux at test_audit.py:{line}): 1.0 -> 2.0; fix: "
+        'Field.flux is annotated float: annotate it Float[Array, ""] (or '
+        'Int[Array, ""]) on an af.ArrayModule so it is stored as an array, or, if '
+        "it is a flag or setting, mark it eqx.field(static=True)"
+    )
+    step = next(x for x in lines if x.startswith("  field.step"))
+    assert step.endswith("[eqx.filter_jit only: af.filter_jit shares these]")
+    assert "functools.partial(function relative_step, factor=0.1) -> " in step
+
+
+def _this_file_line(cls, text):
+    import inspect
+
+    lines, start = inspect.getsourcelines(cls)
+    return start + next(i for i, line in enumerate(lines) if text in line)
+
+
+def test_equal_leaves_are_never_reported():
+    shared = functools.partial(relative_step, factor=0.1)
+    render = _IDENTITY
+    helper = Stepper(0.5).step
+    a = Field(jnp.ones(3), shared, render, helper, _WCS, "s", 1.0)
+    b = Field(jnp.zeros(3), shared, render, helper, _WCS, "s", 1.0)
+    assert af.audit(a, b) == []
+    # Python compares bound methods by the identity of their objects, so a method
+    # of an equal Stepper is a new key for eqx.filter_jit (af.filter_jit shares it).
+    c = dataclasses.replace(b, helper=Stepper(0.5).step)
+    (finding,) = af.audit(a, c)
+    assert finding.recompiles == ("eqx.filter_jit",)
+    assert _eqx_traces(a, c) == 2
+    assert str(af.audit(a, b, name="field")) == (
+        "af.audit: the other field compiles nothing again: every leaf is alike for "
+        "eqx.filter_jit and af.filter_jit."
+    )
+    af.assert_clean(a, b)
+
+
+def test_structure_differences_count_shape_dtype_weak_type_and_none():
+    class Box(eqx.Module):
+        origin: jnp.ndarray
+        mask: object
+
+    pairs = [
+        (Box(jnp.ones(2), None), Box(jnp.ones(3), None), "shape changed"),
+        (Box(jnp.ones(2), None), Box(jnp.ones(2, dtype=jnp.int32), None), "dtype"),
+        (Box(jnp.ones(2), None), Box(jnp.asarray([1.0, 1.0]), None), None),
+        (Box(jnp.asarray(1.0), None), Box(jnp.asarray(1.0, jnp.float32), None), "weak"),
+        (Box(jnp.ones(2), None), Box(jnp.ones(2), jnp.ones(2)), "appeared"),
+    ]
+    for a, b, why in pairs:
+        findings = af.audit(a, b, name="box")
+        if why is None:
+            assert findings == []
+            continue
+        (finding,) = findings
+        assert finding.kind == "structure"
+        assert why in finding.why
+        assert finding.recompiles == ("eqx.filter_jit", "af.filter_jit")
+        assert "<locals>.Box." in finding.field
+
+
+def test_one_and_one_point_zero_do_not_compile_again_and_are_not_reported():
+    # eqx.filter_jit reuses the int trace for the float (explain_retraces warns
+    # about that reuse); no new compile happens.
+    assert af.audit({"k": 1}, {"k": 1.0}) == []
+
+
+def _eqx_traces(a, b) -> int:
+    traces = []
+
+    @eqx.filter_jit
+    def step(tree):
+        traces.append(None)
+        return 0
+
+    step(a)
+    step(b)
+    return len(traces)
+
+
+def test_the_audit_agrees_with_eqx_filter_jit_trace_counts():
+    pairs = {
+        "all equal": (_field(0, wcs=_WCS), _field(0, wcs=_WCS)),
+        "flux": (_field(0, wcs=_WCS), _field(0, wcs=_WCS, flux=2.0)),
+        "shape": (_field(0, wcs=_WCS), _field(0, wcs=_WCS, shape=4)),
+        "wcs": (_field(0), _field(0)),
+        "int vs float": (_field(0, wcs=_WCS, flux=1), _field(0, wcs=_WCS, flux=1.0)),
+        "weak": (
+            _field(0, wcs=_WCS, image=jnp.asarray(1.0)),
+            _field(0, wcs=_WCS, image=jnp.asarray(1.0, jnp.float32)),
+        ),
+    }
+    for label, (a, b) in pairs.items():
+        shared = ("step", "render", "helper")
+        b = eqx.tree_at(
+            lambda f: [getattr(f, n) for n in shared],
+            b,
+            [getattr(a, n) for n in shared],
+        )
+        reported = bool(af.audit(a, b))
+        assert reported == (_eqx_traces(a, b) == 2), label

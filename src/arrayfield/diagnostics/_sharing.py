@@ -11,88 +11,132 @@ calls them.
 from __future__ import annotations
 
 import functools
+import math
 import os
 import types
 from typing import Any
 
+import numpy as np
+
 from .._errors import short_repr
 
 # A bound on nesting (closures of closures of partials ...): past it, not shared.
-_DEPTH = 32
+_DEPTH = 64
+_CALLABLE_KINDS = (functools.partial, types.MethodType, types.FunctionType)
+_ATOMS = (int, bool, str, bytes, type(None))
 
 
-def equal_value(a: Any, b: Any) -> bool:
-    """Identical, or of one type, hashable, and `==`: what a captured or bound
-    value must be for two callables to trace alike. Arrays, lists, dicts and
-    objects without value equality are compared by identity."""
+def _equal(a: Any, b: Any) -> bool:
+    try:
+        return bool(a == b)
+    except Exception:  # an array's ==, or one that raises
+        return False
+
+
+def equal_value(a: Any, b: Any, _active: set | None = None, depth: int = 0) -> bool:
+    """Equal as a captured, bound or default value must be for two callables to
+    trace alike: identical, or of one type and `==` (floats also by sign, NumPy
+    scalars by their bytes), tuples element by element, callables by
+    `shares_trace`'s rule. Arrays, lists, dicts and objects without value
+    equality (unhashable, or `==` by identity) compare by identity."""
     if a is b:
         return True
-    if type(a) is not type(b):
+    t = type(a)
+    if t is not type(b) or depth > _DEPTH:
         return False
+    if t in _ATOMS:
+        return a == b
+    if t is float:
+        return a == b and math.copysign(1.0, a) == math.copysign(1.0, b)
+    if t is complex:
+        return equal_value(a.real, b.real) and equal_value(a.imag, b.imag)
+    if t is tuple:
+        return len(a) == len(b) and all(
+            equal_value(x, y, _active, depth + 1) for x, y in zip(a, b, strict=True)
+        )
+    if isinstance(a, _CALLABLE_KINDS):
+        return _same_callable(a, b, set() if _active is None else _active, depth)
+    if isinstance(a, np.generic):
+        return a.dtype == b.dtype and a.tobytes() == b.tobytes()
     try:
-        hash(a), hash(b)  # unhashable (arrays, lists, dicts): identity only
-        return bool(a == b)
+        hash(a), hash(b)
     except Exception:
         return False
+    return _equal(a, b)
 
 
-def shares_trace(a: Any, b: Any, depth: int = 0) -> bool:
-    """Whether `af.filter_jit` keys the leaves `a` and `b` alike.
+def shares_trace(a: Any, b: Any) -> bool:
+    """Whether `af.filter_jit` keys the leaves (or static fields) `a` and `b` alike.
 
-    True when they are equal values (`equal_value`), or: `functools.partial`s of
-    functions that share by this rule, with equal `args` and `keywords`;
-    functions with one code object and one globals dict, equal defaults and
-    keyword defaults, and closure cells whose contents share by this rule; bound
-    methods of functions that share, on equal (or identical) objects.
+    As `eqx.filter_jit` (`==`) for values; for callables, what they trace to:
+    `functools.partial`s of equal functions with equal `args`, `keywords` and
+    attributes; functions with one code object, one globals dict, one name, equal
+    defaults, keyword defaults, attributes and closure cell contents; bound
+    methods of equal functions on equal objects (all by `equal_value`).
+    Tuples and lists element by element.
     """
-    if equal_value(a, b):
+    if a is b:
         return True
-    if type(a) is not type(b) or depth > _DEPTH:
+    t = type(a)
+    if t is not type(b):
+        if isinstance(a, _CALLABLE_KINDS) or isinstance(b, _CALLABLE_KINDS):
+            return False
+        return _equal(a, b)
+    if t is tuple or t is list:
+        return len(a) == len(b) and all(map(shares_trace, a, b))
+    if isinstance(a, _CALLABLE_KINDS):
+        return _same_callable(a, b, set(), 0)
+    return _equal(a, b)
+
+
+def _same_callable(a: Any, b: Any, active: set, depth: int) -> bool:
+    pair = (id(a), id(b))
+    if pair in active:
+        return True  # compared further up already: equal if everything else is
+    if depth > _DEPTH:
         return False
+    active.add(pair)
+    try:
+        return _compare_callables(a, b, active, depth + 1)
+    finally:
+        active.discard(pair)
+
+
+def _compare_callables(a: Any, b: Any, active: set, depth: int) -> bool:
+    def value(x: Any, y: Any) -> bool:
+        return equal_value(x, y, active, depth)
+
+    def mapping(x: dict | None, y: dict | None) -> bool:
+        if not x or not y:
+            return not x and not y
+        return x.keys() == y.keys() and all(value(x[k], y[k]) for k in x)
+
     if isinstance(a, functools.partial):
         return (
-            shares_trace(a.func, b.func, depth + 1)
-            and _equal_sequences(a.args, b.args)
-            and a.keywords.keys() == b.keywords.keys()
-            and all(equal_value(a.keywords[k], b.keywords[k]) for k in a.keywords)
+            value(a.func, b.func)
+            and value(a.args, b.args)
+            and mapping(a.keywords, b.keywords)
+            and mapping(a.__dict__, b.__dict__)
         )
     if isinstance(a, types.MethodType):
-        return shares_trace(a.__func__, b.__func__, depth + 1) and equal_value(
-            a.__self__, b.__self__
+        return value(a.__func__, b.__func__) and value(a.__self__, b.__self__)
+    cells_a, cells_b = a.__closure__ or (), b.__closure__ or ()
+    return (
+        a.__code__ is b.__code__
+        and a.__globals__ is b.__globals__
+        and a.__qualname__ == b.__qualname__
+        and value(a.__defaults__, b.__defaults__)
+        and mapping(a.__kwdefaults__, b.__kwdefaults__)
+        and mapping(a.__dict__, b.__dict__)
+        and len(cells_a) == len(cells_b)
+        and all(
+            value(_contents(x), _contents(y))
+            for x, y in zip(cells_a, cells_b, strict=True)
         )
-    if isinstance(a, types.FunctionType):
-        return (
-            a.__code__ is b.__code__
-            and a.__globals__ is b.__globals__
-            and _equal_sequences(a.__defaults__ or (), b.__defaults__ or ())
-            and _equal_mappings(a.__kwdefaults__ or {}, b.__kwdefaults__ or {})
-            and _cells_share(a.__closure__ or (), b.__closure__ or (), depth)
-        )
-    return False
+    )
 
 
-def _equal_sequences(a: tuple, b: tuple) -> bool:
-    return len(a) == len(b) and all(map(equal_value, a, b))
-
-
-def _equal_mappings(a: dict, b: dict) -> bool:
-    return a.keys() == b.keys() and all(equal_value(a[k], b[k]) for k in a)
-
-
-def _cells_share(a: tuple, b: tuple, depth: int) -> bool:
-    if len(a) != len(b):
-        return False
-    for x, y in zip(a, b, strict=True):
-        left, right = _contents(x), _contents(y)
-        if left is _EMPTY or right is _EMPTY:  # a name not bound yet
-            if left is not right:
-                return False
-        elif not shares_trace(left, right, depth + 1):
-            return False
-    return True
-
-
-_EMPTY = object()
+_EMPTY = object()  # the contents of an empty closure cell (a name not yet bound)
 
 
 def _contents(cell: Any) -> Any:
@@ -100,6 +144,11 @@ def _contents(cell: Any) -> Any:
         return cell.cell_contents
     except ValueError:
         return _EMPTY
+
+
+def _same_keys_and_values(a: dict | None, b: dict | None) -> bool:
+    a, b = a or {}, b or {}
+    return a.keys() == b.keys() and all(equal_value(a[k], b[k]) for k in a)
 
 
 def sameness(a: Any, b: Any) -> str:
@@ -120,7 +169,7 @@ def difference(a: Any, b: Any) -> str:
     if type(a) is not type(b):
         return f"a {type(a).__name__}, then a {type(b).__name__}"
     if isinstance(a, functools.partial):
-        if not shares_trace(a.func, b.func):
+        if not equal_value(a.func, b.func):
             return f"partials of different functions: {difference(a.func, b.func)}"
         if len(a.args) != len(b.args):
             return "partials with different numbers of arguments"
@@ -132,7 +181,7 @@ def difference(a: Any, b: Any) -> str:
             if not equal_value(x, y):
                 return f"keyword {key} of the partial: {_pair(x, y)}"
     if isinstance(a, types.MethodType):
-        if not shares_trace(a.__func__, b.__func__):
+        if not equal_value(a.__func__, b.__func__):
             return "different methods"
         self_type = type(a.__self__)
         if self_type is type(b.__self__) and self_type.__eq__ is object.__eq__:
@@ -146,16 +195,19 @@ def difference(a: Any, b: Any) -> str:
             return f"different code: {_code(a)} and {_code(b)}"
         if a.__globals__ is not b.__globals__:
             return "one code object, run in different module globals"
-        if not _equal_sequences(a.__defaults__ or (), b.__defaults__ or ()):
+        if not equal_value(a.__defaults__, b.__defaults__):
             return "different default arguments"
-        if not _equal_mappings(a.__kwdefaults__ or {}, b.__kwdefaults__ or {}):
+        if not _same_keys_and_values(a.__kwdefaults__, b.__kwdefaults__):
             return "different keyword-only defaults"
         names = a.__code__.co_freevars
         cells = zip(a.__closure__ or (), b.__closure__ or (), strict=True)
         for name, (x, y) in zip(names, cells, strict=True):
             left, right = _contents(x), _contents(y)
-            if not shares_trace(left, right):
+            if not equal_value(left, right):
                 return f"captured {name}: {_pair(left, right)}"
+        return "different names or function attributes"
+    if isinstance(a, functools.partial):
+        return "different attributes on the partials"
     return "different objects, compared by identity"
 
 

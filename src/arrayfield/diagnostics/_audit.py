@@ -24,11 +24,11 @@ import jax.tree_util as jtu
 import numpy as np
 
 from .._errors import AuditError, format_annotation, short_repr
-from .._internals import PYTHON_NUMBERS
+from .._internals import PYTHON_NUMBERS, is_module, jit_wrapper_class
 from .._spec import Unresolved, field_spec, resolve_annotation
 from ._diff import Change, cause_text, diff, group
 from ._hints import FILTER_JIT, bypassed_init, normalize_fix, number_fix
-from ._paths import FieldRef, is_array, walk
+from ._paths import FieldRef, StaticField, is_array, walk
 from ._signature import leaf_text, signature
 
 EQX = "eqx.filter_jit"
@@ -285,6 +285,13 @@ def _callable_hint(x: Any) -> str:
             "the jitted arguments"
         )
     qualname = getattr(x, "__qualname__", "")
+    if _is_jax_jit(x):
+        return (
+            "a jax.jit wrapper is hashed by identity, so one made per instance (as "
+            "self.forward = jax.jit(fn) in __init__) compiles the jitted function "
+            "that takes it again for every instance: jit fn once at module level, "
+            "or keep the wrapper out of the jitted arguments"
+        )
     if isinstance(x, types.FunctionType) and "<locals>" in qualname:
         maker = qualname.split(".<locals>", 1)[0]
         return (
@@ -297,6 +304,10 @@ def _callable_hint(x: Any) -> str:
         "a fresh closure, lambda or functools.partial per call is a new cache "
         "key: create it once, or make it an eqx.Module / eqx.Partial"
     )
+
+
+def _is_jax_jit(x: Any) -> bool:
+    return hasattr(x, "lower") and hasattr(x, "__wrapped__") and not is_module(x)
 
 
 def _leaf_finding(
@@ -454,14 +465,21 @@ def audit(tree: Any, other: Any = None, *, name: str = "tree") -> Findings:
     leaves, statics = walk(tree, name)
     constants = _Constants()
     findings = []
+    wrapper = jit_wrapper_class()
     for leaf in leaves:
+        if leaf.field is not None and leaf.field.owner is wrapper:
+            continue  # the function's name; its function is checked below
         finding = _leaf_finding(leaf.path, leaf.value, leaf.field, constants)
         if finding is not None:
             if leaf.field is not None:
                 finding = dataclasses.replace(finding, field=leaf.field.location)
             findings.append(finding)
     for static in statics:
-        if any(is_array(x) for x in jtu.tree_leaves(static.value)):
+        if static.field.owner is wrapper:
+            finding = _jit_wrapper_finding(static, constants)
+            if finding is not None:
+                findings.append(finding)
+        elif any(is_array(x) for x in jtu.tree_leaves(static.value)):
             findings.append(
                 Finding(
                     static.path,
@@ -476,6 +494,33 @@ def audit(tree: Any, other: Any = None, *, name: str = "tree") -> Findings:
     order = list(_KINDS)
     findings.sort(key=lambda f: order.index(f.kind))
     return Findings(findings, name)
+
+
+def _jit_wrapper_finding(static: StaticField, constants: _Constants) -> Finding | None:
+    """An `eqx.filter_jit` wrapper in the tree is keyed by its function: one made
+    anew around a closure (`self.forward = eqx.filter_jit(fn)` in `__init__`) is
+    a new cache key for the jitted function that takes the tree."""
+    if static.field.name != "_static_fun":
+        return None
+    function_leaves, _ = static.value
+    fresh = [
+        x
+        for x in function_leaves
+        if callable(x) and not _shared_callable(x, None, constants)
+    ]
+    if not fresh:
+        return None
+    path = static.path.removesuffix("._static_fun")
+    return Finding(
+        path,
+        fresh[0],
+        "hashed-leaf",
+        "an eqx.filter_jit wrapper around a closure made per instance (as "
+        "self.forward = eqx.filter_jit(fn) in __init__) is keyed by that closure, "
+        "so a jitted function that takes this tree compiles again for every "
+        "instance: jit the function once at module level, or jit only the outer "
+        "step",
+    )
 
 
 def _values(tree: Any, name: str) -> dict[str, Any]:

@@ -65,6 +65,12 @@ def equal_value(a: Any, b: Any, _active: set | None = None, depth: int = 0) -> b
     return _equal(a, b)
 
 
+def comparable(a: Any, b: Any) -> bool:
+    """Whether `shares_trace` looks inside these callables (partials, functions,
+    bound methods of one type); other callables are compared by `==`."""
+    return type(a) is type(b) and isinstance(a, _CALLABLE_KINDS)
+
+
 def shares_trace(a: Any, b: Any) -> bool:
     """Whether `af.filter_jit` keys the leaves (or static fields) `a` and `b` alike.
 

@@ -117,6 +117,9 @@ def leaf_text(value: Any) -> str:
         return text if len(text) <= 80 else text[:76] + "...)"
     if isinstance(value, types.FunctionType | types.MethodType):
         return f"<{_callable_name(value)}>"
+    wrapped = getattr(value, "__wrapped__", None)
+    if hasattr(value, "lower") and isinstance(wrapped, types.FunctionType):
+        return f"jax.jit(<{_callable_name(wrapped)}>)"  # a jax.jit wrapper
     return short_repr(value)
 
 

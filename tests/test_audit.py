@@ -454,3 +454,101 @@ def test_the_audit_agrees_with_eqx_filter_jit_trace_counts():
         )
         reported = bool(af.audit(a, b))
         assert reported == (_eqx_traces(a, b) == 2), label
+
+
+# -- the audit's af.filter_jit column against af.filter_jit itself --------------------
+
+
+def _closure(value):
+    return lambda x: x + value
+
+
+def _nested(value):
+    def outer(x):
+        inner = lambda y: y * value  # noqa: E731
+        return inner(x)
+
+    return outer
+
+
+class _Plain:
+    def step(self, x):
+        return x
+
+
+class _StaticFn(eqx.Module):
+    fn: object = eqx.field(static=True)
+
+
+def _callable_pairs():
+    same = jnp.ones(2)
+    step = functools.partial
+    return {
+        "equal partials": (
+            step(relative_step, factor=0.1),
+            step(relative_step, factor=0.1),
+        ),
+        "partials, other argument": (
+            step(relative_step, factor=0.1),
+            step(relative_step, factor=0.2),
+        ),
+        "partials, int and float": (
+            step(relative_step, factor=1),
+            step(relative_step, factor=1.0),
+        ),
+        "closures, equal cells": (_closure(1.0), _closure(1.0)),
+        "closures, other cells": (_closure(1.0), _closure(2.0)),
+        "closures, 0.0 and -0.0": (_closure(0.0), _closure(-0.0)),
+        "closures of one array": (_closure(same), _closure(same)),
+        "closures of equal lists": (_closure([1]), _closure([1])),
+        "nested closures, equal": (_nested(2.0), _nested(2.0)),
+        "nested closures, other": (_nested(2.0), _nested(3.0)),
+        "two lambda expressions": ((lambda x: x), (lambda x: x)),
+        "methods of equal helpers": (Stepper(0.5).step, Stepper(0.5).step),
+        "methods of other helpers": (Stepper(0.5).step, Stepper(0.6).step),
+        "methods of identity objects": (_Plain().step, _Plain().step),
+        "optax optimizers": (optax.adam(1e-3), optax.adam(1e-3)),
+        "static partials": (
+            _StaticFn(step(relative_step, factor=0.1)),
+            _StaticFn(step(relative_step, factor=0.1)),
+        ),
+        "static closures, other cells": (
+            _StaticFn(_closure(1.0)),
+            _StaticFn(_closure(2.0)),
+        ),
+    }
+
+
+def _traces(jit, a, b) -> int:
+    traces = []
+
+    @jit
+    def f(tree, x):
+        traces.append(None)
+        return x
+
+    f(a, jnp.ones(1))
+    f(b, jnp.ones(1))
+    return len(traces)
+
+
+def _af_filter_jit_shares_callables() -> bool:
+    def make():
+        return functools.partial(relative_step, factor=0.1)
+
+    return _traces(af.filter_jit, make(), make()) == 1
+
+
+def test_the_audit_agrees_with_eqx_filter_jit_on_callables():
+    for label, (a, b) in _callable_pairs().items():
+        assert bool(af.audit(a, b)) == (_traces(eqx.filter_jit, a, b) == 2), label
+
+
+@pytest.mark.skipif(
+    not _af_filter_jit_shares_callables(),
+    reason="af.filter_jit does not share callables yet (issue 20 item 1)",
+)
+def test_the_audit_agrees_with_af_filter_jit_on_callables():
+    for label, (a, b) in _callable_pairs().items():
+        predicted = bool(af.audit(a, b).compiling("af.filter_jit"))
+        assert predicted == (_traces(af.filter_jit, a, b) == 2), label

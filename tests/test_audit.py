@@ -552,3 +552,43 @@ def test_the_audit_agrees_with_af_filter_jit_on_callables():
     for label, (a, b) in _callable_pairs().items():
         predicted = bool(af.audit(a, b).compiling("af.filter_jit"))
         assert predicted == (_traces(af.filter_jit, a, b) == 2), label
+
+
+class _Forward(eqx.Module):
+    forward: object
+
+    def __init__(self, wrap):
+        self.forward = wrap(lambda x: 2 * x)
+
+
+def test_jit_wrappers_made_per_instance_are_reported_and_really_recompile():
+    (finding,) = af.audit(_Forward(jax.jit), name="model")
+    assert finding.path == "model.forward"
+    assert str(finding).startswith(
+        "model.forward = jax.jit(<function _Forward.__init__.<locals>.<lambda>>): "
+        "a jax.jit wrapper is hashed by identity, so one made per instance"
+    )
+    (finding,) = af.audit(_Forward(eqx.filter_jit), name="model")
+    assert finding.path == "model.forward"  # not its name string, `forward.fn`
+    assert finding.hint.startswith("an eqx.filter_jit wrapper around a closure")
+    for wrap in (jax.jit, eqx.filter_jit):
+        assert _eqx_traces(_Forward(wrap), _Forward(wrap)) == 2
+        assert af.audit(_Forward(wrap), _Forward(wrap))
+
+
+def test_an_identity_compared_object_gets_the_value_equality_hint():
+    (finding,) = af.audit({"wcs": Wcs(0.2)}, name="frame")
+    assert finding.hint == (
+        "a Wcs compares by identity (it defines no __eq__), so every new Wcs is a "
+        "new cache key: give Wcs value equality (__eq__ and __hash__), or keep it "
+        "out of the jitted arguments"
+    )
+
+
+def test_a_leaf_inside_a_tuple_field_is_named_by_that_field():
+    class Box(eqx.Module):
+        origin: tuple
+
+    (finding,) = af.audit(Box((1, 2)), Box((1, 3)), name="box")
+    assert finding.path == "box.origin[1]"
+    assert "<locals>.Box.origin (test_audit.py:" in finding.field

@@ -592,3 +592,22 @@ def test_a_leaf_inside_a_tuple_field_is_named_by_that_field():
     (finding,) = af.audit(Box((1, 2)), Box((1, 3)), name="box")
     assert finding.path == "box.origin[1]"
     assert "<locals>.Box.origin (test_audit.py:" in finding.field
+
+
+def test_class_body_defaults_and_equal_values_built_at_run_time_are_constants():
+    class Block(eqx.Module):
+        w: jnp.ndarray
+        act: object = lambda x: x  # made once, with the class
+        mode: str = "fast"
+        scale: float = 1.0
+
+    built = "".join(["fa", "st"])  # equal to the default, another object
+    block = Block(jnp.ones(2), mode=built, scale=float("1.0"))
+    assert block.mode is not Block.__dataclass_fields__["mode"].default
+    assert af.audit(block) == []
+
+
+def test_an_eqx_filter_jit_wrapper_of_equal_closures_is_shared_by_af_filter_jit():
+    findings = af.audit(_Forward(eqx.filter_jit), _Forward(eqx.filter_jit), name="m")
+    by_path = {f.path: f.recompiles for f in findings}
+    assert by_path["m.forward._static_fun"] == ("eqx.filter_jit",)

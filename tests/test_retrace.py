@@ -715,9 +715,9 @@ def test_every_fix_names_the_declaring_class_field_and_line(caught):
         "    fix: pad or bucket inputs to a few fixed shapes (declared as "
         f"test_every_fix_names_the_declaring_class_field_and_line.<locals>.Box.origin, "
         f"test_retrace.py:{origin}).",
-        "    fix: keep values that change from call to call out of the jitted "
-        "arguments (or make them arrays); mark fixed settings "
-        "eqx.field(static=True) (declared as "
+        "    fix: a string is part of the cache key by value, in a static=True "
+        "field too: keep strings that differ per instance or per call (ids, names) "
+        "out of the jitted arguments, e.g. in a dict beside the Module (declared as "
         f"test_every_fix_names_the_declaring_class_field_and_line.<locals>.Box.name, "
         f"test_retrace.py:{name}).",
     ]

@@ -221,6 +221,16 @@ def _hashed_reason(o: LeafSig, n: LeafSig, jit: str | None) -> Reason:
     if _by_identity(n.key) and type(o.key) is type(n.key) and jit != JAX_JIT:
         return _identity_reason(n.type)
     a_kind = f"{_article(kind)} {kind}"
+    fix = (
+        "keep values that change from call to call out of the jitted arguments "
+        "(or make them arrays); mark fixed settings eqx.field(static=True)"
+    )
+    if type(n.key) is str:
+        fix = (
+            "a string is part of the cache key by value, in a static=True field "
+            "too: keep strings that differ per instance or per call (ids, names) "
+            "out of the jitted arguments, e.g. in a dict beside the Module"
+        )
     if jit == JAX_JIT:
         why = (
             f"{a_kind} static argument of jax.jit is hashed into the cache key, and "
@@ -237,12 +247,7 @@ def _hashed_reason(o: LeafSig, n: LeafSig, jit: str | None) -> Reason:
             f"{a_kind} is not traced by the jit, so it is hashed into the cache "
             "key, and its value changed"
         )
-    return Reason(
-        why,
-        "keep values that change from call to call out of the jitted arguments "
-        "(or make them arrays); mark fixed settings eqx.field(static=True)",
-        "value",
-    )
+    return Reason(why, fix, "value")
 
 
 def number_fix(field: FieldRef | None, value: Any = None) -> str:

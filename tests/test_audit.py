@@ -611,3 +611,26 @@ def test_an_eqx_filter_jit_wrapper_of_equal_closures_is_shared_by_af_filter_jit(
     findings = af.audit(_Forward(eqx.filter_jit), _Forward(eqx.filter_jit), name="m")
     by_path = {f.path: f.recompiles for f in findings}
     assert by_path["m.forward._static_fun"] == ("eqx.filter_jit",)
+
+
+def _wrapped_per_call():
+    @functools.wraps(relative_step)
+    def wrapper(x, factor):
+        return relative_step(x, factor)
+
+    return wrapper
+
+
+_CALLBACKS: list = []
+
+
+def test_a_wraps_copy_made_per_call_or_a_closure_in_a_module_list_is_reported():
+    # functools.wraps gives the copy the module-level function's name: it is
+    # still a new object per call, and compiles again.
+    copy = _wrapped_per_call()
+    assert copy.__qualname__ == relative_step.__qualname__
+    assert [f.path for f in af.audit({"fn": copy})] == ['tree["fn"]']
+    assert af.audit({"fn": relative_step}) == []
+    _CALLBACKS.append(lambda x: x)  # a list may gain a new closure per call
+    assert [f.path for f in af.audit({"fn": _CALLBACKS[-1]})] == ['tree["fn"]']
+    _CALLBACKS.clear()

@@ -195,9 +195,9 @@ class Findings(list[Finding]):
 
 def _shared_objects() -> set[int]:
     """The ids of the objects every module holds at its top level, also inside
-    tuples, lists and dicts there (an optimizer built at module level is a
-    NamedTuple of closures): the same objects on every call, however often a
-    step is called. Read once per audit."""
+    tuples there (an optimizer built at module level is a NamedTuple of
+    closures): the same objects on every call, however often a step is called.
+    Read once per audit."""
     ids: set[int] = set()
     for module in list(sys.modules.values()):
         namespace = getattr(module, "__dict__", None)
@@ -209,11 +209,10 @@ def _shared_objects() -> set[int]:
 def _collect(values: list[Any], ids: set[int], depth: int) -> None:
     for value in values:
         ids.add(id(value))
-        if depth and type(value) is not str:
-            if isinstance(value, tuple | list):
-                _collect(list(value), ids, depth - 1)
-            elif type(value) is dict:
-                _collect(list(value.values()), ids, depth - 1)
+        # Tuples only: a list or dict at module level may gain a new closure on
+        # every call, which must stay reported.
+        if depth and isinstance(value, tuple):
+            _collect(list(value), ids, depth - 1)
 
 
 class _Constants:
@@ -266,7 +265,7 @@ def _shared_callable(x: Any, field: FieldRef | None, constants: _Constants) -> b
     if isinstance(x, types.MethodType):
         owner = x.__self__
         return isinstance(owner, type) or constants.module_level(owner)
-    if isinstance(x, types.FunctionType) and "<" not in x.__qualname__:
+    if _named_at_module_level(x):
         return True  # a def at module level or in a class body
     if isinstance(x, types.BuiltinFunctionType):
         owner = x.__self__
@@ -274,6 +273,25 @@ def _shared_callable(x: Any, field: FieldRef | None, constants: _Constants) -> b
             return True
         return constants.module_level(owner)
     return constants.module_level(x) or constants.declared_default(x, field)
+
+
+def _named_at_module_level(x: Any) -> bool:
+    """Whether `x` is what its `__module__` and `__qualname__` name: a def at
+    module level or in a class body, not a copy made per call with that name
+    (a `functools.wraps` wrapper). Reads namespaces, so no lazy import runs."""
+    module = sys.modules.get(getattr(x, "__module__", None) or "")
+    qualname = getattr(x, "__qualname__", None)
+    if module is None or not isinstance(qualname, str) or "<" in qualname:
+        return False
+    target: Any = module
+    for part in qualname.split("."):
+        namespace = getattr(target, "__dict__", None)
+        if not isinstance(namespace, dict | types.MappingProxyType):
+            return False
+        target = namespace.get(part)
+        if isinstance(target, staticmethod):
+            target = target.__func__
+    return target is x
 
 
 def _callable_hint(x: Any) -> str:

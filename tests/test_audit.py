@@ -634,3 +634,16 @@ def test_a_wraps_copy_made_per_call_or_a_closure_in_a_module_list_is_reported():
     _CALLBACKS.append(lambda x: x)  # a list may gain a new closure per call
     assert [f.path for f in af.audit({"fn": _CALLBACKS[-1]})] == ['tree["fn"]']
     _CALLBACKS.clear()
+
+
+def test_assert_clean_of_two_trees_fails_only_on_what_the_chosen_jit_compiles():
+    a, b = _field(0, wcs=_WCS), _field(1, wcs=_WCS)  # new partials, lambdas, methods
+    af.assert_clean(a, b, jit="af.filter_jit")
+    with pytest.raises(af.AuditError) as info:
+        af.assert_clean(a, b)
+    assert str(info.value).startswith(
+        "af.audit: the other tree compiles again: 3 leaves differ for "
+        "eqx.filter_jit, 0 for af.filter_jit"
+    )
+    with pytest.raises(ValueError, match="jit='jax.jit': af.audit knows"):
+        af.assert_clean(a, b, jit="jax.jit")  # pyright: ignore[reportArgumentType]

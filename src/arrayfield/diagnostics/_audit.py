@@ -104,6 +104,14 @@ class Finding:
         return f"{self.path} = {weak}{_text(self.value)}: {self.hint}"
 
 
+def _check_jit(jit: Any) -> None:
+    if jit not in (EQX, AF):
+        raise ValueError(
+            f"jit={jit!r}: af.audit knows the cache keys of 'eqx.filter_jit' and "
+            "'af.filter_jit'; pass one of those two strings."
+        )
+
+
 def _text(value: Any) -> str:
     if value is None:
         return "(absent)"
@@ -150,6 +158,7 @@ class Findings(list[Finding]):
         """The findings that make `jit` compile again (all of them for
         `"eqx.filter_jit"`; without those `af.filter_jit` shares for
         `"af.filter_jit"`). Meant for a two-tree audit."""
+        _check_jit(jit)
         kept = [f for f in self if not f.recompiles or jit in f.recompiles]
         return Findings(kept, self.name, two_trees=self.two_trees)
 
@@ -620,6 +629,7 @@ def assert_clean(
         af.assert_clean(mlp, other)  # same structure, same activations
         ```
     """
+    _check_jit(jit)
     findings = audit(tree, other, name=name)
     if other is not None:
         failing = findings.compiling(jit)

@@ -5,7 +5,9 @@ a program only when they are equal, which for functions means identical.
 `af.filter_jit` keys a callable by what it traces to (issue 20): this module is
 that rule as the diagnostics apply it, so that `af.audit(tree, other)` can say
 which differences `af.filter_jit` already absorbs. It reads callables and never
-calls them.
+calls them. `jax.jit` wrappers are not looked into here (their parts are private
+to JAX): two of them count as different. `tests/test_audit.py` holds the rule
+against `af.filter_jit`'s real trace counts.
 """
 
 from __future__ import annotations
@@ -22,8 +24,9 @@ from .._errors import short_repr
 
 # A bound on nesting (closures of closures of partials ...): past it, not shared.
 _DEPTH = 64
-_CALLABLE_KINDS = (functools.partial, types.MethodType, types.FunctionType)
-_ATOMS = (int, bool, str, bytes, type(None))
+# Exact types: a subclass (of functools.partial, say) may call differently.
+_CALLABLE_KINDS = frozenset({functools.partial, types.MethodType, types.FunctionType})
+_ATOMS = frozenset({int, bool, str, bytes, type(None), type(Ellipsis)})
 
 
 def _equal(a: Any, b: Any) -> bool:
@@ -54,21 +57,25 @@ def equal_value(a: Any, b: Any, _active: set | None = None, depth: int = 0) -> b
         return len(a) == len(b) and all(
             equal_value(x, y, _active, depth + 1) for x, y in zip(a, b, strict=True)
         )
-    if isinstance(a, _CALLABLE_KINDS):
+    if t in _CALLABLE_KINDS:
         return _same_callable(a, b, set() if _active is None else _active, depth)
     if isinstance(a, np.generic):
         return a.dtype == b.dtype and a.tobytes() == b.tobytes()
+    return _hashable(a) and _hashable(b) and _equal(a, b)
+
+
+def _hashable(x: Any) -> bool:
     try:
-        hash(a), hash(b)
-    except Exception:
+        hash(x)
+    except Exception:  # arrays, lists, dicts, sets: compared by identity only
         return False
-    return _equal(a, b)
+    return True
 
 
 def comparable(a: Any, b: Any) -> bool:
     """Whether `shares_trace` looks inside these callables (partials, functions,
     bound methods of one type); other callables are compared by `==`."""
-    return type(a) is type(b) and isinstance(a, _CALLABLE_KINDS)
+    return type(a) is type(b) and type(a) in _CALLABLE_KINDS
 
 
 def shares_trace(a: Any, b: Any) -> bool:
@@ -85,12 +92,12 @@ def shares_trace(a: Any, b: Any) -> bool:
         return True
     t = type(a)
     if t is not type(b):
-        if isinstance(a, _CALLABLE_KINDS) or isinstance(b, _CALLABLE_KINDS):
+        if t in _CALLABLE_KINDS or type(b) in _CALLABLE_KINDS:
             return False
         return _equal(a, b)
     if t is tuple or t is list:
         return len(a) == len(b) and all(map(shares_trace, a, b))
-    if isinstance(a, _CALLABLE_KINDS):
+    if t in _CALLABLE_KINDS:
         return _same_callable(a, b, set(), 0)
     return _equal(a, b)
 
@@ -117,19 +124,20 @@ def _compare_callables(a: Any, b: Any, active: set, depth: int) -> bool:
             return not x and not y
         return x.keys() == y.keys() and all(value(x[k], y[k]) for k in x)
 
-    if isinstance(a, functools.partial):
+    if type(a) is functools.partial:
         return (
             value(a.func, b.func)
             and value(a.args, b.args)
             and mapping(a.keywords, b.keywords)
             and mapping(a.__dict__, b.__dict__)
         )
-    if isinstance(a, types.MethodType):
+    if type(a) is types.MethodType:
         return value(a.__func__, b.__func__) and value(a.__self__, b.__self__)
     cells_a, cells_b = a.__closure__ or (), b.__closure__ or ()
     return (
         a.__code__ is b.__code__
         and a.__globals__ is b.__globals__
+        and a.__name__ == b.__name__
         and a.__qualname__ == b.__qualname__
         and value(a.__defaults__, b.__defaults__)
         and mapping(a.__kwdefaults__, b.__kwdefaults__)

@@ -230,6 +230,7 @@ class _Constants:
 
     def __init__(self) -> None:
         self._module_level: set[int] | None = None
+        self._init_defaults: dict[tuple[type, str], Any] = {}
 
     def module_level(self, x: Any) -> bool:
         if self._module_level is None:
@@ -242,22 +243,25 @@ class _Constants:
         same type for strings and numbers)."""
         if field is None:
             return False
-        defaults = [field.field.default]
-        try:
-            parameter = inspect.signature(field.owner.__init__).parameters.get(
-                field.name
-            )
-        except (TypeError, ValueError):
-            parameter = None
-        if parameter is not None:
-            defaults.append(parameter.default)
-        for default in defaults:
+        for default in (field.field.default, self._init_default(field)):
             if default is x:
                 return True
             same_type = type(x) in _CONSTANT_TYPES and type(default) is type(x)
             if same_type and default == x:
                 return True
         return False
+
+    def _init_default(self, field: FieldRef) -> Any:
+        key = (field.owner, field.name)
+        if key not in self._init_defaults:
+            try:
+                parameters = inspect.signature(field.owner.__init__).parameters
+            except (TypeError, ValueError):
+                parameters = {}
+            parameter = parameters.get(field.name)
+            default = dataclasses.MISSING if parameter is None else parameter.default
+            self._init_defaults[key] = default
+        return self._init_defaults[key]
 
 
 # Values compared by `==` that a class may declare as a default.

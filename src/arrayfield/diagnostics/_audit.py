@@ -417,8 +417,8 @@ def audit(tree: Any, other: Any = None, *, name: str = "tree") -> Findings:
     module-level object, such as an optimizer built at import), classes, and
     numbers and strings equal to the default their field declares (in the class
     body or in `__init__`), unless the field's annotation asks for an array. One
-    snapshot cannot tell a value that changes from a constant: compare two trees
-    for that.
+    snapshot cannot tell a value that changes from a constant (a counter
+    `step: int = 0` still at 0 is not reported): compare two trees for that.
 
     **Two trees**, `af.audit(tree, other)`: exactly the leaves that would make a
     jitted function compile again when called with `other` after `tree`, for

@@ -648,3 +648,14 @@ def test_assert_clean_of_two_trees_fails_only_on_what_the_chosen_jit_compiles():
     )
     with pytest.raises(ValueError, match=re.escape("jit='jax.jit': af.audit knows")):
         af.assert_clean(a, b, jit="jax.jit")  # pyright: ignore[reportArgumentType]
+
+
+def test_a_counter_at_its_default_needs_two_trees_to_be_seen():
+    class State(eqx.Module):
+        w: jnp.ndarray
+        step: int = 0
+
+    assert af.audit(State(jnp.ones(2))) == []  # one snapshot: a constant
+    (finding,) = af.audit(State(jnp.ones(2)), State(jnp.ones(2), step=1))
+    assert (finding.path, finding.value, finding.other) == ("tree.step", 0, 1)
+    assert finding.kind == "value"

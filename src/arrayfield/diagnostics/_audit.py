@@ -502,8 +502,9 @@ def audit(tree: Any, other: Any = None, *, name: str = "tree") -> Findings:
             continue  # the function's name; its function is checked below
         finding = _leaf_finding(leaf.path, leaf.value, leaf.field, constants)
         if finding is not None:
-            if leaf.field is not None:
-                finding = dataclasses.replace(finding, field=leaf.field.location)
+            holder = leaf.field or leaf.within
+            if holder is not None:
+                finding = dataclasses.replace(finding, field=holder.location)
             findings.append(finding)
     for static in statics:
         if static.field.owner is wrapper:

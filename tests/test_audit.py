@@ -586,6 +586,12 @@ def test_an_identity_compared_object_gets_the_value_equality_hint():
         "out of the jitted arguments"
     )
 
+    class Origin:
+        pass
+
+    (finding,) = af.audit({"origin": Origin()})
+    assert finding.hint.startswith("an Origin compares by identity")
+
 
 def test_a_leaf_inside_a_tuple_field_is_named_by_that_field():
     class Box(eqx.Module):

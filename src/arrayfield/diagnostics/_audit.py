@@ -27,7 +27,7 @@ from .._errors import AuditError, format_annotation, short_repr
 from .._internals import PYTHON_NUMBERS, is_module, jit_wrapper_class
 from .._spec import Unresolved, field_spec, resolve_annotation
 from ._diff import Change, cause_text, diff, group
-from ._hints import FILTER_JIT, bypassed_init, normalize_fix, number_fix
+from ._hints import FILTER_JIT, article, bypassed_init, normalize_fix, number_fix
 from ._paths import FieldRef, StaticField, is_array, walk
 from ._signature import leaf_text, signature
 
@@ -311,9 +311,9 @@ def _callable_hint(x: Any) -> str:
     if isinstance(x, types.MethodType):
         owner = type(x.__self__).__qualname__
         return (
-            f"a method bound to a {owner} is hashed by its object, so a method of "
-            f"a new {owner} compiles again: bind it to one object, or keep it out of "
-            "the jitted arguments"
+            f"a method bound to {article(owner)} {owner} is hashed by its object, "
+            f"so a method of a new {owner} compiles again: bind it to one object, or "
+            "keep it out of the jitted arguments"
         )
     qualname = getattr(x, "__qualname__", "")
     if _is_jax_jit(x):
@@ -379,13 +379,14 @@ def _leaf_finding(
     elif type(value).__eq__ is object.__eq__:
         name = type(value).__qualname__
         hint = (
-            f"a {name} compares by identity (it defines no __eq__), so every new "
-            f"{name} is a new cache key: give {name} value equality (__eq__ and "
-            "__hash__), or keep it out of the jitted arguments"
+            f"{article(name)} {name} compares by identity (it defines no __eq__), "
+            f"so every new {name} is a new cache key: give {name} value equality "
+            "(__eq__ and __hash__), or keep it out of the jitted arguments"
         )
     else:
+        kind = type(value).__name__
         hint = (
-            f"a {type(value).__name__} is hashed into the cache key: mark it "
+            f"{article(kind)} {kind} is hashed into the cache key: mark it "
             "eqx.field(static=True) if it is a fixed setting, or keep it out of "
             "the jitted arguments if it changes"
         )

@@ -31,7 +31,7 @@ STRUCTURE_FIX = (
 )
 
 
-def _article(word: str) -> str:
+def article(word: str) -> str:
     return "an" if word[:1].lower() in "aeiou" else "a"
 
 
@@ -114,7 +114,7 @@ def _reason(o: LeafSig, n: LeafSig, jit: str | None) -> Reason:
         return _hashed_reason(o, n, jit)
     kind = o.type.__name__
     return Reason(  # a hashed value became an array
-        f"was {_article(kind)} {kind} (hashed into the cache key), is an array now",
+        f"was {article(kind)} {kind} (hashed into the cache key), is an array now",
         "pass the same kind of value every call; an array every time is best",
         "structure",
     )
@@ -133,7 +133,7 @@ def _by_identity(x: Any) -> bool:
 
 def _identity_reason(cls: type, static: bool = False) -> Reason:
     name = cls.__qualname__
-    where = "a static=True field" if static else f"{_article(name)} {name}"
+    where = "a static=True field" if static else f"{article(name)} {name}"
     return Reason(
         f"{where} is hashed into the cache key, and {name} compares by identity "
         "(it defines no __eq__), so every new object compiles again, even with "
@@ -214,13 +214,13 @@ def _hashed_reason(o: LeafSig, n: LeafSig, jit: str | None) -> Reason:
         )
     if was_array:
         return Reason(
-            f"was an array, is {_article(kind)} {kind} now (hashed into the cache key)",
+            f"was an array, is {article(kind)} {kind} now (hashed into the cache key)",
             "pass the same kind of value every call; an array every time is best",
             "structure",
         )
     if _by_identity(n.key) and type(o.key) is type(n.key) and jit != JAX_JIT:
         return _identity_reason(n.type)
-    a_kind = f"{_article(kind)} {kind}"
+    a_kind = f"{article(kind)} {kind}"
     fix = (
         "keep values that change from call to call out of the jitted arguments "
         "(or make them arrays); mark fixed settings eqx.field(static=True)"

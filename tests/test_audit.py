@@ -675,3 +675,18 @@ def test_a_one_tree_finding_inside_a_tuple_field_names_that_field():
     (finding,) = af.audit(Box(("a",)), name="box")
     assert finding.path == "box.origin[0]"
     assert "<locals>.Box.origin (test_audit.py:" in finding.field
+
+
+def test_the_findings_that_compile_af_filter_jit_print_their_own_causes():
+    findings = af.audit(_field(), _field(flux=2.0), name="field")
+    report = str(findings.compiling("af.filter_jit")).splitlines()
+    assert report[0] == (
+        "af.audit: the other field compiles again: 2 leaves differ for "
+        "eqx.filter_jit, 2 for af.filter_jit"
+    )
+    assert [line.split(" (")[0] for line in report[1:]] == [
+        "identity: Objects compared by identity: every new one is a new cache key.",
+        "  field.wcs",
+        "value: Values: numbers, strings and other hashed values that differ.",
+        "  field.flux",
+    ]

@@ -145,13 +145,13 @@ class Findings(list[Finding]):
         self,
         findings: list[Finding] = (),  # type: ignore[assignment]
         name: str = "tree",
-        causes: dict[int, str] | None = None,
+        causes: dict[int, tuple[int, str]] | None = None,
         two_trees: bool = False,
     ):
         super().__init__(findings)
         self.name = name
         self.two_trees = two_trees
-        # A two-tree report's line per cause, by the index of its first finding.
+        # A two-tree report's causes: id(finding) -> (cause number, its line).
         self._causes = causes or {}
 
     def compiling(self, jit: Jit = EQX) -> Findings:
@@ -160,7 +160,7 @@ class Findings(list[Finding]):
         `"af.filter_jit"`). Meant for a two-tree audit."""
         _check_jit(jit)
         kept = [f for f in self if not f.recompiles or jit in f.recompiles]
-        return Findings(kept, self.name, two_trees=self.two_trees)
+        return Findings(kept, self.name, self._causes, self.two_trees)
 
     def __str__(self) -> str:
         if self.two_trees:
@@ -193,12 +193,14 @@ class Findings(list[Finding]):
             f"for {EQX}, {on_af} for {AF}"
         ]
         for kind, heading in _KINDS.items():
-            starts = [
-                i for i, f in enumerate(self) if f.kind == kind and i in self._causes
-            ]
-            if starts:
+            causes: dict[int, str] = {}  # in the order of their first finding
+            for f in self:
+                if f.kind == kind and id(f) in self._causes:
+                    number, line = self._causes[id(f)]
+                    causes.setdefault(number, line)
+            if causes:
                 lines.append(f"{kind}: {heading}.")
-                lines.extend(f"  {self._causes[i]}" for i in starts)
+                lines.extend(f"  {line}" for line in causes.values())
         return "\n".join(lines)
 
 
@@ -570,19 +572,16 @@ def _compare(tree: Any, other: Any, name: str) -> Findings:
     changes = diff(before, after, FILTER_JIT)
     old_values, new_values = _values(tree, name), _values(other, name)
     findings: list[Finding] = []
-    causes: dict[int, str] = {}
-    for changed in group(changes):
-        causes[len(findings)] = _cause_line(changed)
-        findings.extend(
-            _change_finding(c, old_values, new_values, tree, other, name)
-            for c in changed
-        )
+    causes: dict[int, tuple[int, str]] = {}
+    for number, changed in enumerate(group(changes)):
+        line = _cause_line(changed)
+        for c in changed:
+            finding = _change_finding(c, old_values, new_values, tree, other, name)
+            causes[id(finding)] = (number, line)
+            findings.append(finding)
     order = list(_KINDS)
-    ordered = sorted(range(len(findings)), key=lambda i: order.index(findings[i].kind))
-    renumbered = {new: causes[old] for new, old in enumerate(ordered) if old in causes}
-    return Findings(
-        [findings[i] for i in ordered], name, causes=renumbered, two_trees=True
-    )
+    findings.sort(key=lambda f: order.index(f.kind))  # stable: causes stay together
+    return Findings(findings, name, causes, two_trees=True)
 
 
 def _cause_line(changes: list[Change]) -> str:

@@ -1,6 +1,4 @@
 import functools
-import os
-import subprocess
 import sys
 import textwrap
 import threading
@@ -18,6 +16,7 @@ from jaxtyping import Array, Float, Int
 import arrayfield as af
 from arrayfield import _internals
 from arrayfield.diagnostics import _retrace
+from helpers import python
 
 
 def _retraces(record) -> list[warnings.WarningMessage]:
@@ -604,19 +603,13 @@ def test_environment_variable_watches_an_unedited_script(tmp_path):
             """
         )
     )
-    env = {**os.environ, "ARRAYFIELD_EXPLAIN_RETRACES": "1", "JAX_PLATFORMS": "cpu"}
-    result = subprocess.run(
-        [sys.executable, str(script)], capture_output=True, text=True, env=env
-    )
+    result = python(script, env={_retrace.ENV_VAR: "1"})
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == "3"
     assert result.stderr.count("RetraceWarning: _step (") == 2
     assert "scene.x: 0 -> 1" in result.stderr
     assert "subclass af.ArrayModule" in result.stderr
-    env[_retrace.ENV_VAR] = "0"
-    quiet = subprocess.run(
-        [sys.executable, str(script)], capture_output=True, text=True, env=env
-    )
+    quiet = python(script, env={_retrace.ENV_VAR: "0"})
     assert "RetraceWarning" not in quiet.stderr
 
 

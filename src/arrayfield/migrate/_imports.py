@@ -19,19 +19,12 @@ import libcst as cst
 from libcst.helpers import get_full_name_for_node
 from libcst.metadata import ImportAssignment, MetadataWrapper, ScopeProvider
 
+from ._names import dotted_name
+from ._statements import small_statements
+
 _Item = TypeVar("_Item", cst.ImportAlias, cst.BaseSmallStatement, cst.Arg)
 
 _IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
-
-
-def dotted_name(expr: cst.BaseExpression) -> str | None:
-    """`a.b.c` for a chain of attribute lookups on a name, else None."""
-    if isinstance(expr, cst.Name):
-        return expr.value
-    if isinstance(expr, cst.Attribute):
-        head = dotted_name(expr.value)
-        return None if head is None else f"{head}.{expr.attr.value}"
-    return None
 
 
 def binding_name(alias: cst.ImportAlias) -> str:
@@ -102,32 +95,6 @@ class ImportMap:
             if target == module:
                 return f"{local}.{attr}"
         return None
-
-
-_NESTED_BODIES = ("body", "orelse", "handlers", "finalbody", "cases")
-
-
-def small_statements(
-    body: Sequence[cst.BaseStatement | cst.BaseSmallStatement] | cst.CSTNode,
-) -> Iterable[cst.BaseSmallStatement]:
-    """Every simple statement (`x = 1`, `import y`...) in a body, at any depth
-    of nested blocks, functions and classes, without walking expressions: a
-    walk with a libcst visitor rebuilds every node it passes, which costs
-    several times more."""
-    if isinstance(body, cst.BaseSmallStatement):
-        yield body
-        return
-    if isinstance(body, cst.SimpleStatementLine | cst.SimpleStatementSuite):
-        yield from body.body
-        return
-    if isinstance(body, cst.CSTNode):
-        for name in _NESTED_BODIES:
-            nested = getattr(body, name, None)
-            if isinstance(nested, cst.CSTNode | list | tuple):
-                yield from small_statements(nested)
-        return
-    for statement in body:
-        yield from small_statements(statement)
 
 
 class _ImportCollector(cst.CSTVisitor):
@@ -306,6 +273,11 @@ def remove_unused_imports(module: cst.Module, candidates: set[str]) -> cst.Modul
 
     Only names the codemod itself stopped using are candidates, so an import
     that was already unused before the rewrite stays where it is.
+
+    Not libcst's `RemoveImportsVisitor`, which needs scope metadata computed
+    over the rewritten module (a second full analysis of every rewritten file),
+    drops the comments and blank lines above an import it removes, and leaves
+    `try: pass` where a guarded import was; this keeps both as they were.
     """
     removable = candidates - used_names(module)
     if not removable:

@@ -18,6 +18,8 @@ import dataclasses
 from collections.abc import Iterable
 from pathlib import Path
 
+from ._names import dotted_name
+
 # What every Module class descends from.
 ROOTS = frozenset(
     {"equinox.Module", "equinox._module.Module", "arrayfield.ArrayModule"}
@@ -163,15 +165,6 @@ def module_name(path: Path) -> tuple[str, bool]:
     return ".".join(reversed(parts)) or path.stem, is_package
 
 
-def dotted(node: ast.expr) -> str | None:
-    if isinstance(node, ast.Name):
-        return node.id
-    if isinstance(node, ast.Attribute):
-        head = dotted(node.value)
-        return None if head is None else f"{head}.{node.attr}"
-    return None
-
-
 def _self_attr(node: ast.expr, self_name: str) -> str | None:
     """`f` for `self.f`, `self.f[...]`, `tuple(self.f)`, `*self.f`."""
     if isinstance(node, ast.Starred):
@@ -180,7 +173,7 @@ def _self_attr(node: ast.expr, self_name: str) -> str | None:
         return _self_attr(node.value, self_name)
     if (
         isinstance(node, ast.Call)
-        and dotted(node.func) in ("tuple", "list", "int")
+        and dotted_name(node.func) in ("tuple", "list", "int")
         and len(node.args) == 1
     ):
         return _self_attr(node.args[0], self_name)
@@ -232,7 +225,7 @@ class _MethodReader(ast.NodeVisitor):
         return  # a nested class has its own `self`
 
     def visit_Call(self, node: ast.Call) -> None:
-        name = dotted(node.func) or ""
+        name = dotted_name(node.func) or ""
         last = name.rpartition(".")[2]
         if last in _SHAPE_FUNCTIONS:
             # x.reshape(self.f) / jnp.zeros(self.f): every positional argument of
@@ -289,7 +282,7 @@ class _MethodReader(ast.NodeVisitor):
         ):
             return STRING, None
         if isinstance(value, ast.Call):
-            name = dotted(value.func) or ""
+            name = dotted_name(value.func) or ""
             last = name.rpartition(".")[2]
             if last == "partial":
                 return PARTIAL, None
@@ -363,20 +356,20 @@ class _FileReader(ast.NodeVisitor):
 
     def visit_Assign(self, node: ast.Assign) -> None:
         if not self.scopes and len(node.targets) == 1:
-            target, value = node.targets[0], dotted(node.value)
+            target, value = node.targets[0], dotted_name(node.value)
             if isinstance(target, ast.Name) and value is not None:
                 self.facts.aliases[target.id] = value
         self.generic_visit(node)
 
     def visit_Call(self, node: ast.Call) -> None:
-        if (dotted(node.func) or "").endswith("tree_at") and node.args:
+        if (dotted_name(node.func) or "").endswith("tree_at") and node.args:
             where = node.args[0]
             if isinstance(where, ast.Lambda) and where.args.args:
                 param = where.args.args[0].arg
                 for sub in ast.walk(where.body):
                     if (
                         isinstance(sub, ast.Attribute)
-                        and param in (dotted(sub) or "").split(".")[:1]
+                        and param in (dotted_name(sub) or "").split(".")[:1]
                     ):
                         self.facts.tree_at.setdefault(sub.attr, node.lineno)
         self.generic_visit(node)
@@ -394,7 +387,7 @@ class _FileReader(ast.NodeVisitor):
         qualname = node.name if outer is None else f"{outer}.{node.name}"
         # `Parent[int]`: a generic class subscripted is still `Parent`.
         written = [b.value if isinstance(b, ast.Subscript) else b for b in node.bases]
-        bases = [name for name in map(dotted, written) if name is not None]
+        bases = [name for name in map(dotted_name, written) if name is not None]
         facts = ClassFacts(qualname, node.lineno, bases)
         facts.value_eq = bool(node.decorator_list)
         self.facts.classes.setdefault(qualname, facts)

@@ -28,14 +28,7 @@ from ._annotations import (
     scalar_annotation,
 )
 from ._diagnostics import Diagnostic
-from ._imports import (
-    ImportMap,
-    add_import,
-    can_bind,
-    dotted_name,
-    remove_unused_imports,
-    small_statements,
-)
+from ._imports import ImportMap, add_import, can_bind, remove_unused_imports
 from ._index import (
     CONTROL,
     LAMBDA,
@@ -47,6 +40,8 @@ from ._index import (
     ClassContext,
     FileContext,
 )
+from ._names import dotted_name
+from ._statements import small_statements, walk_definitions
 
 # Converters that make the array kind arrayfield makes for an annotation of
 # that kind anyway: redundant under ArrayModule.
@@ -239,32 +234,19 @@ class _Analysis(cst.CSTVisitor):
         the classes and functions are found by walking statements only, several
         times faster than a libcst visit, which rebuilds every node it passes."""
         self.visit_Module(module)
-        self._walk(module.body)
+        walk_definitions(module.body, self._enter, self._leave)
 
-    def _walk(self, body: Sequence[cst.CSTNode] | cst.CSTNode) -> None:
-        if isinstance(body, cst.ClassDef | cst.FunctionDef):
-            if isinstance(body, cst.ClassDef):
-                self.visit_ClassDef(body)
-            else:
-                self.visit_FunctionDef(body)
-            self._walk(body.body)
-            if isinstance(body, cst.ClassDef):
-                self.leave_ClassDef(body)
-            else:
-                self.leave_FunctionDef(body)
-            return
-        if isinstance(body, cst.CSTNode):
-            if isinstance(body, cst.BaseSuite):
-                self._walk(body.body)
-                return
-            for name in ("body", "orelse", "handlers", "finalbody", "cases"):
-                nested = getattr(body, name, None)
-                if isinstance(nested, cst.CSTNode | list | tuple):
-                    self._walk(nested)
-            return
-        for statement in body:
-            if not isinstance(statement, cst.BaseSmallStatement):
-                self._walk(statement)
+    def _enter(self, node: cst.ClassDef | cst.FunctionDef) -> None:
+        if isinstance(node, cst.ClassDef):
+            self.visit_ClassDef(node)
+        else:
+            self.visit_FunctionDef(node)
+
+    def _leave(self, node: cst.ClassDef | cst.FunctionDef) -> None:
+        if isinstance(node, cst.ClassDef):
+            self.leave_ClassDef(node)
+        else:
+            self.leave_FunctionDef(node)
 
     def _is_equinox_module(self, expr: cst.BaseExpression) -> bool:
         if self.imports.resolve(expr) == "equinox.Module":

@@ -28,18 +28,9 @@ from ._annotations import (
     scalar_annotation,
 )
 from ._diagnostics import Diagnostic
+from ._facts import CONTROL, LAMBDA, OBJECT, PARAM, PARTIAL, SHAPE, STRING
 from ._imports import ImportMap, add_import, can_bind, remove_unused_imports
-from ._index import (
-    CONTROL,
-    LAMBDA,
-    OBJECT,
-    PARAM,
-    PARTIAL,
-    SHAPE,
-    STRING,
-    ClassContext,
-    FileContext,
-)
+from ._index import ClassContext, FileContext
 from ._names import dotted_name
 from ._statements import small_statements, walk_definitions
 

@@ -12,20 +12,13 @@ from pathlib import Path
 
 import pytest
 
-GOLDEN = Path(__file__).parent / "migrate_golden"
+from helpers import ENV, run_cli, run_code
 
-ENV = {**os.environ, "JAX_PLATFORMS": "cpu"}
+GOLDEN = Path(__file__).parent / "migrate_golden"
 
 
 def run_migrate(*args: str | Path, cwd: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "arrayfield", "migrate", *map(str, args)],
-        capture_output=True,
-        text=True,
-        cwd=cwd,
-        env=ENV,
-        timeout=120,
-    )
+    return run_cli("migrate", *args, cwd=cwd, timeout=120)
 
 
 def copy_case(case: str, destination: Path) -> Path:
@@ -288,14 +281,7 @@ def test_summary_says_one_error_and_one_diagnostic_in_the_singular(tmp_path):
 
 
 def run_arrayfield(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "arrayfield", *args],
-        capture_output=True,
-        text=True,
-        cwd=cwd,
-        env=ENV,
-        timeout=120,
-    )
+    return run_cli(*args, cwd=cwd, timeout=120)
 
 
 def test_version_prints_the_package_version(tmp_path):
@@ -348,14 +334,7 @@ sys.meta_path.insert(0, HideLibcst())
 from arrayfield.__main__ import main
 sys.exit(main(["migrate", "model.py"]))
 """
-    result = subprocess.run(
-        [sys.executable, "-c", script],
-        capture_output=True,
-        text=True,
-        cwd=tmp_path,
-        env=ENV,
-        timeout=120,
-    )
+    result = run_code(script, cwd=tmp_path, timeout=120)
     assert result.returncode == 2
     assert result.stderr == (
         "arrayfield migrate needs libcst: pip install libcst (or install "
@@ -446,14 +425,7 @@ def test_the_command_never_imports_jax(tmp_path):
         "heavy = ('jax', 'equinox', 'jaxtyping')\n"
         "print(sorted(m for m in heavy if m in sys.modules))\n"
     )
-    result = subprocess.run(
-        [sys.executable, "-c", script],
-        capture_output=True,
-        text=True,
-        cwd=tmp_path,
-        env=ENV,
-        timeout=120,
-    )
+    result = run_code(script, cwd=tmp_path, timeout=120)
     assert result.stdout.splitlines()[-1] == "[]", result.stderr
     assert " AF001 " in result.stdout
 
@@ -483,6 +455,7 @@ def test_diff_is_a_patch_git_applies_whatever_the_line_breaks_and_encoding(tmp_p
         for name, data in ENCODED_SOURCES.items():
             (folder / name).write_bytes(data)
 
+    # Bytes, not text: the patch is in each file's own encoding.
     diff = subprocess.run(
         [sys.executable, "-m", "arrayfield", "migrate", "--check", "--diff", "."],
         capture_output=True,

@@ -19,13 +19,9 @@ from pathlib import Path
 
 import pytest
 
+from helpers import run_cli, run_code
+
 PROJECT = Path(__file__).parent / "migrate_project"
-SRC = Path(__file__).parents[1] / "src"
-ENV = {
-    **os.environ,
-    "JAX_PLATFORMS": "cpu",
-    "PYTHONPATH": os.pathsep.join([str(SRC), os.environ.get("PYTHONPATH", "")]),
-}
 N_SCENES = 3
 
 sys.path.insert(0, str(PROJECT))
@@ -35,30 +31,12 @@ pytestmark = pytest.mark.skipif(os.sep != "/", reason="expected output uses /")
 
 
 def migrate(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "arrayfield", "migrate", *args],
-        capture_output=True,
-        text=True,
-        cwd=cwd,
-        env=ENV,
-        timeout=120,
-    )
+    return run_cli("migrate", *args, cwd=cwd, timeout=120)
 
 
 def traces_of_fit(cwd: Path) -> subprocess.CompletedProcess[str]:
     """Fit N_SCENES scenes; stdout is how many times the jitted step traced."""
-    return subprocess.run(
-        [
-            sys.executable,
-            "-c",
-            f"import skyfit.fit; print(skyfit.fit.main({N_SCENES}))",
-        ],
-        capture_output=True,
-        text=True,
-        cwd=cwd,
-        env=ENV,
-        timeout=300,
-    )
+    return run_code(f"import skyfit.fit; print(skyfit.fit.main({N_SCENES}))", cwd=cwd)
 
 
 def apply_report_edits(package: Path) -> None:

@@ -24,6 +24,7 @@ from ._checks import (
     af004_converter_kind,
     af005_per_instance,
     af006_class_per_call,
+    af007_trainable_constant,
 )
 from ._diagnostics import Diagnostic
 from ._imports import ImportMap
@@ -135,6 +136,9 @@ class Analysis(cst.CSTVisitor):
         self.fix = fix
         self.typed = typed
         self.module_classes: set[str] = set()
+        # Module classes that derive from equinox's Module, not af.ArrayModule:
+        # the rewrite changes what their fields hold.
+        self.migrating_classes: set[str] = set()
         self.base_edits: dict[cst.ClassDef, list[int]] = {}
         self.field_edits: dict[cst.AnnAssign, FieldEdit] = {}
         # Annotations to wrap in `af.Field[...]`, and bare defaults to write as
@@ -275,6 +279,16 @@ class Analysis(cst.CSTVisitor):
         if not (equinox_bases or already_migrated or elsewhere):
             return
         self.module_classes.add(node.name.value)
+        context = self._class_context(qualname)
+        if (
+            equinox_bases
+            or any(
+                dotted_name(base) in self.module_aliases | self.migrating_classes
+                for base in written
+            )
+            or (context is not None and context.from_equinox)
+        ):
+            self.migrating_classes.add(node.name.value)
         if equinox_bases:
             self.base_edits[node] = equinox_bases
             for index in equinox_bases:
@@ -351,6 +365,8 @@ class Analysis(cst.CSTVisitor):
         if not opted_out:
             found = af002_shape_field.check(site)
             self._add(found)
+            if found is None and site.cls.rpartition(".")[2] in self.migrating_classes:
+                self._add(af007_trainable_constant.check(site))
             if (
                 found is not None
                 and found.fixable

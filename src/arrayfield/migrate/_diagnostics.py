@@ -23,7 +23,8 @@ CODES: dict[str, str] = {
     "AF002": (
         "array-annotated field used as a shape or size (in its class or a "
         "subclass), or assigned a shape-like value: declare it "
-        "af.field(convert=False) (--fix does, for fields used so)"
+        "af.field(convert=False) (--fix does, for fields used so or assigned a "
+        "helper's list of ints)"
     ),
     "AF003": (
         "array-annotated field declared static=True: arrays are not "
@@ -36,11 +37,18 @@ CODES: dict[str, str] = {
     "AF005": (
         "non-static field holding a value made per instance (a lambda, a "
         "functools.partial, a string set per instance, an object hashed by "
-        "identity): every new instance recompiles; the message says how to fix it"
+        "identity; pytrees are not reported, and a class from outside the project "
+        "'may be' one): every new instance recompiles; the message says how to fix it"
     ),
     "AF006": (
         "Module class made by type(...) inside a function: each call makes a "
         "new class, so each new instance recompiles; make the class once"
+    ),
+    "AF007": (
+        "array-annotated field with a numeric default (or a number set in a "
+        "method) that was a Python number: it now takes part in eqx.filter, "
+        "gradients and optax updates; static=True, af.field(convert=False) or "
+        "jax.lax.stop_gradient if it must not train"
     ),
 }
 

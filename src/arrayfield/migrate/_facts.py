@@ -16,28 +16,60 @@ from pathlib import Path
 
 from ._names import dotted_name
 
-# Functions whose positional arguments are shapes, sizes or axes.
-_SHAPE_FUNCTIONS = frozenset(
-    {
-        "zeros",
-        "ones",
-        "empty",
-        "full",
-        "reshape",
-        "broadcast_to",
-        "arange",
-        "eye",
-        "identity",
-        "tile",
-        "resize",
-        "range",
-        "tri",
-    }
-)
-# Keywords that take shapes, sizes or axes, whatever the function.
+# Functions whose positional arguments are shapes, sizes or axes, by position
+# (None: every positional argument, as for `x.reshape(2, 3)`).
+_SHAPE_ARGS: dict[str, tuple[int, ...] | None] = {
+    "zeros": (0,),
+    "ones": (0,),
+    "empty": (0,),
+    "full": (0,),
+    "reshape": None,
+    "range": None,
+    "broadcast_to": (0, 1),
+    "arange": (0, 1, 2),
+    "eye": (0, 1),
+    "identity": (0,),
+    "tile": (0, 1),
+    "resize": (0, 1),
+    "tri": (0, 1),
+    "linspace": (2,),
+    # jnp.fft: the size of the transform and its axes.
+    "fftfreq": (0,),
+    "rfftfreq": (0,),
+    **dict.fromkeys(("fft", "ifft", "rfft", "irfft", "hfft", "ihfft"), (1, 2)),
+    **dict.fromkeys(
+        ("fft2", "ifft2", "rfft2", "irfft2", "fftn", "ifftn", "rfftn", "irfftn"),
+        (1, 2),
+    ),
+    # lax: the sizes of a slice are static, its start indices are not.
+    "dynamic_slice": (2,),
+    "dynamic_slice_in_dim": (2, 3),
+}
+# Keywords that take shapes, sizes or axes, whatever the function; and any
+# keyword whose name ends so (`fft_shape=`, `kernel_size=`, `batch_axes=`).
 _SHAPE_KEYWORDS = frozenset(
     {"shape", "s", "size", "num", "length", "n", "axis", "axes", "new_sizes"}
 )
+_SHAPE_KEYWORD_ENDINGS = ("shape", "_size", "_sizes", "_axis", "_axes", "_dims")
+# Registering a class as a pytree node: its instances are flattened, not hashed.
+_REGISTRATIONS = frozenset(
+    {
+        "register_pytree_node",
+        "register_pytree_with_keys",
+        "register_pytree_node_class",
+        "register_pytree_with_keys_class",
+        "register_dataclass",
+    }
+)
+
+
+def is_shape_keyword(name: str | None) -> bool:
+    """Whether a keyword argument named so takes a shape, a size or an axis."""
+    return name is not None and (
+        name in _SHAPE_KEYWORDS or name.endswith(_SHAPE_KEYWORD_ENDINGS)
+    )
+
+
 # Builtins that need a concrete Python value.
 # (`len` is not one: an array's length is static.)
 _CONCRETE_BUILTINS = frozenset({"int", "bool", "range", "slice"})
@@ -48,6 +80,7 @@ CONTROL = "control"  # an `if`/`while`/`assert` test, `int(...)`, `bool(...)`
 PARAM = "param"  # a parameter of the method that assigns it
 LAMBDA = "lambda"
 PARTIAL = "partial"
+SHAPE_VALUE = "shape_value"  # the result of a helper that returns a list of ints
 STRING = "string"  # an f-string or a string built from parameters
 OBJECT = "object"  # an instance of a class that is not a Module
 
@@ -69,6 +102,8 @@ class ClassFacts:
     - `assigns`: attribute -> kind (`PARAM`, `LAMBDA`...) -> first line; also
         `OBJECT` records the class called, in `objects`.
     - `objects`: attribute -> dotted name of the class instantiated into it.
+    - `calls`: attribute -> (dotted name of the function called, line) for an
+        attribute assigned the result of a function call (`_get_shape(...)`).
     - `fields`: annotated names in the class body -> (line, column), 1-based,
         the column counted in characters as libcst and editors count it.
     """
@@ -82,6 +117,7 @@ class ClassFacts:
     uses: dict[str, dict[str, int]] = dataclasses.field(default_factory=dict)
     assigns: dict[str, dict[str, int]] = dataclasses.field(default_factory=dict)
     objects: dict[str, str] = dataclasses.field(default_factory=dict)
+    calls: dict[str, tuple[str, int]] = dataclasses.field(default_factory=dict)
     fields: dict[str, tuple[int, int]] = dataclasses.field(default_factory=dict)
 
 
@@ -99,6 +135,12 @@ class FileFacts:
     - `classes`: qualname -> `ClassFacts`.
     - `tree_at`: attribute names replaced through `eqx.tree_at(lambda m: m.x, ...)`,
         with the first line doing so.
+    - `registered`: names, as written, of classes registered as pytree nodes
+        (`jax.tree_util.register_pytree_node(SourceList, ...)`, or a class
+        decorated `@register_pytree_node_class`), with the line.
+    - `int_list_functions`: module-level functions that return a list or tuple
+        of ints (a shape): a literal of ints, or a display or comprehension in a
+        function annotated `-> list[int]` or named for a shape or size.
     """
 
     path: str
@@ -108,6 +150,8 @@ class FileFacts:
     aliases: dict[str, str] = dataclasses.field(default_factory=dict)
     classes: dict[str, ClassFacts] = dataclasses.field(default_factory=dict)
     tree_at: dict[str, int] = dataclasses.field(default_factory=dict)
+    registered: dict[str, int] = dataclasses.field(default_factory=dict)
+    int_list_functions: set[str] = dataclasses.field(default_factory=set)
 
     def imports_equinox(self) -> bool:
         return any(
@@ -191,17 +235,23 @@ class _MethodReader(ast.NodeVisitor):
     def visit_Call(self, node: ast.Call) -> None:
         name = dotted_name(node.func) or ""
         last = name.rpartition(".")[2]
-        if last in _SHAPE_FUNCTIONS:
-            # x.reshape(self.f) / jnp.zeros(self.f): every positional argument of
-            # reshape is a size; the first of the others is the shape.
-            args = node.args if last in ("reshape", "range") else node.args[:1]
+        if last in _SHAPE_ARGS:
+            positions = _SHAPE_ARGS[last]
+            args = [
+                arg
+                for index, arg in enumerate(node.args)
+                if positions is None or index in positions
+            ]
             for arg in args:
-                self._use(_self_attr(arg, self.self_name), SHAPE, node.lineno)
+                # `(self.size,)`: a shape spelled element by element.
+                parts = arg.elts if isinstance(arg, ast.Tuple | ast.List) else [arg]
+                for part in parts:
+                    self._use(_self_attr(part, self.self_name), SHAPE, node.lineno)
         if name in _CONCRETE_BUILTINS and node.args:
             kind = SHAPE if name in ("range", "slice") else CONTROL
             self._use(_self_attr(node.args[0], self.self_name), kind, node.lineno)
         for keyword in node.keywords:
-            if keyword.arg in _SHAPE_KEYWORDS:
+            if is_shape_keyword(keyword.arg):
                 attr = _self_attr(keyword.value, self.self_name)
                 self._use(attr, SHAPE, node.lineno)
         self.generic_visit(node)
@@ -263,6 +313,10 @@ class _MethodReader(ast.NodeVisitor):
             return
         kind = self._value_kind(value)
         if kind is None:
+            if isinstance(value, ast.Call):
+                called = dotted_name(value.func)
+                if called is not None:
+                    self.facts.calls.setdefault(target.attr, (called, line))
             return
         self.facts.assigns.setdefault(target.attr, {}).setdefault(kind[0], line)
         if kind[1] is not None:
@@ -277,6 +331,53 @@ class _MethodReader(ast.NodeVisitor):
         if node.value is not None:
             self._assign(node.target, node.value, node.lineno)
         self.generic_visit(node)
+
+
+def _is_int(node: ast.expr) -> bool:
+    if isinstance(node, ast.UnaryOp):
+        node = node.operand
+    return isinstance(node, ast.Constant) and type(node.value) is int
+
+
+def _says_int_list(annotation: ast.expr | None) -> bool:
+    """`list[int]`, `tuple[int, ...]`, `List[int]`, `Sequence[int]`."""
+    if not isinstance(annotation, ast.Subscript):
+        return False
+    items = annotation.slice
+    elements = items.elts if isinstance(items, ast.Tuple) else [items]
+    names = [dotted_name(element) for element in elements]
+    return (
+        bool(names)
+        and names[0] == "int"
+        and all(
+            name == "int" or isinstance(element, ast.Constant)
+            for name, element in zip(names, elements, strict=True)
+        )
+    )
+
+
+def _returns_int_list(function: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
+    """Whether a function returns a list or tuple of ints: every `return`
+    gives a display or comprehension, of int literals or in a function whose
+    annotation or name (`_get_fast_shape`, `padded_size`) says so."""
+    returns = [
+        node.value
+        for node in ast.walk(function)
+        if isinstance(node, ast.Return) and node.value is not None
+    ]
+    if not returns or not all(
+        isinstance(value, ast.List | ast.Tuple | ast.ListComp) for value in returns
+    ):
+        return False
+    if all(
+        isinstance(value, ast.List | ast.Tuple)
+        and value.elts
+        and all(map(_is_int, value.elts))
+        for value in returns
+    ):
+        return True
+    named = any(word in function.name.lower() for word in ("shape", "size"))
+    return named or _says_int_list(function.returns)
 
 
 def _resolve_relative(module: str, is_package: bool, level: int, name: str) -> str:
@@ -326,6 +427,11 @@ class _FileReader(ast.NodeVisitor):
         self.generic_visit(node)
 
     def visit_Call(self, node: ast.Call) -> None:
+        called = (dotted_name(node.func) or "").rpartition(".")[2]
+        if called in _REGISTRATIONS and node.args:
+            registered = dotted_name(node.args[0])
+            if registered is not None:
+                self.facts.registered.setdefault(registered, node.lineno)
         if (dotted_name(node.func) or "").endswith("tree_at") and node.args:
             where = node.args[0]
             if isinstance(where, ast.Lambda) and where.args.args:
@@ -339,6 +445,8 @@ class _FileReader(ast.NodeVisitor):
         self.generic_visit(node)
 
     def _function(self, node: ast.FunctionDef | ast.AsyncFunctionDef) -> None:
+        if not self.scopes and _returns_int_list(node):
+            self.facts.int_list_functions.add(node.name)
         self.scopes.append(None)
         self.generic_visit(node)
         self.scopes.pop()
@@ -355,6 +463,11 @@ class _FileReader(ast.NodeVisitor):
         facts = ClassFacts(qualname, node.lineno, bases)
         facts.value_eq = bool(node.decorator_list)
         self.facts.classes.setdefault(qualname, facts)
+        for decorator in node.decorator_list:
+            if isinstance(decorator, ast.Call):
+                decorator = decorator.func
+            if (dotted_name(decorator) or "").rpartition(".")[2] in _REGISTRATIONS:
+                self.facts.registered.setdefault(qualname, node.lineno)
         for statement in node.body:
             if isinstance(statement, ast.AnnAssign) and isinstance(
                 statement.target, ast.Name

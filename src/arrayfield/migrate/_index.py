@@ -15,7 +15,7 @@ import dataclasses
 from collections.abc import Iterable
 from pathlib import Path
 
-from ._facts import OBJECT, ClassFacts, FileFacts
+from ._facts import OBJECT, SHAPE_VALUE, ClassFacts, FileFacts
 
 # What every Module class descends from.
 ROOTS = frozenset(
@@ -63,6 +63,12 @@ class ClassContext:
     - `init_from_args`: no class in its MRO defines `__init__`, so every field
         is set from a constructor argument.
     - `fields`: the positions of the class's own annotated fields.
+    - `maybe_pytree`: attributes of `objects` whose class is defined outside
+        the tree, so the index cannot tell whether it is a pytree node.
+    - `helpers`: attribute -> the function (as written) whose list of ints is
+        assigned to it (`SHAPE_VALUE` in `assigns`).
+    - `from_equinox`: it derives from equinox's Module and not through
+        `af.ArrayModule`: migrating it changes what its fields hold.
     """
 
     uses: dict[str, dict[str, str]]
@@ -70,6 +76,9 @@ class ClassContext:
     objects: dict[str, str]
     init_from_args: bool
     fields: dict[str, tuple[int, int]] = dataclasses.field(default_factory=dict)
+    maybe_pytree: frozenset[str] = frozenset()
+    helpers: dict[str, str] = dataclasses.field(default_factory=dict)
+    from_equinox: bool = False
 
 
 @dataclasses.dataclass(frozen=True)
@@ -151,6 +160,7 @@ class ProjectIndex:
         self._module_cache: dict[str, bool] = {}
         self._children: dict[str, list[tuple[str, ClassFacts]]] | None = None
         self._imported: dict[str, set[str]] | None = None
+        self._registrations: frozenset[str] | None = None
 
     def key(self, facts: FileFacts) -> str:
         """The file's module name, made unique across import roots."""
@@ -172,7 +182,7 @@ class ProjectIndex:
     def qualify(self, facts: FileFacts, name: str, depth: int = 0) -> str | None:
         """The qualified name a dotted name written in `facts`'s file refers to."""
         head, _, rest = name.partition(".")
-        if head in facts.classes:
+        if head in facts.classes or head in facts.int_list_functions:
             target: str | None = f"{self.key(facts)}.{head}"
         elif head in facts.imports:
             target = self._rooted(facts.imports[head], self._root[facts.path])
@@ -195,7 +205,11 @@ class ProjectIndex:
             if facts is None:
                 continue
             rest = ".".join(parts[cut:])
-            if rest in facts.classes or parts[cut] in facts.classes:
+            if (
+                rest in facts.classes
+                or parts[cut] in facts.classes
+                or rest in facts.int_list_functions
+            ):
                 # A class, or an attribute of one: nothing to follow. Named by
                 # the module's key, whichever namespace spelling reached it.
                 return f"{self.key(facts)}.{rest}"
@@ -299,6 +313,8 @@ class ProjectIndex:
             uses: dict[str, dict[str, str]] = {}
             assigns: dict[str, dict[str, str]] = {}
             objects: dict[str, str] = {}
+            maybe_pytree: set[str] = set()
+            helpers: dict[str, str] = {}
             for where, member in self._descendants(qualified):
                 for table, mine in ((uses, member.uses), (assigns, member.assigns)):
                     for attr, kinds in mine.items():
@@ -312,13 +328,29 @@ class ProjectIndex:
                         self.is_module(resolved)
                         or resolved.split(".")[0] in _PYTREE_PACKAGES
                         or self._by_value(resolved)
+                        or resolved in self._registered()
                     ):
                         objects.setdefault(attr, called)
+                        if self.class_facts(resolved) is None:
+                            maybe_pytree.add(attr)
+                for attr, (called, line) in member.calls.items():
+                    resolved = self.qualify(self.files[where], called)
+                    if resolved is not None and self._is_int_list_function(resolved):
+                        kinds = assigns.setdefault(attr, {})
+                        kinds.setdefault(SHAPE_VALUE, f"{where}:{line}")
+                        helpers.setdefault(attr, called)
             for attr in [a for a in assigns if OBJECT in assigns[a]]:
                 if attr not in objects:
                     del assigns[attr][OBJECT]  # it was a Module after all
             classes[cls.qualname] = ClassContext(
-                uses, assigns, objects, self._init_from_args(qualified), cls.fields
+                uses,
+                assigns,
+                objects,
+                self._init_from_args(qualified),
+                cls.fields,
+                frozenset(maybe_pytree & set(objects)),
+                helpers,
+                self._from_equinox(qualified),
             )
         tree_at = {
             attr: f"{other.path}:{line}"
@@ -336,6 +368,35 @@ class ProjectIndex:
         )
         exported = frozenset(self._imported_names().get(self.key(facts), ()))
         return FileContext(classes, tree_at, plain, bases, equinox_bases, exported)
+
+    def _from_equinox(self, qualified: str, depth: int = 0) -> bool:
+        """Whether a class reaches equinox's Module other than through
+        `af.ArrayModule` (a class outside the tree counts as not)."""
+        if qualified in _EQUINOX_MODULE:
+            return True
+        found = self.class_facts(qualified)
+        if found is None or depth > 50:
+            return False
+        facts, cls = found
+        return any(
+            self._from_equinox(base, depth + 1) for base in self.base_names(facts, cls)
+        )
+
+    def _registered(self) -> frozenset[str]:
+        """The qualified names of the tree's classes registered as pytree nodes,
+        wherever the registration is."""
+        if self._registrations is None:
+            self._registrations = frozenset(
+                self.qualify(facts, name) or name
+                for facts in self.files.values()
+                for name in facts.registered
+            )
+        return self._registrations
+
+    def _is_int_list_function(self, qualified: str) -> bool:
+        module, _, name = qualified.rpartition(".")
+        facts = self._module(module)
+        return facts is not None and name in facts.int_list_functions
 
     def _imported_equinox_module(
         self, facts: FileFacts, name: str, depth: int = 0
@@ -396,8 +457,10 @@ class ProjectIndex:
             if self.is_module(qualified):
                 modules.add(local)
                 continue
-            if self.class_facts(qualified) is not None and not self._by_value(
-                qualified
+            if (
+                self.class_facts(qualified) is not None
+                and not self._by_value(qualified)
+                and qualified not in self._registered()
             ):
                 plain.add(local)
         return frozenset(plain), frozenset(modules)

@@ -25,8 +25,9 @@ if TYPE_CHECKING:
 _T = TypeVar("_T")
 
 # A file that mentions none of these cannot hold a Module class unless it
-# subclasses one found elsewhere, which `index_project` searches for by name.
-_MENTIONS = re.compile(rb"equinox|eqx|Module")
+# subclasses one found elsewhere, which `index_project` searches for by name;
+# the last two find where classes are registered as pytree nodes.
+_MENTIONS = re.compile(rb"equinox|eqx|Module|register_pytree|register_dataclass")
 # Worker processes pay off from this many files to parse.
 _PARALLEL_THRESHOLD = 24
 

@@ -54,6 +54,20 @@ def message(cls: str, field: str, kind: str, where: str, what: str) -> str:
     )
 
 
+def maybe_pytree_message(cls: str, field: str, where: str, what: str) -> str:
+    """For an object of a class defined outside the tree: it may be a pytree."""
+    return (
+        f"field '{cls}.{field}' holds a `{what}` object ({where}), of a class "
+        "from outside this project that may be a pytree: if it is (a Module, a "
+        "NamedTuple, a class registered with jax.tree_util), its leaves are traced "
+        "and nothing needs to change; if it is not, it is hashed by identity, so "
+        "every new instance "
+        "compiles again: convert what the jitted code needs to arrays in a Module, "
+        "or keep the object out of the jitted arguments. Do not declare a pytree "
+        "static=True."
+    )
+
+
 def check(site: FieldSite) -> Diagnostic | None:
     """For a field that is not an array, not static and has no array converter."""
     if site.context is None:
@@ -63,6 +77,9 @@ def check(site: FieldSite) -> Diagnostic | None:
     for kind in _PER_INSTANCE:
         if kind in assigns:
             what = site.context.objects.get(site.name, "")
+            if kind == OBJECT and site.name in site.context.maybe_pytree:
+                text = maybe_pytree_message(site.cls, site.name, assigns[kind], what)
+                return Diagnostic(*position, CODE, text)
             text = message(site.cls, site.name, kind, assigns[kind], what)
             return Diagnostic(*position, CODE, text)
     annotated = dotted_name(site.annotation)

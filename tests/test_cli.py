@@ -81,7 +81,7 @@ def test_diff_prints_unified_diff_and_writes_nothing(tmp_path):
     result = run_migrate("--diff", "spectrum.py", cwd=tmp_path)
 
     assert result.returncode == 1
-    assert result.stdout.startswith("--- spectrum.py\n+++ spectrum.py\n@@ ")
+    assert result.stdout.startswith("--- a/spectrum.py\n+++ b/spectrum.py\n@@ ")
     assert "-class Spectrum(e.Module, strict=True):\n" in result.stdout
     assert "+class Spectrum(af.ArrayModule, strict=True):\n" in result.stdout
     assert "+import arrayfield as af\n" in result.stdout
@@ -245,7 +245,7 @@ def test_diff_puts_only_the_diff_on_stdout_and_diagnostics_on_stderr(tmp_path):
     result = run_migrate("--diff", "model.py", cwd=tmp_path)
 
     assert result.returncode == 1
-    assert result.stdout.startswith("--- model.py\n+++ model.py\n@@ ")
+    assert result.stdout.startswith("--- a/model.py\n+++ b/model.py\n@@ ")
     assert all(line[:1] in " +-@\\" for line in result.stdout.splitlines())
     assert "model.py:" in result.stderr and " AF00" in result.stderr
 
@@ -496,7 +496,7 @@ def test_check_with_diff_puts_nothing_but_the_patch_on_stdout(tmp_path):
     result = run_migrate("--check", "--diff", "spectrum.py", cwd=tmp_path)
 
     assert result.returncode == 1
-    assert result.stdout.startswith("--- spectrum.py\n+++ spectrum.py\n@@ ")
+    assert result.stdout.startswith("--- a/spectrum.py\n+++ b/spectrum.py\n@@ ")
     assert all(line[:1] in " +-@\\" for line in result.stdout.splitlines())
 
 

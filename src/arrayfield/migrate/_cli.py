@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING
 from . import _runner
 from ._diagnostics import CODES, source_lines, suppressed
 from ._runner import FileError
+from ._write import write_atomically
 
 if TYPE_CHECKING:
     from ._transform import MigrationResult
@@ -106,7 +107,8 @@ def add_parser(subcommands: argparse._SubParsersAction) -> None:
     parser.add_argument(
         "--diff",
         action="store_true",
-        help="write nothing; print a unified diff of the changes",
+        help="write nothing; print a unified diff of what the same command "
+        "without --diff writes (with --fix: what --fix writes), for git apply",
     )
     parser.add_argument(
         "--fix",
@@ -166,16 +168,23 @@ def _split_lf(data: bytes) -> list[bytes]:
     return out
 
 
+def _patch_path(path: str) -> str:
+    """The path in a patch header: relative to the directory the command runs
+    in (where `git apply` and `patch -p1` will be run), with `/` separators."""
+    return Path(os.path.relpath(path)).as_posix()
+
+
 def _unified_diff(path: str, result: MigrationResult) -> bytes:
-    """A patch that `git apply` and patch(1) accept: the lines in the file's own
-    encoding (a byte order mark included)."""
-    name = os.fsencode(path)
+    """A patch that plain `git apply` and `patch -p1` accept from the directory
+    the command runs in: `a/` and `b/` before the path, as git writes them, and
+    the lines in the file's own encoding (a byte order mark included)."""
+    name = os.fsencode(_patch_path(path))
     lines = difflib.diff_bytes(
         difflib.unified_diff,
         _split_lf(result.original.encode(result.encoding)),
         _split_lf(result.code.encode(result.encoding)),
-        fromfile=name,
-        tofile=name,
+        fromfile=b"a/" + name,
+        tofile=b"b/" + name,
     )
     out = []
     for line in lines:
@@ -292,7 +301,7 @@ def _report_file(
         outcome.changed.append(name)
         return
     try:
-        path.write_bytes(result.code.encode(result.encoding))
+        write_atomically(path, result.code.encode(result.encoding))
     except OSError as exc:
         _report_error(FileError(path, f"cannot write: {exc.strerror or exc}"), outcome)
         return

@@ -19,6 +19,7 @@ import libcst as cst
 from libcst.helpers import get_full_name_for_node
 from libcst.metadata import ImportAssignment, MetadataWrapper, ScopeProvider
 
+from ._lint import STDLIB
 from ._names import dotted_name
 from ._statements import small_statements
 
@@ -245,8 +246,15 @@ class _UnusedImportRemover(cst.CSTTransformer):
                 assert isinstance(
                     statement, (cst.SimpleStatementLine, cst.BaseCompoundStatement)
                 )
+                own = list(statement.leading_lines)
+                if any(line.comment is None for line in own):
+                    # It is separated already: more blank lines would be a
+                    # formatting change (isort wants two before a class).
+                    orphaned_lines = [
+                        line for line in orphaned_lines if line.comment is not None
+                    ]
                 statement = statement.with_changes(
-                    leading_lines=[*orphaned_lines, *statement.leading_lines]
+                    leading_lines=[*orphaned_lines, *own]
                 )
                 orphaned_lines = []
             pruned.append(statement)
@@ -285,19 +293,49 @@ def remove_unused_imports(module: cst.Module, candidates: set[str]) -> cst.Modul
     return module.visit(_UnusedImportRemover(removable))
 
 
-def _imports_module(statement: cst.BaseStatement, package: str) -> bool:
-    if not isinstance(statement, cst.SimpleStatementLine):
-        return False
-    for small in statement.body:
-        if isinstance(small, cst.Import):
-            names = [get_full_name_for_node(alias.name) or "" for alias in small.names]
-        elif isinstance(small, cst.ImportFrom) and small.module is not None:
-            names = [get_full_name_for_node(small.module) or ""]
-        else:
-            continue
-        if any(name == package or name.startswith(package + ".") for name in names):
-            return True
-    return False
+# isort's sections, in the order isort and ruff's `I` rules write them.
+_SECTIONS = ("future", "stdlib", "third-party", "first-party", "local")
+
+
+def _section(statement: cst.BaseStatement, first_party: frozenset[str]) -> int | None:
+    """The section index of a module-level import statement, else None."""
+    if not (
+        isinstance(statement, cst.SimpleStatementLine) and len(statement.body) == 1
+    ):
+        return None
+    small = statement.body[0]
+    if isinstance(small, cst.Import):
+        module = get_full_name_for_node(small.names[0].name) or ""
+    elif isinstance(small, cst.ImportFrom):
+        if small.relative:
+            return _SECTIONS.index("local")
+        module = get_full_name_for_node(small.module) if small.module else ""
+        module = module or ""
+    else:
+        return None
+    return _section_of(module, first_party)
+
+
+def _section_of(module: str, first_party: frozenset[str]) -> int:
+    top = module.partition(".")[0]
+    if top == "__future__":
+        return _SECTIONS.index("future")
+    if top in first_party:
+        return _SECTIONS.index("first-party")
+    if top in STDLIB:
+        return _SECTIONS.index("stdlib")
+    return _SECTIONS.index("third-party")
+
+
+def _sort_key(statement: cst.SimpleStatementLine) -> tuple[int, str]:
+    """isort's order within a section: `import x` lines before `from x import`
+    lines, each by module name, ignoring case."""
+    small = statement.body[0]
+    if isinstance(small, cst.Import):
+        return 0, (get_full_name_for_node(small.names[0].name) or "").lower()
+    assert isinstance(small, cst.ImportFrom)
+    module = get_full_name_for_node(small.module) if small.module else ""
+    return 1, (module or "").lower()
 
 
 def _is_docstring(statement: cst.BaseStatement) -> bool:
@@ -312,37 +350,51 @@ def _is_docstring(statement: cst.BaseStatement) -> bool:
 
 
 def add_import(
-    module: cst.Module, code: str, next_to: str | tuple[str, ...]
+    module: cst.Module, code: str, first_party: frozenset[str] = frozenset()
 ) -> cst.Module:
-    """Insert the statement `code` (e.g. ``import arrayfield as af``).
+    """Insert the statement `code` (``import arrayfield as af``) where isort and
+    ruff's `I` rules would put it.
 
-    It goes just above the first top-level import of `next_to`, taking over
-    the comments and blank lines above it: that keeps it in the same isort
-    section and, for ``arrayfield`` above ``equinox``, in sorted order. Without
-    such an import it goes after the leading docstring and imports. Given
-    several packages, the first one the file imports is used.
+    In the file's first block of imports: in the section of `arrayfield`
+    (third-party, unless `first_party` names it), before the first statement
+    of that section that sorts after it, taking over the comments and blank
+    lines above that statement; a section of its own, between blank lines, if
+    the file has none. Without imports it goes after the leading docstring.
     """
     body = list(module.body)
     new = cst.parse_statement(code + module.default_newline)
     assert isinstance(new, cst.SimpleStatementLine)
-    for package in (next_to,) if isinstance(next_to, str) else next_to:
-        for index, statement in enumerate(body):
-            if _imports_module(statement, package):
-                assert isinstance(statement, cst.SimpleStatementLine)
-                body[index] = statement.with_changes(leading_lines=[])
-                body.insert(
-                    index, new.with_changes(leading_lines=statement.leading_lines)
-                )
-                return module.with_changes(body=body)
-    position = 0
-    import_lines = set(_import_lines_in(body))
-    for index, statement in enumerate(body):
-        if index in import_lines or (index == 0 and _is_docstring(statement)):
-            position = index + 1
-        else:
+    start = 1 if body and _is_docstring(body[0]) else 0
+    block: list[tuple[int, int]] = []  # (index in body, section)
+    for index in range(start, len(body)):
+        section = _section(body[index], first_party)
+        if section is None:
             break
-    if position == 1 and _is_docstring(body[0]):
-        # Only a docstring above: separate the import from it like isort does.
-        new = new.with_changes(leading_lines=[cst.EmptyLine()])
-    body.insert(position, new)
+        block.append((index, section))
+    if not block:
+        if start == 1:
+            # Only a docstring above: separate the import from it like isort does.
+            new = new.with_changes(leading_lines=[cst.EmptyLine()])
+        body.insert(start, new)
+        return module.with_changes(body=body)
+
+    mine = _section_of("arrayfield", first_party)
+    key = _sort_key(new)
+    same = [(index, section) for index, section in block if section == mine]
+    for index, section in block:
+        statement = body[index]
+        assert isinstance(statement, cst.SimpleStatementLine)
+        if section < mine or (section == mine and _sort_key(statement) < key):
+            continue
+        if section == mine or not same:
+            # Before it, in its place: it keeps the lines above, the new one
+            # takes them; a new section also needs a blank line after it.
+            lines = [cst.EmptyLine()] if section != mine else []
+            body[index] = statement.with_changes(leading_lines=lines)
+            body.insert(index, new.with_changes(leading_lines=statement.leading_lines))
+            return module.with_changes(body=body)
+        break
+    last = same[-1][0] if same else block[-1][0]
+    leading = [] if same else [cst.EmptyLine()]
+    body.insert(last + 1, new.with_changes(leading_lines=leading))
     return module.with_changes(body=body)

@@ -16,6 +16,7 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from ._facts import OBJECT, SHAPE_VALUE, ClassFacts, FileFacts
+from ._lint import LintConfig
 
 # What every Module class descends from.
 ROOTS = frozenset(
@@ -97,6 +98,8 @@ class FileContext:
         reached through other modules of the tree.
     - `exported`: names other files of the tree import from this module: their
         imports stay even when this file stops using them.
+    - `lint`: the lint settings that apply to the file (`_lint`), with the
+        tree's own top-level packages among its first-party modules.
     """
 
     classes: dict[str, ClassContext]
@@ -105,6 +108,7 @@ class FileContext:
     bases: frozenset[str] = frozenset()
     equinox_bases: frozenset[str] = frozenset()
     exported: frozenset[str] = frozenset()
+    lint: LintConfig = dataclasses.field(default_factory=LintConfig)
 
 
 # How many directories without `__init__.py` above a package may be namespace
@@ -161,6 +165,13 @@ class ProjectIndex:
         self._children: dict[str, list[tuple[str, ClassFacts]]] | None = None
         self._imported: dict[str, set[str]] | None = None
         self._registrations: frozenset[str] | None = None
+
+    def top_level_modules(self) -> frozenset[str]:
+        """The first component of every indexed module name: the project's own
+        packages and modules, first-party to isort."""
+        return frozenset(
+            facts.module.partition(".")[0] for facts in self.files.values()
+        )
 
     def key(self, facts: FileFacts) -> str:
         """The file's module name, made unique across import roots."""

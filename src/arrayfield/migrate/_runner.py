@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, TypeVar
 
 from ._facts import FileFacts, module_name, read_file
 from ._index import FileContext, ProjectIndex
+from ._lint import config_for
 from ._walk import python_files
 
 if TYPE_CHECKING:
@@ -218,8 +219,11 @@ def rewrite_files(
     workers: int,
 ) -> list[MigrationResult | FileError]:
     """Phase 2 for each file of `work`, in order."""
-    jobs = [
-        (str(path), contents[path], index.context(str(path)), fix, typed)
-        for path in work
-    ]
+    project = index.top_level_modules()
+    jobs = []
+    for path in work:
+        config = config_for(path.resolve().parent)
+        lint = dataclasses.replace(config, first_party=config.first_party | project)
+        context = dataclasses.replace(index.context(str(path)), lint=lint)
+        jobs.append((str(path), contents[path], context, fix, typed))
     return pool_map(_transform_file, jobs, workers)

@@ -102,7 +102,8 @@ def migrate_module(
     names, new_import = _arrayfield_names(wrapper, imports, needed)
     migrated = wrapper.visit(Rewriter(analysis, names))
     if new_import is not None:
-        migrated = add_import(migrated, new_import, next_to=("equinox", "jax"))
+        first_party = context.lint.first_party if context else frozenset()
+        migrated = add_import(migrated, new_import, first_party)
     released = analysis.released_names
     if context is not None:
         released = released - context.exported  # other files import them from here

@@ -17,9 +17,20 @@ CODE = "AF001"
 _JAXTYPING_NAMES = {"complex": "Complex", "int": "Int"}
 
 
-def message(cls: str, field: str, type_name: str, evidence: str = "") -> str:
+# Ruff and pyflakes read the string of `Float[Array, ""]` as a forward reference.
+F722_NOTE = (
+    " Your lint configuration does not ignore F722, which ruff and flake8 report "
+    'for the "" of that annotation (a jaxtyping shape, not a forward '
+    'reference): add "F722" to the ignore list of [tool.ruff.lint] (or of '
+    "flake8), as jaxtyping's documentation advises."
+)
+
+
+def message(
+    cls: str, field: str, type_name: str, evidence: str = "", f722: bool = False
+) -> str:
     """`evidence` says where the field gets new values, e.g. "it is replaced
-    with eqx.tree_at at fit.py:12", or is empty."""
+    with eqx.tree_at at fit.py:12", or is empty; `f722` adds `F722_NOTE`."""
     jaxtyping_name = _JAXTYPING_NAMES.get(type_name, "Float")
     because = f" ({evidence})" if evidence else ""
     return (
@@ -27,6 +38,7 @@ def message(cls: str, field: str, type_name: str, evidence: str = "") -> str:
         f"recompiles a jitted function that receives the model{because}. "
         f'Annotate it `{field}: {jaxtyping_name}[Array, ""]` so arrayfield turns '
         "it into a traced array, or declare it static=True if it is configuration."
+        + (F722_NOTE if f722 else "")
     )
 
 
@@ -50,5 +62,7 @@ def check(site: FieldSite) -> Diagnostic | None:
     if scalar == "int" and replaced is None:
         return None  # ints are mostly sizes, counts and ids
     line, col = site.position(site.target)
-    text = message(site.cls, site.name, scalar, evidence)
+    lint = site.file.lint if site.file else None
+    f722 = lint is not None and lint.found and not lint.ignores_f722
+    text = message(site.cls, site.name, scalar, evidence, f722)
     return Diagnostic(line, col, CODE, text)

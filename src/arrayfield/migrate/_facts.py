@@ -333,6 +333,29 @@ class _MethodReader(ast.NodeVisitor):
         self.generic_visit(node)
 
 
+# The fields of compound statements that hold statements.
+_STATEMENT_FIELDS = ("body", "orelse", "handlers", "finalbody", "cases")
+
+
+def _nested(node: ast.AST) -> Iterable[ast.AST]:
+    for name in _STATEMENT_FIELDS:
+        children = getattr(node, name, None)
+        if isinstance(children, list):
+            yield from children
+
+
+def _statements_in(body: list[ast.stmt]) -> Iterable[ast.AST]:
+    """Every statement in `body` and its blocks, nested functions and classes
+    left out (their `return`s are theirs)."""
+    for statement in body:
+        yield statement
+        if not isinstance(
+            statement, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef
+        ):
+            for child in _nested(statement):
+                yield from _statements_in([child])  # type: ignore[list-item]
+
+
 def _is_int(node: ast.expr) -> bool:
     if isinstance(node, ast.UnaryOp):
         node = node.operand
@@ -362,7 +385,7 @@ def _returns_int_list(function: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
     annotation or name (`_get_fast_shape`, `padded_size`) says so."""
     returns = [
         node.value
-        for node in ast.walk(function)
+        for node in _statements_in(function.body)
         if isinstance(node, ast.Return) and node.value is not None
     ]
     if not returns or not all(
@@ -390,10 +413,20 @@ def _resolve_relative(module: str, is_package: bool, level: int, name: str) -> s
 
 
 class _FileReader(ast.NodeVisitor):
-    def __init__(self, facts: FileFacts, lines: list[bytes]) -> None:
+    def __init__(self, facts: FileFacts, lines: list[bytes], scan_calls: bool) -> None:
         self.facts = facts
         self.lines = lines
         self.scopes: list[str | None] = []
+        # Without `tree_at` or `register_` in the file, no call matters here
+        # (methods have their own reader): statements alone are walked.
+        self.scan_calls = scan_calls
+
+    def generic_visit(self, node: ast.AST) -> None:
+        if self.scan_calls:
+            super().generic_visit(node)
+            return
+        for child in _nested(node):
+            self.visit(child)
 
     def _column(self, node: ast.expr) -> int:
         """ast counts columns in UTF-8 bytes; this counts characters, from 1."""
@@ -497,5 +530,6 @@ def read_file(path: str, source: bytes) -> FileFacts:
     module, is_package = module_name(Path(path))
     tree = ast.parse(source, filename=path)
     facts = FileFacts(path, module, is_package)
-    _FileReader(facts, source.splitlines()).visit(tree)
+    scan_calls = b"tree_at" in source or b"register_" in source
+    _FileReader(facts, source.splitlines(), scan_calls).visit(tree)
     return facts

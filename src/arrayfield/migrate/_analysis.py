@@ -115,7 +115,7 @@ class Analysis(cst.CSTVisitor):
 
     def __init__(
         self,
-        wrapper: MetadataWrapper,
+        wrapper: MetadataWrapper | None,
         imports: ImportMap,
         context: FileContext | None,
         fix: bool,
@@ -165,6 +165,8 @@ class Analysis(cst.CSTVisitor):
         known = self.known_positions.get(node)
         if known is not None:
             return known
+        if self.wrapper is None:
+            raise LookupError("no position for a node outside the outline")
         if self._positions is None:
             self._positions = self.wrapper.resolve(PositionProvider)
         start = self._positions[node].start

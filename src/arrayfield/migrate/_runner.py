@@ -128,8 +128,16 @@ def _transform_file(
     """Phase 2: the rewrite and diagnostics of one file, or an error message."""
     import libcst
 
-    from ._transform import migrate_source
+    from ._outline import needs_full_parse, outline_diagnostics
+    from ._transform import MigrationResult, migrate_source
 
+    if not needs_full_parse(data, context, fix=fix, typed=typed):
+        try:
+            text, encoding, diagnostics = outline_diagnostics(data, context)
+        except (LookupError, libcst.ParserSyntaxError):
+            pass  # the whole file, below
+        else:
+            return MigrationResult(text, text, encoding, tuple(diagnostics))
     try:
         return migrate_source(data, context, fix=fix, typed=typed)
     except libcst.ParserSyntaxError as exc:

@@ -10,35 +10,8 @@ promises a runtime effect, the migrated code runs under jit.
 
 from __future__ import annotations
 
-import re
-import subprocess
-import textwrap
-from pathlib import Path
-
-from helpers import run_cli, run_code
-
-
-def write_tree(root: Path, files: dict[str, str]) -> None:
-    for name, text in files.items():
-        path = root / name
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(textwrap.dedent(text))
-
-
-def migrate(root: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    return run_cli("migrate", "-q", *args, cwd=root, timeout=120)
-
-
-def codes(result: subprocess.CompletedProcess[str]) -> list[str]:
-    """`path:line CODE Class.field` for every diagnostic printed."""
-    out = []
-    for line in result.stdout.splitlines():
-        match = re.match(r"(.*?):(\d+):\d+: (AF\d+) field '([^']*)'", line)
-        if match is not None:
-            path, number, code, subject = match.groups()
-            out.append(f"{Path(path).as_posix()}:{number} {code} {subject}")
-    return out
-
+from helpers import run_code
+from migrate_helpers import codes, migrate, write_tree
 
 SOURCE_LIST = """\
 import equinox as eqx

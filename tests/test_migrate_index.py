@@ -4,41 +4,16 @@ Each test writes a small package and runs the CLI as a real subprocess."""
 
 from __future__ import annotations
 
-import re
 import subprocess
-import textwrap
 from pathlib import Path
 
 from helpers import python
-
-
-def write_tree(root: Path, files: dict[str, str]) -> None:
-    for name, text in files.items():
-        path = root / name
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(textwrap.dedent(text))
+from migrate_helpers import codes, migrate, write_tree
 
 
 def run_in(root: Path, *args: str) -> subprocess.CompletedProcess[str]:
     """`python ARGS` in `root`, with this checkout's arrayfield."""
     return python(*args, cwd=root, timeout=120)
-
-
-def migrate(root: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    return run_in(root, "-m", "arrayfield", "migrate", "-q", *args)
-
-
-def codes(result: subprocess.CompletedProcess[str]) -> list[str]:
-    """`path:line CODE Class.field` for every diagnostic printed."""
-    out = []
-    for line in result.stdout.splitlines():
-        match = re.match(r"(.*?):(\d+):\d+: (AF\d+) (.*)", line)
-        if match is None:
-            continue
-        path, line_number, code, message = match.groups()
-        subject = message.split("'")[1] if "'" in message else message.split()[2]
-        out.append(f"{Path(path).as_posix()}:{line_number} {code} {subject}")
-    return out
 
 
 def test_bases_resolve_through_imports_reexports_and_aliases(tmp_path):

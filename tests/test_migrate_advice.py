@@ -143,6 +143,32 @@ def test_a_class_from_outside_the_project_may_be_a_pytree(tmp_path):
     assert "declare the field static=True" not in result.stdout
 
 
+def test_standard_library_classes_are_known_pytrees_or_not(tmp_path):
+    write_tree(
+        tmp_path,
+        {
+            "m.py": """\
+                import threading
+                from collections import OrderedDict
+
+                import equinox as eqx
+
+
+                class M(eqx.Module):
+                    table: object
+                    lock: object
+
+                    def __init__(self):
+                        self.table = OrderedDict(a=1.0)
+                        self.lock = threading.Lock()
+                """
+        },
+    )
+    result = migrate(tmp_path, "--check", ".")
+    assert codes(result) == ["m.py:9 AF005 M.lock"]
+    assert "may be a pytree" not in result.stdout
+
+
 RENDERER = """\
 import equinox as eqx
 import jax

@@ -16,7 +16,7 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from ._facts import OBJECT, SHAPE_VALUE, ClassFacts, FileFacts
-from ._lint import LintConfig
+from ._lint import STDLIB, LintConfig
 
 # What every Module class descends from.
 ROOTS = frozenset(
@@ -114,6 +114,11 @@ class FileContext:
 # How many directories without `__init__.py` above a package may be namespace
 # packages (`src/acme/` is one).
 _NAMESPACE_DEPTH = 2
+
+
+# Standard-library classes JAX registers as pytree nodes (other standard-library
+# classes are not pytrees, and are hashed by identity or by their __hash__).
+_STDLIB_PYTREES = frozenset({"collections.OrderedDict", "collections.defaultdict"})
 
 
 def _is_top(directory: Path) -> bool:
@@ -340,9 +345,13 @@ class ProjectIndex:
                         or resolved.split(".")[0] in _PYTREE_PACKAGES
                         or self._by_value(resolved)
                         or resolved in self._registered()
+                        or resolved in _STDLIB_PYTREES
                     ):
                         objects.setdefault(attr, called)
-                        if self.class_facts(resolved) is None:
+                        if (
+                            self.class_facts(resolved) is None
+                            and resolved.partition(".")[0] not in STDLIB
+                        ):
                             maybe_pytree.add(attr)
                 for attr, (called, line) in member.calls.items():
                     resolved = self.qualify(self.files[where], called)

@@ -271,9 +271,27 @@ class _UnusedImportRemover(cst.CSTTransformer):
         body = self._prune_body(updated_node.body)
         if not body:
             # A block of nothing but these imports (`try: import equinox`): keep
-            # them rather than leave a `pass` behind.
-            return updated_node
+            # them rather than leave a `pass` behind, marked as kept on purpose
+            # so that pyflakes and ruff do not report them unused (F401).
+            return updated_node.with_changes(
+                body=[_marked_kept(statement) for statement in updated_node.body]
+            )
         return updated_node.with_changes(body=body)
+
+
+def _marked_kept(statement: cst.BaseStatement) -> cst.BaseStatement:
+    """An import line that stays unused, with `# noqa: F401` (unless it has a
+    comment already)."""
+    if (
+        not isinstance(statement, cst.SimpleStatementLine)
+        or statement.trailing_whitespace.comment is not None
+    ):
+        return statement
+    return statement.with_changes(
+        trailing_whitespace=statement.trailing_whitespace.with_changes(
+            whitespace=cst.SimpleWhitespace("  "), comment=cst.Comment("# noqa: F401")
+        )
+    )
 
 
 def remove_unused_imports(module: cst.Module, candidates: set[str]) -> cst.Module:

@@ -58,7 +58,9 @@ def test_check_reports_every_hazard_in_every_module(project):
 
     assert result.returncode == 1, result.stderr
     assert result.stdout == (PROJECT / "expected_check.txt").read_text()
-    assert result.stderr == "3 of 9 files would be migrated, 10 diagnostics.\n"
+    assert result.stderr == (
+        "3 of 9 files would be migrated, 10 diagnostics, 1 of them edited by --fix.\n"
+    )
 
 
 def test_plain_migration_breaks_the_shape_field_the_report_names(project):

@@ -180,3 +180,18 @@ def test_an_interrupted_fix_leaves_every_file_old_or_new(tmp_path):
     # A second run finishes the job.
     assert run_cli("migrate", "-q", ".", cwd=tmp_path).returncode == 0
     assert all(path.read_bytes() == after for path in paths)
+
+
+def test_a_preview_without_fix_says_how_many_diagnostics_fix_edits(tmp_path):
+    write_tree(tmp_path)
+    (tmp_path / "src/pkg/base.py").unlink()  # only the --fix edit is left
+
+    preview = run_cli("migrate", "--check", "src", cwd=tmp_path)
+    assert preview.returncode == 0
+    assert "would migrate" not in preview.stdout
+    assert preview.stderr == (
+        "0 of 1 file would be migrated, 1 diagnostic, 1 of them edited by --fix.\n"
+    )
+    fixed = run_cli("migrate", "--check", "--fix", "src", cwd=tmp_path)
+    assert fixed.returncode == 1
+    assert fixed.stderr == "1 of 1 file would be migrated.\n"

@@ -201,6 +201,8 @@ class _Outcome:
         default_factory=list
     )
     errors: int = 0
+    # Reported diagnostics whose edit `--fix` would make (a run without it).
+    fixable: int = 0
 
 
 def _report_error(error: FileError, outcome: _Outcome) -> None:
@@ -288,6 +290,7 @@ def _report_file(
         if suppressed(lines, d.line, d.code):
             continue
         outcome.diagnostics.append((name, d.line, d.col, d.format(name)))
+        outcome.fixable += d.fixable
     if not result.changed:
         return
     if args.diff:
@@ -315,6 +318,9 @@ def _summarise(total: int, outcome: _Outcome, *, dry_run: bool) -> None:
     parts = [f"{len(outcome.changed)} of {_count(total, 'file')} {verb}"]
     if outcome.diagnostics:
         parts.append(_count(len(outcome.diagnostics), "diagnostic"))
+    if outcome.fixable:
+        # What a preview without --fix leaves out: --fix also edits these.
+        parts.append(f"{outcome.fixable} of them edited by --fix")
     if outcome.errors:
         parts.append(_count(outcome.errors, "error"))
     print(", ".join(parts) + ".", file=sys.stderr)

@@ -260,7 +260,8 @@ class _Layout:
             return found
         if not self.share:
             return self.compile(treedef, static, names)
-        shared_key = _callable_key.SharedKey(treedef, static)
+        # The function's globals are read by this trace too: recorded in the key.
+        shared_key = _callable_key.SharedKey(treedef, static, self.static_fun)
         tracing = self.shared.get(shared_key)
         if tracing is None:
             program = self.compile(treedef, static, names)
@@ -275,6 +276,8 @@ class _Layout:
         return found
 
     def compile(self, treedef: Any, static: tuple, names: tuple[str, str]) -> _Compiled:
+        if self.share:
+            _stop_sharing_if_rebound(self)
         traced = tuple(i for i, x in enumerate(static) if x is None)
         mixed = len(traced) != len(static)
         compiled = _Compiled(traced if mixed else None)
@@ -366,10 +369,15 @@ def _marked_program(
 _layouts: weakref.WeakKeyDictionary[Any, dict[Any, _Layout]] = (
     weakref.WeakKeyDictionary()
 )
-# With `share_callables`, layouts also by what their function traces to, so that
-# `af.filter_jit` of a new but equal closure or partial (one per field) finds the
-# programs an earlier one compiled. These hold the first such function for good.
+# With `share_callables`, layouts also by what their function traces to (and the
+# globals it read when its layout was made), so that `af.filter_jit` of a new but
+# equal closure or partial (one per field) finds the programs an earlier one
+# compiled. These hold the first such function for good.
 _shared_layouts: dict[_callable_key.SharedKey, _Layout] = {}
+# Each shared layout's key in `_shared_layouts`.
+_layout_keys: weakref.WeakKeyDictionary[_Layout, _callable_key.SharedKey] = (
+    weakref.WeakKeyDictionary()
+)
 # Reentrant: a static leaf's __hash__ or __eq__ (user code, run under it by the
 # key lookup) may call another filter_jit function.
 _lock = threading.RLock()
@@ -412,7 +420,19 @@ def _shared_layout(
         layout = _shared_layouts[shared_key] = _Layout(
             static_fun, donate[0], donate[1], share
         )
+        _layout_keys[layout] = shared_key
     return layout
+
+
+def _stop_sharing_if_rebound(layout: _Layout) -> None:
+    """Before a layout traces again (under `_lock`): if a global its function reads
+    was rebound since the layout was made, its programs no longer all read what a
+    new equal function would, so later wrappers get a layout of their own."""
+    key = _layout_keys.get(layout)
+    if key is not None and not key.reads_as_now():
+        _layout_keys.pop(layout, None)
+        if _shared_layouts.get(key) is layout:
+            del _shared_layouts[key]
 
 
 def _arity(signature: inspect.Signature) -> tuple[int, float]:
@@ -585,9 +605,17 @@ def _same_plan(a: _Plan, b: _Plan, same: Callable[[Any, Any], bool]) -> bool:
 # An af.filter_jit wrapper held by a scene: equal ones (wrapping equal functions
 # with the same options) trace the same program.
 _callable_key.register(
-    _Layout, _same_layout, lambda layout: hash((layout.donate_first, layout.share))
+    _Layout,
+    _same_layout,
+    lambda layout: hash((layout.donate_first, layout.share)),
+    lambda layout: (layout.static_fun,),
 )
-_callable_key.register(_Plan, _same_plan, lambda plan: hash(plan.names))
+_callable_key.register(
+    _Plan,
+    _same_plan,
+    lambda plan: hash(plan.names),
+    lambda plan: () if plan.layout is None else (plan.layout,),
+)
 
 
 class _FilterJit(eqx.Module):

@@ -276,13 +276,16 @@ class _Layout:
         return found
 
     def compile(self, treedef: Any, static: tuple, names: tuple[str, str]) -> _Compiled:
-        if self.share:
-            _stop_sharing_if_rebound(self)
         traced = tuple(i for i, x in enumerate(static) if x is None)
         mixed = len(traced) != len(static)
         compiled = _Compiled(traced if mixed else None)
         run = _user_program(
-            self.static_fun, treedef, static, traced if mixed else None, self.fun_at
+            self.static_fun,
+            treedef,
+            static,
+            traced if mixed else None,
+            self.fun_at,
+            functools.partial(_stop_sharing_if_rebound, self) if self.share else None,
         )
         # Named before jax.jit sees it: JAX's messages name the function traced.
         run.__name__, run.__qualname__ = names
@@ -307,12 +310,15 @@ def _user_program(
     static: tuple,
     traced: tuple[int, ...] | None,
     fun_at: int,
+    on_trace: Callable[[], None] | None = None,
 ) -> Callable[..., tuple]:
     """The user's function on flat leaves: `(*parts of the traced leaves, with the
     function's arrays at fun_at) -> (output, None)`, or `-> (output's arrays,
     _Static(rest))` when the output has leaves that are not arrays."""
 
     def run(*call_args: Any) -> tuple:
+        if on_trace is not None:
+            on_trace()
         dynamic_fun = call_args[fun_at]
         parts = call_args[:fun_at] + call_args[fun_at + 1 :]
         fun_leaves, fun_tree = static_fun
@@ -425,14 +431,15 @@ def _shared_layout(
 
 
 def _stop_sharing_if_rebound(layout: _Layout) -> None:
-    """Before a layout traces again (under `_lock`): if a global its function reads
-    was rebound since the layout was made, its programs no longer all read what a
-    new equal function would, so later wrappers get a layout of their own."""
+    """Run by every trace of a layout's programs (a new shape too): if a global its
+    function reads was rebound since the layout was made, its programs no longer
+    all read what a new equal function would, so later wrappers get their own."""
     key = _layout_keys.get(layout)
     if key is not None and not key.reads_as_now():
-        _layout_keys.pop(layout, None)
-        if _shared_layouts.get(key) is layout:
-            del _shared_layouts[key]
+        with _lock:
+            _layout_keys.pop(layout, None)
+            if _shared_layouts.get(key) is layout:
+                del _shared_layouts[key]
 
 
 def _arity(signature: inspect.Signature) -> tuple[int, float]:

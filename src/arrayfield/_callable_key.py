@@ -36,6 +36,7 @@ own object rather than the tracing call's.
 
 from __future__ import annotations
 
+import contextlib
 import dis
 import functools
 import math
@@ -245,6 +246,22 @@ def _equal(a: Any, b: Any) -> bool:
         return False
 
 
+def same_static(a: Any, b: Any) -> bool:
+    """Whether `af.filter_jit` keys two leaves (or static fields) alike, as they
+    are now (their globals are read now for both)."""
+    return _Comparison().static(a, b)
+
+
+def same_value(a: Any, b: Any) -> bool:
+    """Equal as a captured, bound or default value (the strict rule)."""
+    return _Comparison().value(a, b)
+
+
+def is_compared_by_trace(x: Any) -> bool:
+    """Whether callables of `x`'s type are compared by what they trace to."""
+    return _is_callable_kind(type(x))
+
+
 def coarse_hash(x: Any) -> int:
     """A hash that equal things (by `SharedKey`'s rules) share."""
     t = type(x)
@@ -328,10 +345,8 @@ def globals_read(roots: tuple) -> Globals | None:
             pending.extend((x.__kwdefaults__ or {}).values())
             pending.extend(x.__dict__.values())
             for cell in x.__closure__ or ():
-                try:
+                with contextlib.suppress(ValueError):  # an empty cell
                     pending.append(cell.cell_contents)
-                except ValueError:  # an empty cell
-                    pass
         elif t is _PARTIAL:
             pending.append(x.func)
             pending.extend(x.args)

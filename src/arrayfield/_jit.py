@@ -698,12 +698,14 @@ def filter_jit(
     functions with equal arguments, functions with the same code, globals and
     equal defaults and captured values, bound methods of equal objects, or
     `jax.jit`s of equal functions with the same options (the function given to
-    `af.filter_jit` is compared the same way). "Equal" for a captured or
-    bound value is strict (identical, or the same type and `==`); arrays, lists,
-    dicts and objects without value equality compare by identity, so two
-    callables that could trace differently are never merged. Results are the
-    same; only the number of compiles drops. `share_callables=False` keys them as
-    equinox does.
+    `af.filter_jit` is compared the same way), and only while every module
+    global their code reads holds an equal value: a global rebound since a
+    program was traced gives a new callable a trace of its own, as in equinox.
+    "Equal" for a captured or bound value is strict (identical, or the same type
+    and `==`); arrays, lists, dicts and objects without value equality compare
+    by identity, so two callables that could trace differently are never
+    merged. Results are the same; only the number of compiles drops.
+    `share_callables=False` keys them as equinox does.
 
     One thing is left out on purpose: `eqx.filter_jit` waits for every call to
     finish, so that a failing `eqx.error_if` raises at the call. `af.filter_jit`

@@ -625,6 +625,15 @@ _callable_key.register(
 )
 
 
+def shares_callables(fn: Any) -> bool:
+    """Whether `fn` is an `af.filter_jit` wrapper that keys callables by what they
+    trace to (`share_callables=True`, and not passed whole to equinox)."""
+    if type(fn) is not _FilterJit:
+        return False
+    layout = _get(fn, "_plan").layout
+    return layout is not None and layout.share
+
+
 class _FilterJit(eqx.Module):
     # The eqx.filter_jit wrapper: its leaves (the function's arrays) are this one's.
     _fallback: Any

@@ -533,3 +533,18 @@ def test_global_names_cover_nested_code_and_leave_out_attributes():
     names = _callable_key.global_names(with_nested_code.__code__)
     assert names == ("GAIN",)
     assert _callable_key.global_names(calls_gained.__code__) == ("gained",)
+
+
+def test_a_program_traced_again_after_a_rebind_is_no_longer_shared():
+    def run(jit):
+        jitted = jit(lambda x, f: f(x))
+        first = functools.partial(gained, offset=1.0)
+        results = [jitted(X, first)]
+        set_gain(3.0)
+        results.append(jitted(X[:2], first))  # a new shape: traced with GAIN = 3.0
+        set_gain(2.0)  # a new equal partial, GAIN as when `first` first traced
+        results.append(jitted(X[:2], functools.partial(gained, offset=1.0)))
+        return results
+
+    results = agree(run)
+    np.testing.assert_array_equal(results["af"][2], 2.0 * X[:2] + 1.0)

@@ -120,7 +120,7 @@ class _Compiled:
     about a microsecond a call) and calls return once dispatched, like `jax.jit`.
     """
 
-    __slots__ = ("jitted", "outputs", "pairs", "traced")
+    __slots__ = ("jitted", "outputs", "pairs", "shared_key", "traced")
 
     def __init__(self, traced: tuple[int, ...] | None):
         self.jitted: Any = None
@@ -132,6 +132,8 @@ class _Compiled:
         # objects in (once known). None for the call that traced the program.
         self.pairs: _callable_key.Counterparts | None = None
         self.outputs: tuple[Any, Any] | None = None
+        # Its key in its layout's `shared`, while other calls may still share it.
+        self.shared_key: _callable_key.SharedKey | None = None
 
     def shared_with(self, pairs: _callable_key.Counterparts) -> _Compiled:
         """This program, for a call whose callables `pairs` maps to this one's."""
@@ -266,6 +268,7 @@ class _Layout:
         if tracing is None:
             program = self.compile(treedef, static, names)
             self.shared[shared_key] = (shared_key, program)
+            program.shared_key = shared_key
             return program
         traced_key, program = tracing
         found = program.shared_with(_callable_key.counterparts(traced_key, shared_key))
@@ -285,7 +288,7 @@ class _Layout:
             static,
             traced if mixed else None,
             self.fun_at,
-            functools.partial(_stop_sharing_if_rebound, self) if self.share else None,
+            functools.partial(self.traced_again, compiled) if self.share else None,
         )
         # Named before jax.jit sees it: JAX's messages name the function traced.
         run.__name__, run.__qualname__ = names
@@ -302,6 +305,18 @@ class _Layout:
         compiled.jitted = jax.jit(flat, donate_argnums=donate)
         self.jits[(treedef, static)] = compiled
         return compiled
+
+    def traced_again(self, compiled: _Compiled) -> None:
+        """Run by every trace of `compiled` (a new shape too): once a global the
+        trace reads was rebound since its key was made, its traces no longer read
+        what a new call would, so no new call shares it (nor this layout)."""
+        _stop_sharing_if_rebound(self)
+        key = compiled.shared_key
+        if key is not None and not key.reads_as_now(self.static_fun):
+            with _lock:
+                compiled.shared_key = None
+                if self.shared.get(key, (None, None))[1] is compiled:
+                    del self.shared[key]
 
 
 def _user_program(

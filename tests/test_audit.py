@@ -690,3 +690,19 @@ def test_the_findings_that_compile_af_filter_jit_print_their_own_causes():
         "value: Values: numbers, strings and other hashed values that differ.",
         "  field.flux",
     ]
+
+
+def test_jax_jit_wrappers_of_equal_closures_agree_with_af_filter_jit():
+    a, b = _Forward(jax.jit), _Forward(jax.jit)
+    by_path = {f.path: f.recompiles for f in af.audit(a, b, name="m")}
+    assert by_path == {"m.forward": ("eqx.filter_jit",)}  # af.filter_jit shares it
+    traces: list[None] = []
+
+    @af.filter_jit
+    def run(model, x):
+        traces.append(None)
+        return model.forward(x)
+
+    run(a, jnp.ones(2))
+    run(b, jnp.ones(2))
+    assert len(traces) == 1  # as the audit says

@@ -397,3 +397,154 @@ def test_a_passed_through_static_number_is_the_callers_own():
         for level in (1, True, 1.0):
             out, _ = step(Tagged(lambda x: x, level), X)
             assert type(out.level) is type(level)
+
+
+# -- module globals: read when the trace runs ----------------------------------------
+
+GAIN = 2.0  # a module global the functions below read; tests rebind it
+
+
+def set_gain(value: float) -> None:
+    global GAIN
+    GAIN = value
+
+
+def gained(x, offset):
+    return x * GAIN + offset
+
+
+def calls_gained(x, offset):
+    return gained(x, offset)  # reads GAIN through the global function it calls
+
+
+def with_nested_code(x):
+    inner = lambda y: y * GAIN  # noqa: E731 (GAIN is read by the nested code object)
+    return inner(x)
+
+
+def closure_reading_gain(offset):
+    def inner(x):
+        return x * GAIN + offset
+
+    return inner
+
+
+def agree(run: Callable[[Callable[..., Any]], list]) -> dict[str, list]:
+    """`run(jit)` under each jit, from GAIN = 2.0: the results must be identical."""
+    results = {}
+    try:
+        for name, jit in JITS.items():
+            set_gain(2.0)
+            results[name] = run(jit)
+    finally:
+        set_gain(2.0)
+    for name in JITS:
+        for a, b in zip(results["eqx"], results[name], strict=True):
+            _assert_same(a, b)
+    return results
+
+
+def test_a_global_rebound_between_two_wrappers_is_read_again():
+    def run(jit):
+        make = lambda: jit(lambda x: x * GAIN)  # noqa: E731 (a new function per call)
+        first = make()(X)
+        set_gain(3.0)
+        return [first, make()(X)]
+
+    results = agree(run)
+    np.testing.assert_array_equal(results["af"][1], 3.0 * X)
+
+
+def test_the_same_wrapper_keeps_its_trace_after_a_rebind_as_in_equinox():
+    def run(jit):
+        jitted = jit(lambda x: x * GAIN)
+        first = jitted(X)
+        set_gain(3.0)
+        return [first, jitted(X)]  # JAX's rule: a trace is not redone for a global
+
+    results = agree(run)
+    np.testing.assert_array_equal(results["af"][1], 2.0 * X)
+
+
+def test_partials_of_a_global_reading_function_see_a_rebind():
+    def run(jit):
+        results = []
+        for fun in (gained, calls_gained):
+            jitted = jit(lambda x, f: f(x))
+            results.append(jitted(X, functools.partial(fun, offset=1.0)))
+            set_gain(3.0)
+            results.append(jitted(X, functools.partial(fun, offset=1.0)))
+            results.append(jit(functools.partial(fun, offset=1.0))(X))
+            set_gain(2.0)
+        return results
+
+    results = agree(run)
+    np.testing.assert_array_equal(results["af"][1], 3.0 * X + 1.0)
+
+
+def test_nested_code_and_closures_reading_a_global_see_a_rebind():
+    def run(jit):
+        jitted = jit(lambda x, f: f(x))
+        results = []
+        for make in (lambda: closure_reading_gain(1.0), lambda: with_nested_code):
+            results.append(jitted(X, make()))
+            results.append(jit(make())(X))
+            set_gain(3.0)
+            results.append(jitted(X, make()))
+            results.append(jit(make())(X))
+            set_gain(2.0)
+        return results
+
+    agree(run)
+
+
+def test_a_layout_traced_again_after_a_rebind_is_no_longer_shared():
+    def run(jit):
+        make = lambda: jit(lambda x: x * GAIN)  # noqa: E731
+        first = make()
+        results = [first(X)]
+        set_gain(3.0)
+        results.append(first(X[:2]))  # a new shape: traced with GAIN = 3.0
+        set_gain(2.0)
+        results.append(make()(X[:2]))  # GAIN as when `first` was made, not as traced
+        return results
+
+    results = agree(run)
+    np.testing.assert_array_equal(results["af"][2], 2.0 * X[:2])
+
+
+def test_unchanged_globals_and_module_globals_still_share():
+    def make(field, traces):
+        def step(x):
+            traces.append(None)
+            return jnp.sin(x) * GAIN  # jnp, a module, compares by identity
+
+        return step
+
+    assert _jitted_per_field(af.filter_jit, make, 4)[0] == 1
+    assert _jitted_per_field(eqx.filter_jit, make, 4)[0] == 4
+    calls = [functools.partial(calls_gained, offset=1.0) for _ in range(3)]
+    assert shared(calls) == 1
+
+
+def test_global_names_cover_nested_code_and_leave_out_attributes():
+    from arrayfield import _callable_key
+
+    names = _callable_key.global_names(with_nested_code.__code__)
+    assert names == ("GAIN",)
+    assert _callable_key.global_names(calls_gained.__code__) == ("gained",)
+
+
+def test_a_program_traced_again_after_a_rebind_is_no_longer_shared():
+    def run(jit):
+        jitted = jit(lambda x, f: f(x))
+        first = functools.partial(gained, offset=1.0)
+        results = [jitted(X, first)]
+        set_gain(3.0)
+        results.append(jitted(X[:2], first))  # a new shape: traced with GAIN = 3.0
+        set_gain(2.0)  # a new equal partial, GAIN as when `first` first traced
+        results.append(jitted(X[:2], functools.partial(gained, offset=1.0)))
+        return results
+
+    results = agree(run)
+    np.testing.assert_array_equal(results["af"][2], 2.0 * X[:2] + 1.0)

@@ -729,3 +729,21 @@ def test_a_partial_with_other_arguments_says_what_differs(caught):
     )
     assert "0.1 -> 0.2)" in message
     assert "af.filter_jit, which runs one program" not in message
+
+
+def test_under_af_filter_jit_a_callable_it_shares_is_not_a_cause(caught):
+    step = af.explain_retraces(af.filter_jit(lambda scene: 0))
+    step(_scene(1.0))
+    step(_scene(2.0))  # new lambdas, which af.filter_jit shares: not why it traced
+    (message,) = _messages(caught)
+    lines = message.splitlines()
+    assert lines[0].endswith("Compared with the closest earlier call, 2 causes:")
+    assert lines[1].startswith("  scene.sources[*].flux (")
+    assert lines[2].startswith("  scene.wcs (")
+    assert "render" not in message
+    off = af.explain_retraces(af.filter_jit(lambda scene: 0, share_callables=False))
+    caught.clear()
+    off(_scene(1.0))
+    off(_scene(2.0))  # keyed by identity, as in equinox: the lambdas are a cause
+    (message,) = _messages(caught)
+    assert "3 causes:" in message and "scene.sources[*].render (" in message

@@ -13,6 +13,16 @@ callable instead:
 - a `jax.jit` wrapper: an equal function and the same options (an `eqx.filter_jit`
   or `af.filter_jit` wrapper is a pytree: its function sits in its static part).
 
+A trace also reads the module globals its code names (`K` in `lambda x: x * K`,
+in nested code objects too, and in the functions it reaches through them), at the
+time it runs. Each key records those values when it is made, and two keys are
+equal only if every such global is equal by the strict rule below, so a program
+traced before `K` was rebound is never shared with a call made after. Builtins
+that no global shadows are the same for everyone; a module, class or function
+global compares by identity (a module attribute rebound later is not seen, as
+`jax.jit` does not see it either). The same wrapper called again with the same
+function keeps its trace, as under `eqx.filter_jit` and `jax.jit`.
+
 "Equal" for a captured, bound or default value is strict: identical, or of the
 same type and both hashable with `==` true (floats also by sign, so `0.0` and
 `-0.0` differ); callables and tuples by these rules, recursively. Arrays, lists,
@@ -26,6 +36,8 @@ own object rather than the tracing call's.
 
 from __future__ import annotations
 
+import contextlib
+import dis
 import functools
 import math
 import operator
@@ -49,20 +61,28 @@ _ATOMS = frozenset({int, bool, str, bytes, type(None), type(Ellipsis)})
 # or sign (1 and True, 0.0 and -0.0), which equinox's == lets share a key.
 _NUMBERS_AND_TEXT = _ATOMS | {float, complex}
 _MAX_DEPTH = 64  # deeper than any real closure; beyond it nothing is shared
+# Functions whose globals one key records at most; past it the key shares nothing.
+_MAX_FUNCTIONS = 4096
 
 # A class whose instances are compared here by their own rule (af.filter_jit's
-# wrapper parts): class -> (same(a, b, same_value), coarse hash).
-_rules: dict[type, tuple[Callable[..., bool], Callable[[Any], int]]] = {}
+# wrapper parts): class -> (same(a, b, same_value), coarse hash, parts a trace of
+# it can reach).
+_rules: dict[
+    type,
+    tuple[Callable[..., bool], Callable[[Any], int], Callable[[Any], tuple]],
+] = {}
 
 
 def register(
     cls: type,
     same: Callable[[Any, Any, Callable[[Any, Any], bool]], bool],
     coarse_hash: Callable[[Any], int],
+    parts: Callable[[Any], tuple],
 ) -> None:
     """Compare instances of `cls` with `same(a, b, same_value)`; `coarse_hash`
-    must agree with it (equal instances, equal hashes)."""
-    _rules[cls] = (same, coarse_hash)
+    must agree with it (equal instances, equal hashes); `parts(x)` are the objects
+    (functions among them) that `same` compares."""
+    _rules[cls] = (same, coarse_hash, parts)
 
 
 def _is_callable_kind(cls: type) -> bool:
@@ -178,6 +198,12 @@ class _Comparison:
             return self.value(parts_a[0], parts_b[0]) and _equal(parts_a[1], parts_b[1])
         return _rules[ta][0](a, b, self.value)
 
+    def reads(self, a: Globals | None, b: Globals | None) -> bool:
+        """Whether two keys' recorded globals are equal (by the strict rule)."""
+        if a is None or b is None:
+            return False  # too many functions to record: shared with nothing
+        return a.keys() == b.keys() and all(self.value(a[k], b[k]) for k in a)
+
     def _cells(self, a: tuple | None, b: tuple | None) -> bool:
         if a is None or b is None:
             return a is b
@@ -220,6 +246,22 @@ def _equal(a: Any, b: Any) -> bool:
         return False
 
 
+def same_static(a: Any, b: Any) -> bool:
+    """Whether `af.filter_jit` keys two leaves (or static fields) alike, as they
+    are now (their globals are read now for both)."""
+    return _Comparison().static(a, b)
+
+
+def same_value(a: Any, b: Any) -> bool:
+    """Equal as a captured, bound or default value (the strict rule)."""
+    return _Comparison().value(a, b)
+
+
+def is_compared_by_trace(x: Any) -> bool:
+    """Whether callables of `x`'s type are compared by what they trace to."""
+    return _is_callable_kind(type(x))
+
+
 def coarse_hash(x: Any) -> int:
     """A hash that equal things (by `SharedKey`'s rules) share."""
     t = type(x)
@@ -243,16 +285,99 @@ def coarse_hash(x: Any) -> int:
         return 0
 
 
+# -- the module globals a trace reads -------------------------------------------------
+
+# (id of a globals dict, name) -> the value bound to that name when a key was made.
+Globals = dict[tuple[int, str], Any]
+_READS_GLOBAL = frozenset({"LOAD_GLOBAL", "LOAD_NAME", "LOAD_FROM_DICT_OR_GLOBALS"})
+_global_names_of: dict[types.CodeType, tuple[str, ...]] = {}
+
+
+def global_names(code: types.CodeType) -> tuple[str, ...]:
+    """The names `code` and the code objects nested in it can read as globals
+    (computed once per code object)."""
+    names = _global_names_of.get(code)
+    if names is None:
+        found = {
+            op.argval
+            for op in dis.get_instructions(code)
+            if op.opname in _READS_GLOBAL and isinstance(op.argval, str)
+        }
+        for const in code.co_consts:
+            if type(const) is types.CodeType:
+                found.update(global_names(const))
+        names = _global_names_of[code] = tuple(sorted(found))
+    return names
+
+
+def globals_read(roots: tuple) -> Globals | None:
+    """The globals that the functions reachable from `roots` (leaves, static
+    fields, treedefs) read, with their values now; None past _MAX_FUNCTIONS."""
+    found: Globals = {}
+    seen: set[int] = set()
+    pending = list(roots)
+    functions = 0
+    while pending:
+        x = pending.pop()
+        t = type(x)
+        if t is tuple or t is list:
+            pending.extend(x)
+            continue
+        if t is _TREEDEF:
+            node = x.node_data()
+            if node is not None:
+                pending.append(node[1])
+                pending.extend(x.children())
+            continue
+        if not _is_callable_kind(t) or id(x) in seen:
+            continue
+        seen.add(id(x))
+        if t is _FUNCTION:
+            functions += 1
+            if functions > _MAX_FUNCTIONS:
+                return None
+            scope = x.__globals__
+            for name in global_names(x.__code__):
+                if name in scope:
+                    value = found[id(scope), name] = scope[name]
+                    pending.append(value)  # a function it calls reads globals too
+            pending.extend(x.__defaults__ or ())
+            pending.extend((x.__kwdefaults__ or {}).values())
+            pending.extend(x.__dict__.values())
+            for cell in x.__closure__ or ():
+                with contextlib.suppress(ValueError):  # an empty cell
+                    pending.append(cell.cell_contents)
+        elif t is _PARTIAL:
+            pending.append(x.func)
+            pending.extend(x.args)
+            pending.extend(x.keywords.values())
+            pending.extend(x.__dict__.values())
+        elif t is _METHOD:
+            pending.append(x.__func__)
+            pending.append(x.__self__)
+        elif t is _JIT:
+            parts = _internals.jit_parts(x)
+            if parts is not None:
+                pending.append(parts[0])
+        else:
+            pending.extend(_rules[t][2](x))
+    return found
+
+
 class SharedKey:
     """A call's `(treedef, static leaves)`, equal to another call's when both trace
-    to the same program (the rules in this module's docstring)."""
+    to the same program (the rules in this module's docstring).
 
-    __slots__ = ("hash", "static", "treedef")
+    `context` is what else the trace runs (the jitted function's static part):
+    only the globals it reads are recorded, as part of this key."""
 
-    def __init__(self, treedef: Any, static: tuple):
+    __slots__ = ("hash", "reads", "static", "treedef")
+
+    def __init__(self, treedef: Any, static: tuple, context: Any = ()):
         self.treedef = treedef
         self.static = static
         self.hash = hash((hash(treedef), tuple(map(coarse_hash, static))))
+        self.reads = globals_read((treedef, static, context))
 
     def __hash__(self) -> int:
         return self.hash
@@ -263,9 +388,16 @@ class SharedKey:
         if self.hash != other.hash or len(self.static) != len(other.static):
             return False
         compare = _Comparison()
-        return compare.tree(self.treedef, other.treedef) and all(
-            map(compare.static, self.static, other.static)
+        return (
+            compare.tree(self.treedef, other.treedef)
+            and all(map(compare.static, self.static, other.static))
+            and compare.reads(self.reads, other.reads)
         )
+
+    def reads_as_now(self, context: Any = ()) -> bool:
+        """Whether the globals this key recorded still hold the same values."""
+        now = globals_read((self.treedef, self.static, context))
+        return _Comparison().reads(self.reads, now)
 
 
 # -- outputs: the caller's objects where the trace passed an input through ----------

@@ -120,7 +120,7 @@ class _Compiled:
     about a microsecond a call) and calls return once dispatched, like `jax.jit`.
     """
 
-    __slots__ = ("jitted", "outputs", "pairs", "traced")
+    __slots__ = ("jitted", "outputs", "pairs", "shared_key", "traced")
 
     def __init__(self, traced: tuple[int, ...] | None):
         self.jitted: Any = None
@@ -132,6 +132,8 @@ class _Compiled:
         # objects in (once known). None for the call that traced the program.
         self.pairs: _callable_key.Counterparts | None = None
         self.outputs: tuple[Any, Any] | None = None
+        # Its key in its layout's `shared`, while other calls may still share it.
+        self.shared_key: _callable_key.SharedKey | None = None
 
     def shared_with(self, pairs: _callable_key.Counterparts) -> _Compiled:
         """This program, for a call whose callables `pairs` maps to this one's."""
@@ -260,11 +262,13 @@ class _Layout:
             return found
         if not self.share:
             return self.compile(treedef, static, names)
-        shared_key = _callable_key.SharedKey(treedef, static)
+        # The function's globals are read by this trace too: recorded in the key.
+        shared_key = _callable_key.SharedKey(treedef, static, self.static_fun)
         tracing = self.shared.get(shared_key)
         if tracing is None:
             program = self.compile(treedef, static, names)
             self.shared[shared_key] = (shared_key, program)
+            program.shared_key = shared_key
             return program
         traced_key, program = tracing
         found = program.shared_with(_callable_key.counterparts(traced_key, shared_key))
@@ -279,7 +283,12 @@ class _Layout:
         mixed = len(traced) != len(static)
         compiled = _Compiled(traced if mixed else None)
         run = _user_program(
-            self.static_fun, treedef, static, traced if mixed else None, self.fun_at
+            self.static_fun,
+            treedef,
+            static,
+            traced if mixed else None,
+            self.fun_at,
+            functools.partial(self.traced_again, compiled) if self.share else None,
         )
         # Named before jax.jit sees it: JAX's messages name the function traced.
         run.__name__, run.__qualname__ = names
@@ -297,6 +306,18 @@ class _Layout:
         self.jits[(treedef, static)] = compiled
         return compiled
 
+    def traced_again(self, compiled: _Compiled) -> None:
+        """Run by every trace of `compiled` (a new shape too): once a global the
+        trace reads was rebound since its key was made, its traces no longer read
+        what a new call would, so no new call shares it (nor this layout)."""
+        _stop_sharing_if_rebound(self)
+        key = compiled.shared_key
+        if key is not None and not key.reads_as_now(self.static_fun):
+            with _lock:
+                compiled.shared_key = None
+                if self.shared.get(key, (None, None))[1] is compiled:
+                    del self.shared[key]
+
 
 def _user_program(
     static_fun: Any,
@@ -304,12 +325,15 @@ def _user_program(
     static: tuple,
     traced: tuple[int, ...] | None,
     fun_at: int,
+    on_trace: Callable[[], None] | None = None,
 ) -> Callable[..., tuple]:
     """The user's function on flat leaves: `(*parts of the traced leaves, with the
     function's arrays at fun_at) -> (output, None)`, or `-> (output's arrays,
     _Static(rest))` when the output has leaves that are not arrays."""
 
     def run(*call_args: Any) -> tuple:
+        if on_trace is not None:
+            on_trace()
         dynamic_fun = call_args[fun_at]
         parts = call_args[:fun_at] + call_args[fun_at + 1 :]
         fun_leaves, fun_tree = static_fun
@@ -366,10 +390,15 @@ def _marked_program(
 _layouts: weakref.WeakKeyDictionary[Any, dict[Any, _Layout]] = (
     weakref.WeakKeyDictionary()
 )
-# With `share_callables`, layouts also by what their function traces to, so that
-# `af.filter_jit` of a new but equal closure or partial (one per field) finds the
-# programs an earlier one compiled. These hold the first such function for good.
+# With `share_callables`, layouts also by what their function traces to (and the
+# globals it read when its layout was made), so that `af.filter_jit` of a new but
+# equal closure or partial (one per field) finds the programs an earlier one
+# compiled. These hold the first such function for good.
 _shared_layouts: dict[_callable_key.SharedKey, _Layout] = {}
+# Each shared layout's key in `_shared_layouts`.
+_layout_keys: weakref.WeakKeyDictionary[_Layout, _callable_key.SharedKey] = (
+    weakref.WeakKeyDictionary()
+)
 # Reentrant: a static leaf's __hash__ or __eq__ (user code, run under it by the
 # key lookup) may call another filter_jit function.
 _lock = threading.RLock()
@@ -412,7 +441,20 @@ def _shared_layout(
         layout = _shared_layouts[shared_key] = _Layout(
             static_fun, donate[0], donate[1], share
         )
+        _layout_keys[layout] = shared_key
     return layout
+
+
+def _stop_sharing_if_rebound(layout: _Layout) -> None:
+    """Run by every trace of a layout's programs (a new shape too): if a global its
+    function reads was rebound since the layout was made, its programs no longer
+    all read what a new equal function would, so later wrappers get their own."""
+    key = _layout_keys.get(layout)
+    if key is not None and not key.reads_as_now():
+        with _lock:
+            _layout_keys.pop(layout, None)
+            if _shared_layouts.get(key) is layout:
+                del _shared_layouts[key]
 
 
 def _arity(signature: inspect.Signature) -> tuple[int, float]:
@@ -585,9 +627,26 @@ def _same_plan(a: _Plan, b: _Plan, same: Callable[[Any, Any], bool]) -> bool:
 # An af.filter_jit wrapper held by a scene: equal ones (wrapping equal functions
 # with the same options) trace the same program.
 _callable_key.register(
-    _Layout, _same_layout, lambda layout: hash((layout.donate_first, layout.share))
+    _Layout,
+    _same_layout,
+    lambda layout: hash((layout.donate_first, layout.share)),
+    lambda layout: (layout.static_fun,),
 )
-_callable_key.register(_Plan, _same_plan, lambda plan: hash(plan.names))
+_callable_key.register(
+    _Plan,
+    _same_plan,
+    lambda plan: hash(plan.names),
+    lambda plan: () if plan.layout is None else (plan.layout,),
+)
+
+
+def shares_callables(fn: Any) -> bool:
+    """Whether `fn` is an `af.filter_jit` wrapper that keys callables by what they
+    trace to (`share_callables=True`, and not passed whole to equinox)."""
+    if type(fn) is not _FilterJit:
+        return False
+    layout = _get(fn, "_plan").layout
+    return layout is not None and layout.share
 
 
 class _FilterJit(eqx.Module):
@@ -663,12 +722,14 @@ def filter_jit(
     functions with equal arguments, functions with the same code, globals and
     equal defaults and captured values, bound methods of equal objects, or
     `jax.jit`s of equal functions with the same options (the function given to
-    `af.filter_jit` is compared the same way). "Equal" for a captured or
-    bound value is strict (identical, or the same type and `==`); arrays, lists,
-    dicts and objects without value equality compare by identity, so two
-    callables that could trace differently are never merged. Results are the
-    same; only the number of compiles drops. `share_callables=False` keys them as
-    equinox does.
+    `af.filter_jit` is compared the same way), and only while every module
+    global their code reads holds an equal value: a global rebound since a
+    program was traced gives a new callable a trace of its own, as in equinox.
+    "Equal" for a captured or bound value is strict (identical, or the same type
+    and `==`); arrays, lists, dicts and objects without value equality compare
+    by identity, so two callables that could trace differently are never
+    merged. Results are the same; only the number of compiles drops.
+    `share_callables=False` keys them as equinox does.
 
     One thing is left out on purpose: `eqx.filter_jit` waits for every call to
     finish, so that a failing `eqx.error_if` raises at the call. `af.filter_jit`

@@ -11,7 +11,7 @@ from typing import Any
 
 import jax.tree_util as jtu
 
-from .. import _internals
+from .. import _internals, _jit
 from .._errors import (
     EQUINOX_DIR,
     JAX_DIR,
@@ -76,6 +76,8 @@ class Site:
         self.lock = threading.Lock()
         self.shared = False  # also used by the `with` block's hook (see _wrap_jitted)
         self.last_trace = -1  # for a plain function: the top-level trace it was in
+        # af.filter_jit with sharing: a callable it shares never made it trace.
+        self.drops_shared = _jit.shares_callables(fn)
 
     def arguments(self, args: tuple, kwargs: dict) -> dict[str, Any]:
         return bind_arguments(self.fn, args, kwargs)
@@ -103,6 +105,8 @@ class Site:
             return False
         jit = jit or self.jit
         _, changes = closest(history, new, jit)
+        if self.drops_shared:
+            changes = [c for c in changes if not c.shared]
         if not changes and self.traced_scalars:
             changes = min(
                 (diff(old, new, jit, scalar_values=True) for old in history), key=len

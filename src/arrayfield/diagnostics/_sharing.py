@@ -2,152 +2,34 @@
 
 `eqx.filter_jit` hashes a non-array leaf into its cache key, so two callables share
 a program only when they are equal, which for functions means identical.
-`af.filter_jit` keys a callable by what it traces to (issue 20): this module is
-that rule as the diagnostics apply it, so that `af.audit(tree, other)` can say
-which differences `af.filter_jit` already absorbs. It reads callables and never
-calls them. `jax.jit` wrappers are not looked into here (their parts are private
-to JAX): two of them count as different. `tests/test_audit.py` holds the rule
-against `af.filter_jit`'s real trace counts.
+`af.filter_jit` keys a callable by what it traces to (issue 20): this module asks
+its rule (`_callable_key`) about two leaves, so that `af.audit(tree, other)` and
+retrace warnings say which differences `af.filter_jit` already absorbs, and adds
+what the diagnostics need on top: a few words on why two callables are shared,
+or on what differs. It reads callables and never calls them. Globals are read as
+they are now, for both leaves. `tests/test_audit.py` holds the rule against
+`af.filter_jit`'s real trace counts.
 """
 
 from __future__ import annotations
 
 import functools
-import math
 import os
 import types
 from typing import Any
 
-import numpy as np
-
+from .. import _callable_key, _internals
 from .._errors import short_repr
 
-# A bound on nesting (closures of closures of partials ...): past it, not shared.
-_DEPTH = 64
-# Exact types: a subclass (of functools.partial, say) may call differently.
-_CALLABLE_KINDS = frozenset({functools.partial, types.MethodType, types.FunctionType})
-_ATOMS = frozenset({int, bool, str, bytes, type(None), type(Ellipsis)})
-
-
-def _equal(a: Any, b: Any) -> bool:
-    try:
-        return bool(a == b)
-    except Exception:  # an array's ==, or one that raises
-        return False
-
-
-def equal_value(a: Any, b: Any, _active: set | None = None, depth: int = 0) -> bool:
-    """Equal as a captured, bound or default value must be for two callables to
-    trace alike: identical, or of one type and `==` (floats also by sign, NumPy
-    scalars by their bytes), tuples element by element, callables by
-    `shares_trace`'s rule. Arrays, lists, dicts and objects without value
-    equality (unhashable, or `==` by identity) compare by identity."""
-    if a is b:
-        return True
-    t = type(a)
-    if t is not type(b) or depth > _DEPTH:
-        return False
-    if t in _ATOMS:
-        return a == b
-    if t is float:
-        return a == b and math.copysign(1.0, a) == math.copysign(1.0, b)
-    if t is complex:
-        return equal_value(a.real, b.real) and equal_value(a.imag, b.imag)
-    if t is tuple:
-        return len(a) == len(b) and all(
-            equal_value(x, y, _active, depth + 1) for x, y in zip(a, b, strict=True)
-        )
-    if t in _CALLABLE_KINDS:
-        return _same_callable(a, b, set() if _active is None else _active, depth)
-    if isinstance(a, np.generic):
-        return a.dtype == b.dtype and a.tobytes() == b.tobytes()
-    return _hashable(a) and _hashable(b) and _equal(a, b)
-
-
-def _hashable(x: Any) -> bool:
-    try:
-        hash(x)
-    except Exception:  # arrays, lists, dicts, sets: compared by identity only
-        return False
-    return True
+_JIT = _internals.JIT_FUNCTION
+equal_value = _callable_key.same_value
+shares_trace = _callable_key.same_static
 
 
 def comparable(a: Any, b: Any) -> bool:
     """Whether `shares_trace` looks inside these callables (partials, functions,
-    bound methods of one type); other callables are compared by `==`."""
-    return type(a) is type(b) and type(a) in _CALLABLE_KINDS
-
-
-def shares_trace(a: Any, b: Any) -> bool:
-    """Whether `af.filter_jit` keys the leaves (or static fields) `a` and `b` alike.
-
-    As `eqx.filter_jit` (`==`) for values; for callables, what they trace to:
-    `functools.partial`s of equal functions with equal `args`, `keywords` and
-    attributes; functions with one code object, one globals dict, one name, equal
-    defaults, keyword defaults, attributes and closure cell contents; bound
-    methods of equal functions on equal objects (all by `equal_value`).
-    Tuples and lists element by element.
-    """
-    if a is b:
-        return True
-    t = type(a)
-    if t is not type(b):
-        if t in _CALLABLE_KINDS or type(b) in _CALLABLE_KINDS:
-            return False
-        return _equal(a, b)
-    if t is tuple or t is list:
-        return len(a) == len(b) and all(map(shares_trace, a, b))
-    if t in _CALLABLE_KINDS:
-        return _same_callable(a, b, set(), 0)
-    return _equal(a, b)
-
-
-def _same_callable(a: Any, b: Any, active: set, depth: int) -> bool:
-    pair = (id(a), id(b))
-    if pair in active:
-        return True  # compared further up already: equal if everything else is
-    if depth > _DEPTH:
-        return False
-    active.add(pair)
-    try:
-        return _compare_callables(a, b, active, depth + 1)
-    finally:
-        active.discard(pair)
-
-
-def _compare_callables(a: Any, b: Any, active: set, depth: int) -> bool:
-    def value(x: Any, y: Any) -> bool:
-        return equal_value(x, y, active, depth)
-
-    def mapping(x: dict | None, y: dict | None) -> bool:
-        if not x or not y:
-            return not x and not y
-        return x.keys() == y.keys() and all(value(x[k], y[k]) for k in x)
-
-    if type(a) is functools.partial:
-        return (
-            value(a.func, b.func)
-            and value(a.args, b.args)
-            and mapping(a.keywords, b.keywords)
-            and mapping(a.__dict__, b.__dict__)
-        )
-    if type(a) is types.MethodType:
-        return value(a.__func__, b.__func__) and value(a.__self__, b.__self__)
-    cells_a, cells_b = a.__closure__ or (), b.__closure__ or ()
-    return (
-        a.__code__ is b.__code__
-        and a.__globals__ is b.__globals__
-        and a.__name__ == b.__name__
-        and a.__qualname__ == b.__qualname__
-        and value(a.__defaults__, b.__defaults__)
-        and mapping(a.__kwdefaults__, b.__kwdefaults__)
-        and mapping(a.__dict__, b.__dict__)
-        and len(cells_a) == len(cells_b)
-        and all(
-            value(_contents(x), _contents(y))
-            for x, y in zip(cells_a, cells_b, strict=True)
-        )
-    )
+    bound methods, `jax.jit` wrappers of one type); others are compared by `==`."""
+    return type(a) is type(b) and _callable_key.is_compared_by_trace(a)
 
 
 _EMPTY = object()  # the contents of an empty closure cell (a name not yet bound)
@@ -171,6 +53,8 @@ def sameness(a: Any, b: Any) -> str:
         return "partials of one function with equal arguments"
     if isinstance(a, types.MethodType):
         return "one method, bound to equal objects"
+    if type(a) is _JIT:
+        return "jax.jit wrappers of equal functions with the same options"
     if isinstance(a, types.FunctionType):
         if a.__closure__:
             return "one code object with equal captured values"
@@ -194,6 +78,14 @@ def difference(a: Any, b: Any) -> str:
             x, y = a.keywords.get(key, _EMPTY), b.keywords.get(key, _EMPTY)
             if not equal_value(x, y):
                 return f"keyword {key} of the partial: {_pair(x, y)}"
+    if type(a) is _JIT:
+        parts_a, parts_b = _internals.jit_parts(a), _internals.jit_parts(b)
+        if parts_a is None or parts_b is None:
+            return "jax.jit wrappers whose parts this JAX version hides"
+        if not equal_value(parts_a[0], parts_b[0]):
+            inner = difference(parts_a[0], parts_b[0])
+            return f"jax.jit of different functions: {inner}"
+        return "jax.jit wrappers with different options"
     if isinstance(a, types.MethodType):
         if not equal_value(a.__func__, b.__func__):
             return "different methods"

@@ -8,7 +8,7 @@ checked here without the library itself.
 
 import abc
 import textwrap
-from typing import Any, Generic, NamedTuple, TypeVar
+from typing import Any, NamedTuple
 
 import equinox as eqx
 import jax
@@ -16,7 +16,16 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 from beartype import beartype
-from jaxtyping import Array, ArrayLike, Float, PyTree, Real, Shaped, jaxtyped
+from jaxtyping import (
+    Array,
+    ArrayLike,
+    Float,
+    PyTree,
+    Real,
+    Shaped,
+    TypeCheckError,
+    jaxtyped,
+)
 
 import arrayfield as af
 from helpers import run_code
@@ -99,8 +108,6 @@ def test_custom_init_behind_array_module_kept_once_module_is_rebound():
 # -- jaxtyping PyTree annotations, checked by jaxtyping's import hook ---------------
 # diffrax's suite instruments diffrax with `@jaxtyped(typechecker=beartype)`.
 
-T = TypeVar("T")
-
 
 def test_pytree_field_with_question_mark_dims_builds():
     # diffrax: BM = PyTree[Shaped[ArrayLike, "?*bm"], "BM"]; `?` dims are only
@@ -137,7 +144,7 @@ def test_pytree_structure_still_checked_across_fields(base):
     # Keeping the structure name keeps its check: both bases reject a mismatch.
     pair = _pair(base)
     assert pair(a=(jnp.ones(2), jnp.ones(3)), b=(jnp.ones(2), jnp.ones(3))).a
-    with pytest.raises(Exception, match="structure|PyTree"):
+    with pytest.raises(TypeCheckError):
         pair(a=(jnp.ones(2), jnp.ones(3)), b=jnp.ones(2))
 
 
@@ -239,4 +246,3 @@ def test_check_keeps_values_that_stand_in_for_arrays():
     with pytest.raises(af.ValidationError, match=r"Admits\.y: expected"):
         Admits(x=1.0, y=_Unrelated())
     assert np.asarray(Admits(x=1.0).x) == 1.0
-

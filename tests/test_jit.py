@@ -31,7 +31,7 @@ from hypothesis import HealthCheck, given, settings
 from jaxtyping import Array, Float, Int
 
 import arrayfield as af
-from arrayfield import _hooks, _jit
+from arrayfield import _internals, _jit
 
 JITS = {"af": af.filter_jit, "eqx": eqx.filter_jit}
 
@@ -521,7 +521,7 @@ def test_decorator_with_and_without_arguments():
 
 
 def test_hooks_still_find_what_filter_jit_reads():
-    _hooks.check_compatible()  # raises naming what moved in equinox or JAX
+    _internals.check_compatible()  # raises naming what moved in equinox or JAX
 
 
 # -- the loops -----------------------------------------------------------------------
@@ -939,7 +939,7 @@ def test_only_programs_that_call_back_return_a_marker():
     for fn, wanted in ((plain, []), (printing, [True])):
         f = af.filter_jit(fn)
         f(jnp.ones(2))
-        dynamic_fun = getattr(f._fallback, _hooks.DYNAMIC_FUN)
+        dynamic_fun = getattr(f._fallback, _internals.DYNAMIC_FUN)
         markers = []
         for compiled in f._plan.layout.jits.values():
             marker, *_ = compiled.jitted(dynamic_fun, [jnp.ones(2)])

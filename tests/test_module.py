@@ -14,7 +14,7 @@ import pytest
 from jaxtyping import Array, Float, Int
 
 import arrayfield as af
-from arrayfield._module import field_converters
+from arrayfield._field import field_converters
 
 
 class Scalars(af.ArrayModule):
@@ -351,9 +351,9 @@ def test_public_names_all_resolve_and_diagnostics_load_lazily():
         assert getattr(af, name) is not None
     code = (
         "import sys, arrayfield as af\n"
-        "assert 'arrayfield._retrace' not in sys.modules\n"
+        "assert 'arrayfield.diagnostics._retrace' not in sys.modules\n"
         "af.explain_retraces\n"
-        "assert 'arrayfield._retrace' in sys.modules\n"
+        "assert 'arrayfield.diagnostics._retrace' in sys.modules\n"
     )
     result = subprocess.run([sys.executable, "-c", code], capture_output=True)
     assert result.returncode == 0, result.stderr

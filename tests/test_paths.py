@@ -6,7 +6,7 @@ import jax.tree_util as jtu
 import optax
 from jaxtyping import Array, Float
 
-from arrayfield._paths import bind_arguments, key_to_str, path_to_str, walk
+from arrayfield.diagnostics._paths import bind_arguments, key_to_str, path_to_str, walk
 
 
 class Morph(eqx.Module):

@@ -16,7 +16,8 @@ from jax._src import monitoring as jax_monitoring  # the listener list, to compa
 from jaxtyping import Array, Float, Int
 
 import arrayfield as af
-from arrayfield import _hooks, _retrace
+from arrayfield import _internals
+from arrayfield.diagnostics import _retrace
 
 
 def _retraces(record) -> list[warnings.WarningMessage]:
@@ -61,7 +62,7 @@ def _add_one(tree, x):
 
 
 def test_hooks_match_this_jax_and_equinox():
-    _hooks.check_compatible()
+    _internals.check_compatible()
 
 
 def test_jax_reports_trace_events_on_traces_and_never_on_cache_hits():
@@ -70,7 +71,7 @@ def test_jax_reports_trace_events_on_traces_and_never_on_cache_hits():
     events = []
 
     def listener(event, duration, **kwargs):
-        if event == _hooks.TRACE_EVENT:
+        if event == _internals.TRACE_EVENT:
             events.append(event)
 
     @eqx.filter_jit
@@ -86,10 +87,10 @@ def test_jax_reports_trace_events_on_traces_and_never_on_cache_hits():
             double(argument)
             per_call.append(len(events) - before)
     finally:
-        _hooks.unregister_duration_listener(listener)
+        _internals.unregister_duration_listener(listener)
     traced = [count > 0 for count in per_call]
     assert traced == [True, False, True], (
-        f"JAX no longer reports {_hooks.TRACE_EVENT!r} on each trace (events per "
+        f"JAX no longer reports {_internals.TRACE_EVENT!r} on each trace (events per "
         f"call: {per_call}); arrayfield.explain_retraces cannot see retraces with "
         "this JAX version."
     )
@@ -101,7 +102,7 @@ def test_jit_traces_are_told_from_eager_transformations():
     seen = []
 
     def probe(x):
-        seen.append(_hooks.in_jit_trace())
+        seen.append(_internals.in_jit_trace())
         return jnp.sum(x**2)
 
     probe(jnp.ones(2))
@@ -410,9 +411,9 @@ def test_clean_array_module_loop_traces_once_and_warns_never():
 
 def _global_state():
     return (
-        _hooks.jit_wrapper_class().__dict__["__call__"],
+        _internals.jit_wrapper_class().__dict__["__call__"],
         list(jax_monitoring.get_event_duration_listeners()),
-        _hooks.call_hook_installed(),
+        _internals.call_hook_installed(),
         _retrace._thread.session,
         _retrace._thread.depth,
     )
@@ -488,7 +489,7 @@ def test_context_manager_sees_a_fresh_jitted_partial_as_the_cause(caught):
 def test_context_manager_leaves_no_global_state_behind():
     before = _global_state()
     with af.explain_retraces():
-        assert _hooks.call_hook_installed()
+        assert _internals.call_hook_installed()
         eqx.filter_jit(_add_one)(jnp.ones(2), None)
     assert _global_state() == before
 
@@ -509,7 +510,7 @@ def test_nested_blocks_share_one_record_and_unhook_at_the_outermost_exit(caught)
         step(Plain(x=0), 1)
         with outer:  # re-entering the same object is fine too
             step(Plain(x=1), 1)  # compared with the outer block's first call
-        assert _hooks.call_hook_installed()
+        assert _internals.call_hook_installed()
     assert _global_state() == before
     (message,) = _messages(caught)
     assert "tree.x: 0 -> 1" in message
@@ -563,20 +564,20 @@ def test_trace_counters_are_per_thread():
     def f(x):
         return x
 
-    _hooks.acquire_trace_counter()
+    _internals.acquire_trace_counter()
     try:
         x = jnp.ones(7)
-        before = _hooks.counter.traces
+        before = _internals.counter.traces
         seen = []
         thread = threading.Thread(
-            target=lambda: (f(x), seen.append(_hooks.counter.traces))
+            target=lambda: (f(x), seen.append(_internals.counter.traces))
         )
         thread.start()
         thread.join()
         assert seen == [1]
-        assert _hooks.counter.traces == before
+        assert _internals.counter.traces == before
     finally:
-        _hooks.release_trace_counter()
+        _internals.release_trace_counter()
 
 
 def test_environment_variable_watches_an_unedited_script(tmp_path):

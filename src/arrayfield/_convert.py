@@ -25,13 +25,13 @@ import math
 import warnings
 from typing import Any
 
-import equinox as eqx
 import jax
 import jax.core  # jax/__init__ does not re-export it for type checkers
 import jax.numpy as jnp
 import numpy as np
 
 from ._errors import short_repr
+from ._internals import ARRAY_IMPL, PYTHON_NUMBERS, is_module
 from ._spec import ArraySpec, ContainerSpec, FieldSpec
 
 
@@ -55,8 +55,6 @@ _KIND_DEFAULT = {
     "c": np.dtype(np.complex128),
 }
 _Tracer = jax.core.Tracer
-# Types seen to be concrete JAX arrays (jax.Array but not a tracer): in practice one.
-CONCRETE_ARRAY_TYPES: set[type] = set()
 
 
 def _x64() -> bool:
@@ -266,7 +264,7 @@ def _overflows(number: int | float | complex, target: np.dtype) -> bool:
     return any(math.isfinite(p) and abs(p) >= limit for p in parts)
 
 
-_PYTHON_KIND = {bool: "b", int: "i", float: "f", complex: "c"}
+_PYTHON_KIND = dict(zip(PYTHON_NUMBERS, "bifc", strict=True))  # number -> dtype kind
 _NEEDS_KEY = "a PRNG key field needs a key array, e.g. jax.random.key(0)"
 
 
@@ -355,7 +353,7 @@ def to_array(value: Any, spec: ArraySpec) -> Any:
     are not arrays.
     """
     kind = type(value)
-    if kind in CONCRETE_ARRAY_TYPES:  # one set lookup instead of two isinstance
+    if kind is ARRAY_IMPL:  # one type test instead of two isinstance
         # Hot path, inlined: an array that is already right is stored as it is.
         allowed = spec.dtypes
         # `.aval.dtype` is about half the cost of `.dtype` on a concrete array.
@@ -378,8 +376,6 @@ def to_array(value: Any, spec: ArraySpec) -> Any:
             if spec.is_key or spec.dtypes is None:
                 return value
             raise Rejected("a PRNG key array is not an array of numbers")
-        if hasattr(value, "aval"):
-            CONCRETE_ARRAY_TYPES.add(kind)
         return _from_jax(value, spec)
     if value is None:
         return value
@@ -406,7 +402,7 @@ def to_array(value: Any, spec: ArraySpec) -> Any:
     raise Rejected(f"{type(value).__name__!r} is not an array type")
 
 
-def convert(value: Any, spec: FieldSpec) -> Any:
+def to_field_value(value: Any, spec: FieldSpec) -> Any:
     """`to_array` for an array spec, element by element for a container spec."""
     if type(spec) is ArraySpec:
         return to_array(value, spec)
@@ -461,15 +457,9 @@ def _to_container(value: Any, spec: ContainerSpec) -> Any:
 
 def _element(value: Any, spec: FieldSpec, where: str) -> Any:
     try:
-        return convert(value, spec)
+        return to_field_value(value, spec)
     except Rejected as reason:
         raise Rejected(f"{where}, {short_repr(value, 40)}: {reason}") from None
-
-
-def is_module(node: Any) -> bool:
-    """Whether `node` is an equinox Module (a Module's own fields follow its own
-    class's rules, so conversion never reaches inside one)."""
-    return isinstance(node, eqx.Module)
 
 
 def looks_numeric(value: Any) -> bool:

@@ -1,7 +1,13 @@
-"""Exception types and the small formatters every error message shares."""
+"""Every exception and warning class arrayfield raises, and the small formatters
+every message shares.
+
+The classes live together so that each floor of the package can raise any of
+them without importing the floor that issues it (the diagnostics, say).
+"""
 
 from __future__ import annotations
 
+import difflib
 import os
 import re
 import sys
@@ -83,6 +89,112 @@ class AnnotationWarning(UserWarning):
     __module__ = "arrayfield"  # tracebacks and reprs show the public name
 
 
+class ValidationError(TypeError):
+    """A stored array does not match its field's annotation (with `check=True`).
+
+    The message names `ClassName.field`, the annotation, the actual shape and
+    dtype, and, when a named dimension disagrees, the field that fixed its size.
+
+    !!! example
+
+        ```python
+        from jaxtyping import Array, Float
+        import arrayfield as af
+
+        class Segment(af.ArrayModule, check=True):
+            start: Float[Array, "2"]
+            end: Float[Array, "2"]
+
+        try:
+            Segment(start=[0.0, 0.0], end=[1.0, 1.0, 1.0])
+        except af.ValidationError as error:
+            assert str(error).startswith("Segment.end: expected Float[Array, '2']")
+        else:
+            raise AssertionError("expected an af.ValidationError")
+        ```
+    """
+
+    __module__ = "arrayfield"  # tracebacks and reprs show the public name
+
+
+class AuditError(AssertionError):
+    """Raised by `af.assert_clean`; the message is the audit report.
+
+    !!! example
+
+        ```python
+        import arrayfield as af
+
+        try:
+            af.assert_clean({"step": 1}, name="state")
+        except af.AuditError as error:
+            assert 'state["step"] = 1' in str(error)
+        ```
+    """
+
+    __module__ = "arrayfield"  # tracebacks and reprs show the public name
+
+
+class RetraceWarning(UserWarning):
+    """A jitted function was traced (and compiled) again; the message says why.
+
+    Issued by `af.explain_retraces` on every trace after a function's first one. It
+    names the function and, for each argument leaf that differs from the closest
+    earlier call that traced, its path, old and new value, the reason and a fix.
+    Turn it into an error in tests with `pytest -W error::arrayfield.RetraceWarning`
+    (plain `python -W` cannot name a warning class outside the standard library).
+
+    !!! example
+
+        ```python
+        import warnings
+        import equinox as eqx
+        import jax.numpy as jnp
+        import arrayfield as af
+
+        step = af.explain_retraces(eqx.filter_jit(lambda x, n: x * n))
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", af.RetraceWarning)
+            step(jnp.ones(2), 2)
+            try:
+                step(jnp.ones(2), 3)  # a new Python int: traced again
+            except af.RetraceWarning as warning:
+                assert "n: 2 -> 3" in str(warning)
+        ```
+    """
+
+    __module__ = "arrayfield"  # tracebacks and reprs show the public name
+
+
+class TraceReuseWarning(RetraceWarning):
+    """A call reused a trace compiled for arguments of another type.
+
+    `1`, `1.0` and `True` compare equal and hash alike, so `eqx.filter_jit` finds
+    the trace compiled for one of them when called with another: no retrace
+    happens, and the computation runs with the dtypes of the earlier call. A
+    subclass of `RetraceWarning`, so one warning filter covers both.
+
+    !!! example
+
+        ```python
+        import warnings
+        import equinox as eqx
+        import jax.numpy as jnp
+        import arrayfield as af
+
+        step = af.explain_retraces(eqx.filter_jit(lambda x, k: x * k))
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            step(jnp.ones(2, dtype=jnp.int32), 1)
+            out = step(jnp.ones(2, dtype=jnp.int32), 1.5 - 0.5)  # 1.0 == 1
+        assert out.dtype == jnp.int32  # the int trace ran
+        assert caught[0].category is af.TraceReuseWarning
+        ```
+    """
+
+    __module__ = "arrayfield"  # tracebacks and reprs show the public name
+
+
 _MODULE_PREFIXES = re.compile(
     r"\b(?:jaxlib\._jax|jax\.jaxlib\._jax|jaxlib\.xla_extension|jax\._src\.basearray"
     r"|jaxtyping|typing)\."
@@ -110,6 +222,12 @@ def format_annotation(annotation: Any) -> str:
         text = repr(annotation)
     text = _MODULE_PREFIXES.sub("", text)
     return _NDARRAY.sub("np.ndarray", text)
+
+
+def did_you_mean(name: str, candidates: Any) -> str:
+    """` Did you mean 'check'?`, or nothing when no candidate is close."""
+    close = difflib.get_close_matches(name, sorted(candidates), n=1)
+    return f" Did you mean {close[0]!r}?" if close else ""
 
 
 def class_name(cls: type) -> str:

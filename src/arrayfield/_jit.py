@@ -28,21 +28,20 @@ import jax
 import jax.core
 import jax.extend
 import jax.tree_util as jtu
-import numpy as np
 
-from . import _hooks
+from . import _internals
 
 _F = TypeVar("_F", bound=Callable[..., Any])
 Donate = Literal["all", "all-except-first", "warn", "warn-except-first", "none"]
 
 # What `eqx.is_array` accepts: these leaves are traced, all others hashed.
-_ARRAY_TYPES = (jax.Array, np.ndarray, np.generic)
-_ARRAY_IMPL = _hooks.ARRAY_IMPL  # JAX's own arrays: an exact type test is enough
-_NOT_ARRAYS = frozenset({bool, int, float, complex, str, bytes})
+_ARRAY_TYPES = _internals.EQX_ARRAY_TYPES
+_ARRAY_IMPL = _internals.ARRAY_IMPL  # JAX's own arrays: an exact type test is enough
+_NOT_ARRAYS = frozenset({*_internals.PYTHON_NUMBERS, str, bytes})
 _Tracer = jax.core.Tracer  # pyright: ignore[reportAttributeAccessIssue]
 _get = object.__getattribute__  # skips Module.__getattribute__ on the hot path
 # Equinox's own, also where a program points `eqx.filter_jit` at this one.
-_equinox_filter_jit = _hooks.equinox_filter_jit()
+_equinox_filter_jit = _internals.equinox_filter_jit()
 _callback_logger = logging.getLogger("jax._src.callback")
 _DONATE = {  # option -> (filter the unusable-buffer warning, donate first, donate rest)
     "all": (True, True, True),
@@ -56,7 +55,9 @@ _UNUSED_DONATION = "Some donated buffers were not usable*"
 # to the frame holding that local): equinox uses random bytes, any bytes unique
 # per call do.
 _call_ids = itertools.count()
-_hooks.hide_from_tracebacks(__file__)  # equinox's error stacks skip its own frames too
+_internals.hide_from_tracebacks(
+    __file__
+)  # equinox's error stacks skip its own frames too
 
 
 @jtu.register_static
@@ -87,7 +88,7 @@ class _QuietCallbackFailures(logging.Filter):
 
     def __init__(self) -> None:
         super().__init__()
-        self._equinox = _hooks.CallbackLogFilter()  # its test of the message
+        self._equinox = _internals.CallbackLogFilter()  # its test of the message
 
     def filter(self, record: logging.LogRecord) -> bool:
         return not _in_flight or bool(self._equinox.filter(record))
@@ -287,7 +288,7 @@ def _any_callable() -> None:
 
 # eqx.clear_caches() forgets equinox's shared jits: wrappers made later trace anew,
 # existing ones keep theirs. Forgetting the layouts does the same here.
-_hooks.register_cache_clear(_layouts.clear)
+_internals.register_cache_clear(_layouts.clear)
 
 
 def _layout_for(
@@ -366,7 +367,7 @@ class _FilterJit(eqx.Module):
         __tracebackhide__ = True
         try:
             return _call(self, args, kwargs)
-        except _hooks.EquinoxRuntimeError as error:
+        except _internals.EquinoxRuntimeError as error:
             error.__traceback__ = None  # as equinox: the re-raise line is noise
             raise
 
@@ -381,6 +382,10 @@ class _FilterJit(eqx.Module):
         return eqx.Partial(self, instance)
 
 
+# `explain_retraces` watches these calls as it watches eqx.filter_jit's.
+_internals.watch_jit_class(_FilterJit, __file__)
+
+
 def _call(wrapper: _FilterJit, args: tuple, kwargs: dict) -> Any:
     __tracebackhide__ = True
     # A trace records the stack up to the frame holding this local (eqx.error_if).
@@ -389,7 +394,7 @@ def _call(wrapper: _FilterJit, args: tuple, kwargs: dict) -> Any:
     fallback = _get(wrapper, "_fallback")
     layout = plan.layout
     if layout is None:
-        return _hooks.call_unwatched(fallback, args, kwargs)
+        return _internals.call_unwatched(fallback, args, kwargs)
     if kwargs or not plan.low <= len(args) <= plan.high:
         bound = plan.signature.bind(*args, **kwargs)
         args, kwargs = bound.args, bound.kwargs
@@ -412,7 +417,7 @@ def _call(wrapper: _FilterJit, args: tuple, kwargs: dict) -> Any:
         try:
             hash(static)
         except Exception:  # an unhashable static leaf: equinox raises its own error
-            return _hooks.call_unwatched(fallback, args, kwargs)
+            return _internals.call_unwatched(fallback, args, kwargs)
         # Hashable, but == raised against a cached key (JAX's ValueError for it).
         raise ValueError(
             f"{plan.names[1]}: a non-array argument raised when compared with == "
@@ -427,7 +432,7 @@ def _call(wrapper: _FilterJit, args: tuple, kwargs: dict) -> Any:
     traced = compiled.traced
     if traced is not None:
         leaves = [leaves[i] for i in traced]
-    dynamic_fun = _get(fallback, _hooks.DYNAMIC_FUN)
+    dynamic_fun = _get(fallback, _internals.DYNAMIC_FUN)
     if layout.donate_rest:  # the first argument's leaves apart (see `_Layout`)
         n_first = len(jtu.tree_leaves(args[0])) if args else 0
         if traced is not None:  # the traced leaves among the first n_first
@@ -450,8 +455,8 @@ def _call(wrapper: _FilterJit, args: tuple, kwargs: dict) -> Any:
         # Errors from eqx.error_if surface here, at the call, as with eqx.filter_jit.
         if marker is not None and _concrete(marker):
             marker.block_until_ready()
-    except (_hooks.JaxRuntimeError, ValueError) as error:
-        _hooks.raise_equinox_error(error, __equinox_jit_id__)
+    except (_internals.JaxRuntimeError, ValueError) as error:
+        _internals.raise_equinox_error(error, __equinox_jit_id__)
         raise
     finally:
         _in_flight.pop()
@@ -539,8 +544,8 @@ def filter_jit(fun: Any = None, *, donate: Donate = "none", **jitkwargs: Any) ->
     fallback = _equinox_filter_jit(fun, donate=donate, **jitkwargs)
     filter_warning, donate_first, donate_rest = _DONATE[donate]
     signature = inspect.signature(fun)
-    names = _hooks.fn_names(fun)
-    static_fun = _hooks.static_fun_of(fallback)
+    names = _internals.fn_names(fun)
+    static_fun = _internals.static_fun_of(fallback)
     layout: _Layout | None = None
     if not jitkwargs:
         try:
@@ -552,6 +557,6 @@ def filter_jit(fun: Any = None, *, donate: Donate = "none", **jitkwargs: Any) ->
     wrapper = _FilterJit(
         _fallback=fallback,
         _plan=_Plan(signature, names, layout, filter_warning),
-        _cached=_hooks.cache_of(fallback) if layout is None else layout,
+        _cached=_internals.cache_of(fallback) if layout is None else layout,
     )
     return eqx.module_update_wrapper(wrapper)

@@ -18,11 +18,12 @@ import jax.numpy as jnp
 import jaxtyping
 import numpy as np
 
+from ._internals import PYTHON_NUMBERS
+
 ArrayKind = Literal["jax", "numpy"]
 
-# Python number types. An annotation that names one of them admits that Python value
-# as it is (`int | Array`, optimistix-style `ScalarLike`, `jax.typing.ArrayLike`).
-_PYTHON_NUMBERS = (bool, int, float, complex)
+# An annotation that names a Python number type (PYTHON_NUMBERS) admits that Python
+# value as it is (`int | Array`, optimistix-style `ScalarLike`, `ArrayLike`).
 # What else a named Python number type admits, as type checkers read it (PEP 484's
 # numeric tower): an int where a float is expected, a float where a complex is.
 _NUMERIC_TOWER: dict[type, tuple[type, ...]] = {float: (int,), complex: (float, int)}
@@ -325,7 +326,7 @@ def _admits_scalar(dims: str) -> bool:
     return isinstance(np.empty(()), scalar_shaped)
 
 
-_NUMBER_INPUTS = (*_PYTHON_NUMBERS, np.bool_, np.number)
+_NUMBER_INPUTS = (*PYTHON_NUMBERS, np.bool_, np.number)
 
 
 def init_annotation(annotation: Any) -> Any:

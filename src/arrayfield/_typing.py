@@ -33,7 +33,7 @@ if TYPE_CHECKING:
     else:
         from typing_extensions import dataclass_transform
 
-    from ._module import field
+    from ._field import field
 
     # What arrayfield converts besides the annotated type itself. Nested lists go
     # four deep, spelled out: a recursive alias would let mypy accept a `str`

@@ -25,40 +25,13 @@ import jax.tree_util as jtu
 import jaxtyping
 import numpy as np
 
-from ._convert import is_module
 from ._env import CHECK, env_flag
-from ._errors import class_name, format_annotation, short_repr
+from ._errors import ValidationError, class_name, format_annotation, short_repr
+from ._field import field_converters
+from ._internals import is_module
 from ._spec import ArraySpec, FieldSpec, array_types
 
 ENV_VAR = CHECK
-
-
-class ValidationError(TypeError):
-    """A stored array does not match its field's annotation (with `check=True`).
-
-    The message names `ClassName.field`, the annotation, the actual shape and
-    dtype, and, when a named dimension disagrees, the field that fixed its size.
-
-    !!! example
-
-        ```python
-        from jaxtyping import Array, Float
-        import arrayfield as af
-
-        class Segment(af.ArrayModule, check=True):
-            start: Float[Array, "2"]
-            end: Float[Array, "2"]
-
-        try:
-            Segment(start=[0.0, 0.0], end=[1.0, 1.0, 1.0])
-        except af.ValidationError as error:
-            assert str(error).startswith("Segment.end: expected Float[Array, '2']")
-        else:
-            raise AssertionError("expected an af.ValidationError")
-        ```
-    """
-
-    __module__ = "arrayfield"  # tracebacks and reprs show the public name
 
 
 def enabled_by_environment() -> bool:
@@ -109,8 +82,6 @@ def _checked_fields(cls: type) -> tuple[tuple[str, _Check | _ContainerCheck], ..
         return _fields_cache[cls]
     except KeyError:
         pass
-    from ._module import field_converters  # the module layer imports us
-
     found = []
     for name, converter in field_converters(cls).items():
         spec = converter.resolved_spec()

@@ -14,11 +14,19 @@ Four hooks:
   with the same count are in the same top-level trace.
 - Seeing every `eqx.filter_jit` call. The functions `eqx.filter_jit` returns are
   instances of the private class `equinox._jit._JitWrapper`; `explain_retraces()`
-  used as a context manager swaps that class's `__call__` (and that of
-  `af.filter_jit`'s wrapper) while any block is open.
+  used as a context manager swaps that class's `__call__` (and that of every class
+  registered with `watch_jit_class`, such as `af.filter_jit`'s wrapper) while any
+  block is open.
 - Being `eqx.filter_jit` (for `af.filter_jit`): the function's partition held by
   the wrapper (`_dynamic_fun`, `_static_fun`), equinox's runtime-error message
   for `eqx.error_if`, its cache-clearing list, and JAX's traceback exclusions.
+
+It also holds the facts about equinox and JAX that several modules need: equinox's
+own `Module` class (captured at import, so a program that rebinds `equinox.Module`
+changes nothing here), the leaf types `eqx.is_array` accepts, JAX's concrete array
+class and the Python number types JAX treats as scalars.
+
+This module imports no other arrayfield module: every floor above may use it.
 
 `check_compatible()` says in one sentence what moved when either stops working;
 `tests/test_retrace.py` calls it, so an incompatible upgrade fails loudly.
@@ -33,8 +41,10 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
+import equinox
 import jax
 import jax.monitoring
+import numpy as np
 
 # JAX records this event when it finishes tracing a function for jit
 # (`jax._src.dispatch.JAXPR_TRACE_EVENT`), only for top-level traces.
@@ -135,10 +145,34 @@ def jit_wrapper_class() -> type:
     return _jit._JitWrapper
 
 
-def _watched_classes() -> tuple[type, ...]:
-    from ._jit import _FilterJit
+# Other wrapper classes that behave as `eqx.filter_jit`'s (af.filter_jit's): they
+# register themselves when their module loads, so nothing here imports them.
+_registered_classes: list[type] = []
+_registered_files: set[str] = set()
 
-    return (jit_wrapper_class(), _FilterJit)
+
+def watch_jit_class(cls: type, filename: str) -> None:
+    """Have the call hook and `is_filter_jit` treat `cls` as `eqx.filter_jit`'s.
+
+    `cls` must define `__call__` and `_cached` (the `jax.jit` holding its traces)
+    as `equinox._jit._JitWrapper` does; `filename`, the module defining it, is how
+    the diagnostics recognise its frames. A class registered while a hook is
+    installed is hooked at once.
+    """
+    with _lock:
+        _registered_classes.append(cls)
+        _registered_files.add(filename)
+        if _hook_users > 0 and _make_call is not None:
+            _hook(cls, _make_call)
+
+
+def is_jit_wrapper_file(filename: str) -> bool:
+    """Whether code in `filename` is a registered jit wrapper's (af.filter_jit's)."""
+    return filename in _registered_files
+
+
+def _watched_classes() -> tuple[type, ...]:
+    return (jit_wrapper_class(), *_registered_classes)
 
 
 def is_filter_jit(fn: Any) -> bool:
@@ -157,6 +191,13 @@ cache_of: Callable[[Any], Any] = operator.attrgetter("_cached")
 
 _original_calls: dict[type, Callable[..., Any]] = {}
 _hook_users = 0
+_make_call: Callable[[Callable[..., Any]], Any] | None = None
+
+
+def _hook(cls: type, make_call: Callable[[Callable[..., Any]], Any]) -> None:
+    original = cls.__dict__["__call__"]
+    _original_calls[cls] = original
+    type.__setattr__(cls, "__call__", make_call(original))
 
 
 def install_call_hook(make_call: Callable[[Callable[..., Any]], Any]) -> None:
@@ -166,24 +207,24 @@ def install_call_hook(make_call: Callable[[Callable[..., Any]], Any]) -> None:
     Reference counted; `uninstall_call_hook` restores the original when the last
     user leaves.
     """
-    global _hook_users
+    global _hook_users, _make_call
     with _lock:
         if _hook_users == 0:
+            _make_call = make_call
             for cls in _watched_classes():
-                original = cls.__dict__["__call__"]
-                _original_calls[cls] = original
-                type.__setattr__(cls, "__call__", make_call(original))
+                _hook(cls, make_call)
         _hook_users += 1
 
 
 def uninstall_call_hook() -> None:
-    global _hook_users
+    global _hook_users, _make_call
     with _lock:
         _hook_users -= 1
         if _hook_users == 0:
             for cls, original in _original_calls.items():
                 type.__setattr__(cls, "__call__", original)
             _original_calls.clear()
+            _make_call = None
 
 
 def call_unwatched(jit_wrapper: Any, args: tuple, kwargs: dict) -> Any:
@@ -213,6 +254,36 @@ def _array_impl() -> type:
 # The class of every concrete JAX array: an exact type test for it is a shortcut
 # for `isinstance(x, jax.Array)`, whose metaclass check costs ~0.1 us per leaf.
 ARRAY_IMPL: type = _array_impl()
+
+# The Python numbers JAX treats as scalars (`jax.jit` traces them as weakly typed
+# 0-d arrays; `eqx.filter_jit` hashes them). Exact types: subclasses such as
+# IntEnum are decided case by case where it matters.
+PYTHON_NUMBERS: tuple[type, ...] = (bool, int, float, complex)
+
+# Equinox's own Module class, captured at import: a program may rebind
+# `equinox.Module` (to `af.ArrayModule`, as the compatibility plugins do), and
+# "is this an equinox Module" must not change with it.
+EQX_MODULE: type = equinox.Module
+
+
+def is_module(node: Any) -> bool:
+    """Whether `node` is an equinox Module (of any subclass, ArrayModules included)."""
+    return isinstance(node, EQX_MODULE)
+
+
+def _equinox_array_types() -> tuple[type, ...]:
+    from equinox import _filters
+
+    types = getattr(_filters, "_ARRAY_TYPES", None)
+    if isinstance(types, tuple) and all(isinstance(t, type) for t in types):
+        return types
+    return (jax.Array, np.ndarray, np.generic)  # check_compatible says it moved
+
+
+# What `eqx.is_array` accepts on the installed equinox and JAX: the leaves
+# `eqx.filter_jit` traces (it hashes every other leaf). Read from equinox, since
+# it grows with JAX (LiteralArray, TypedNdArray).
+EQX_ARRAY_TYPES: tuple[type, ...] = _equinox_array_types()
 
 # The halves of the function `eqx.filter_jit` partitioned when it wrapped it: a
 # tuple of its arrays (None elsewhere) and `(other leaves, treedef)`.
@@ -319,6 +390,14 @@ def check_compatible() -> None:
             f"equinox._jit no longer has all of {', '.join(names)}: "
             "af.filter_jit cannot report eqx.error_if failures as eqx.filter_jit "
             "does; pin equinox to a supported version."
+        )
+    from equinox import _filters
+
+    if getattr(_filters, "_ARRAY_TYPES", None) != EQX_ARRAY_TYPES:
+        raise RuntimeError(
+            "equinox._filters._ARRAY_TYPES (what eqx.is_array accepts) moved: "
+            "af.filter_jit and the diagnostics cannot tell which leaves "
+            "eqx.filter_jit traces; pin equinox to a supported version."
         )
     try:
         from equinox._caches import cache_clears  # noqa: F401

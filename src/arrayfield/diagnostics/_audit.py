@@ -15,9 +15,10 @@ import jax
 import jax.tree_util as jtu
 import numpy as np
 
-from ._errors import format_annotation, short_repr
+from .._errors import AuditError, format_annotation, short_repr
+from .._internals import PYTHON_NUMBERS
+from ._hints import number_fix
 from ._paths import is_array, walk
-from ._retrace import number_fix
 
 # Report order, and the heading of each group.
 _KINDS = {
@@ -106,24 +107,6 @@ class Findings(list[Finding]):
         return "\n".join(lines)
 
 
-class AuditError(AssertionError):
-    """Raised by `af.assert_clean`; the message is the audit report.
-
-    !!! example
-
-        ```python
-        import arrayfield as af
-
-        try:
-            af.assert_clean({"step": 1}, name="state")
-        except af.AuditError as error:
-            assert 'state["step"] = 1' in str(error)
-        ```
-    """
-
-    __module__ = "arrayfield"  # tracebacks and reprs show the public name
-
-
 def _is_stable_callable(x: Any) -> bool:
     """A callable whose identity does not change between calls (module-level)."""
     if isinstance(x, functools.partial):
@@ -134,7 +117,7 @@ def _is_stable_callable(x: Any) -> bool:
 
 
 def _leaf_finding(path: str, value: Any, field: Any) -> Finding | None:
-    if type(value) in (bool, int, float, complex):
+    if type(value) in PYTHON_NUMBERS:
         return Finding(path, value, "python-scalar", number_fix(field, value))
     if isinstance(value, np.generic):
         return Finding(

@@ -15,9 +15,13 @@ import re
 from collections.abc import Callable
 from typing import Any
 
-import equinox as eqx
 import jax.core
 import jax.tree_util as jtu
+
+from .._internals import EQX_ARRAY_TYPES, is_module
+
+# What eqx.filter_jit traces: what eqx.is_array accepts, and tracers.
+_TRACED = (*EQX_ARRAY_TYPES, jax.core.Tracer)
 
 KeyPath = tuple[Any, ...]
 
@@ -139,10 +143,6 @@ class StaticField:
     field: FieldRef
 
 
-def _is_module(x: Any) -> bool:
-    return isinstance(x, eqx.Module)
-
-
 def walk(tree: Any, root: str) -> tuple[list[Leaf], list[StaticField]]:
     """Every leaf of `tree` with its path, plus the static fields of its Modules.
 
@@ -162,7 +162,7 @@ def _walk(
     statics: list[StaticField],
 ) -> None:
     fields: dict[str, dataclasses.Field] = {}
-    if _is_module(node):
+    if is_module(node):
         for f in dataclasses.fields(node):
             fields[f.name] = f
             if f.metadata.get("static", False):
@@ -170,7 +170,7 @@ def _walk(
                 ref = FieldRef(type(node), f.name, f)
                 statics.append(StaticField(f"{prefix}.{f.name}", value, ref))
     children, _ = jtu.tree_flatten_with_path(
-        node, is_leaf=lambda x: x is not node and _is_module(x)
+        node, is_leaf=lambda x: x is not node and is_module(x)
     )
     for path, child in children:
         text = path_to_str(prefix, path)
@@ -179,7 +179,7 @@ def _walk(
             f = fields.get(path[0].name)
             if f is not None:
                 ref = FieldRef(type(node), f.name, f)
-        if child is not node and _is_module(child):
+        if child is not node and is_module(child):
             _walk(child, text, leaves, statics)
         else:
             leaves.append(Leaf(text, child, ref))
@@ -187,4 +187,4 @@ def _walk(
 
 def is_array(x: Any) -> bool:
     """What `eqx.filter_jit` traces (everything else it hashes)."""
-    return eqx.is_array(x) or isinstance(x, jax.core.Tracer)
+    return isinstance(x, _TRACED)

@@ -1,0 +1,447 @@
+"""`af.field`, `FieldConverter` and the per-class table of converted fields.
+
+A `FieldConverter` converts one field of one class: equinox calls it as a field
+converter for an `af.field(...)` (how single fields of plain `eqx.Module`s opt in),
+and `ArrayModule`'s one-pass hook calls it for every other array field. Its
+annotation is parsed once per class, when the class is created (or on first use
+for forward references), never per instance.
+
+`field_converters(cls)` is the table validation, `normalize` and the diagnostics
+read: every field of `cls` that arrayfield converts, with its converter.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import inspect
+import threading
+from collections.abc import Callable
+from typing import Any
+
+import equinox as eqx
+import jax
+import numpy as np
+
+from ._convert import Rejected, dtype_set, looks_numeric, to_array, to_field_value
+from ._errors import (
+    AnnotationWarning,
+    ConversionError,
+    class_name,
+    did_you_mean,
+    format_annotation,
+    short_repr,
+    warn_in_user_code,
+)
+from ._spec import (
+    ArraySpec,
+    FieldSpec,
+    Unresolved,
+    field_spec,
+    init_annotation,
+    resolve_annotation,
+)
+
+# Key under which `af.field` records its options in a dataclass field's metadata.
+OPTIONS_KEY = "arrayfield"
+
+
+@dataclasses.dataclass(frozen=True)
+class FieldOptions:
+    convert: bool
+    dtype: np.dtype | None
+
+
+NOT_YET = object()  # a FieldConverter whose annotation has not been resolved yet
+
+
+class FieldConverter:
+    """Converts one field of one class. Equinox calls it after `__init__`.
+
+    Resolution of the annotation is lazy when it must be (forward references) and
+    happens at most once per field of a class, never per instance.
+    """
+
+    __slots__ = (
+        "__signature__",
+        "_lock",
+        "annotation",
+        "dtype",
+        "fast_dtypes",
+        "name",
+        "owner",
+        "resolved",
+        "spec",
+        "unresolved",
+        "user_converter",
+    )
+
+    def __init__(
+        self,
+        *,
+        dtype: np.dtype | None = None,
+        user_converter: Callable[[Any], Any] | None = None,
+    ):
+        # Which field of which class: set by `bind`, once the class exists.
+        self.owner: type | None = None
+        self.name: str | None = None
+        self.annotation: Any = Any
+        self.dtype = dtype
+        self.user_converter = user_converter
+        self.unresolved = ""  # why the annotation could not be resolved, if so
+        self.spec: FieldSpec | object | None = NOT_YET
+        self.resolved: Any = None  # the annotation as an object, once resolved
+        # The dtypes a strong, concrete JAX array may have to be kept without a call
+        # into _convert: None for any; empty (always call) until resolved.
+        self.fast_dtypes: frozenset[np.dtype] | None = frozenset()
+        self._lock = threading.Lock()
+        self.__signature__ = _signature(Any)
+
+    # -- resolution -------------------------------------------------------------
+
+    def bind(self, owner: type, name: str, annotation: Any) -> None:
+        """Attach to `owner.name`; resolve the annotation now if it can be."""
+        self.owner, self.name, self.annotation = owner, name, annotation
+        self.spec = NOT_YET
+        try:
+            resolved = resolve_annotation(annotation, owner)
+        except Unresolved:
+            first_param = annotation  # keep the string; beartype resolves it later
+        else:
+            spec = self._set_spec(resolved)
+            first_param = annotation if spec is None else init_annotation(resolved)
+        if self.user_converter is not None:
+            first_param = _first_parameter_annotation(self.user_converter)
+        self.__signature__ = _signature(first_param)
+
+    def _set_spec(self, resolved: Any) -> FieldSpec | None:
+        self.resolved = resolved
+        spec = field_spec(resolved)
+        if spec is None and self.dtype is not None:
+            raise ConversionError(
+                f"{self.where}: af.field(dtype={self.dtype.name!r}) stores an array, "
+                f"but the annotation {format_annotation(self.annotation)} does not "
+                "denote an array. Annotate the field as an array (e.g. "
+                'Float[Array, ""]), or drop dtype= to keep the value as it is.'
+            )
+        if spec is not None and self.dtype is not None:
+            spec = spec.with_dtype(self.dtype)
+        if type(spec) is ArraySpec:
+            self.fast_dtypes = None if spec.dtypes is None else dtype_set(spec.dtypes)
+        self.spec = spec
+        return spec
+
+    def resolved_spec(self) -> FieldSpec | None:
+        """The field's spec, resolving a forward reference on first use."""
+        spec = self.spec
+        if spec is not NOT_YET:
+            return spec  # type: ignore[return-value]
+        with self._lock:
+            if self.spec is not NOT_YET:
+                return self.spec  # type: ignore[return-value]
+            try:
+                return self._set_spec(resolve_annotation(self.annotation, self.owner))
+            except Unresolved as error:
+                # Often a non-array type imported only under TYPE_CHECKING: say so
+                # only when a value arrives that conversion would have changed.
+                self.unresolved = str(error)
+                self.spec = None
+                return None
+
+    @property
+    def where(self) -> str:
+        return self.where_in(self.owner)
+
+    def where_in(self, cls: type | None) -> str:
+        """`Class.field` for messages; `Outer.Inner`, without `f.<locals>.`."""
+        owner = "<unbound>" if cls is None else class_name(cls)
+        return f"{owner}.{self.name}"
+
+    # -- conversion -------------------------------------------------------------
+
+    def __call__(self, value: Any) -> Any:
+        """What equinox calls for an `af.field`: the user's converter, then ours."""
+        if self.user_converter is not None:
+            value = self.user_converter(value)
+        return self.store(value)
+
+    def store(self, value: Any, cls: type | None = None) -> Any:
+        """What the field stores for `value`: our conversion alone, no user converter.
+
+        The hot path: one call layer short of `to_array` once the spec is resolved.
+        It is also what `normalize` re-runs.
+
+        `cls`, the class being instantiated, names the field in errors (the owner,
+        the class that declared it, otherwise).
+        """
+        spec = self.spec
+        if type(spec) is not ArraySpec:
+            return self._store_resolving(value, cls)
+        try:
+            return to_array(value, spec)
+        except Rejected as reason:
+            raise self._error(value, reason, cls) from None
+
+    def _store_resolving(self, value: Any, cls: type | None) -> Any:
+        """`store` for a spec not yet resolved, a container spec, or no spec."""
+        spec = self.spec
+        if spec is NOT_YET:
+            spec = self.resolved_spec()
+        if spec is None:
+            if self.unresolved and looks_numeric(value):
+                warn_in_user_code(
+                    AnnotationWarning(
+                        f"{self.where_in(cls or self.owner)}: cannot resolve the "
+                        f"annotation {self.annotation!r} ({self.unresolved}), so a "
+                        f"{type(value).__name__} is stored as it is, not converted. "
+                        "Import the names it uses at runtime (not only under "
+                        "TYPE_CHECKING), or opt the field out with "
+                        "af.field(convert=False)."
+                    )
+                )
+            return value
+        try:
+            return to_field_value(value, spec)  # type: ignore[arg-type]
+        except Rejected as reason:
+            raise self._error(value, reason, cls) from None
+
+    def _error(self, value: Any, reason: Rejected, cls: type | None) -> ConversionError:
+        fix = ""
+        if not looks_numeric(value) and not isinstance(value, jax.Array):
+            # not array data at all: say what would be
+            fix = (
+                " Pass a number, an array or a nested list of numbers; if the field "
+                "holds something else, annotate it with that type, or opt it out "
+                "with af.field(convert=False)."
+            )
+        return ConversionError(
+            f"{self.where_in(cls or self.owner)}: cannot store {short_repr(value)} "
+            f"({type(value).__name__}) in a field annotated "
+            f"{format_annotation(self.annotation)}: {reason}.{fix}"
+        )
+
+    def __repr__(self) -> str:
+        return f"<arrayfield converter for {self.where}>"
+
+
+def _signature(first_param: Any) -> inspect.Signature:
+    return inspect.Signature(
+        [
+            inspect.Parameter(
+                "value", inspect.Parameter.POSITIONAL_ONLY, annotation=first_param
+            )
+        ]
+    )
+
+
+def _first_parameter_annotation(function: Callable) -> Any:
+    try:
+        parameters = list(inspect.signature(function).parameters.values())
+    except (TypeError, ValueError):
+        return Any
+    if not parameters or parameters[0].annotation is inspect.Parameter.empty:
+        return Any
+    return parameters[0].annotation
+
+
+# -- af.field -------------------------------------------------------------------
+
+
+class _ArrayField(dataclasses.Field):
+    """A dataclass field that learns its owner and name when its class is created."""
+
+    __slots__ = ()
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        super().__set_name__(owner, name)
+        converter = self.metadata.get("converter")
+        if isinstance(converter, FieldConverter) and converter.owner is None:
+            annotation = inspect.get_annotations(owner).get(name, Any)
+            try:
+                converter.bind(owner, name, annotation)
+            except ConversionError as error:
+                # Python < 3.12 wraps an error raised here in a RuntimeError. Raise
+                # it a moment later instead, still while the class is created:
+                # dataclasses looks the field's default up on the class.
+                type.__setattr__(owner, name, _RaiseOnLookup(str(error)))
+
+
+class _RaiseOnLookup:
+    """Stands in for a wrongly declared field: looking it up raises the error."""
+
+    __slots__ = ("message",)
+
+    def __init__(self, message: str):
+        self.message = message
+
+    def __get__(self, instance: Any, owner: type | None = None) -> Any:
+        raise ConversionError(self.message)
+
+
+def field(
+    *,
+    convert: bool = True,
+    dtype: Any = None,
+    **kwargs: Any,
+) -> Any:
+    """Declare how one field is converted; everything else goes to `eqx.field`.
+
+    **Arguments:**
+
+    - `convert`: on an `af.ArrayModule`, `False` opts this field out, e.g. for a list
+        of ints used as a static FFT shape in a field legacy code annotates
+        `jnp.array`. On a plain `eqx.Module`, `True` (the default) opts this one field
+        in: it is converted from its annotation exactly as `ArrayModule` would.
+    - `dtype`: store the field with this dtype instead of the one the annotation
+        implies (any spelling NumPy understands: `jnp.float32`, `"int8"`, ...).
+    - `**kwargs`: passed on to `eqx.field` (`default`, `static`, `converter`, ...). A
+        `converter` you pass runs first; arrayfield converts its result.
+
+    **Returns:**
+
+    A dataclass field, to be used as the default value in a class body.
+
+    **Raises:**
+
+    `TypeError` if `dtype` is given together with `convert=False` or `static=True`,
+    or for a keyword neither `af.field` nor `eqx.field` takes; `af.ConversionError`
+    if NumPy does not understand `dtype`, and when the class is created if `dtype`
+    is given for a field whose annotation does not denote an array.
+
+    !!! example
+
+        ```python
+        import equinox as eqx
+        import jax.numpy as jnp
+        from jaxtyping import Array, Float
+        import arrayfield as af
+
+        class Source(eqx.Module):
+            flux: Float[Array, ""] = af.field()          # opted in
+            shape: jnp.array = af.field(convert=False, static=True)
+
+        src = Source(flux=2, shape=(64, 64))
+        assert src.flux.dtype == jnp.float32 and src.shape == (64, 64)
+        ```
+    """
+    unknown = kwargs.keys() - _EQX_FIELD_KEYWORDS
+    if unknown:
+        name = min(unknown)
+        raise TypeError(
+            f"af.field() got an unexpected keyword argument {name!r}."
+            f"{did_you_mean(name, ['convert', 'dtype', *_EQX_FIELD_KEYWORDS])} "
+            "It takes convert= and dtype=, and passes eqx.field's keywords on."
+        )
+    np_dtype = None if dtype is None else _field_dtype(dtype)
+    static = kwargs.get("static", False)
+    if np_dtype is not None and (not convert or static):
+        raise TypeError(
+            "af.field(dtype=...) converts the field to an array; it cannot be combined "
+            "with convert=False or static=True."
+        )
+    metadata = dict(kwargs.pop("metadata", None) or {})
+    metadata[OPTIONS_KEY] = FieldOptions(convert=convert, dtype=np_dtype)
+    if not convert or static:
+        return eqx.field(metadata=metadata, **kwargs)
+    converter = FieldConverter(
+        dtype=np_dtype, user_converter=kwargs.pop("converter", None)
+    )
+    result = eqx.field(converter=converter, metadata=metadata, **kwargs)
+    result.__class__ = _ArrayField
+    return result
+
+
+# What af.field passes on: eqx.field's own keywords and those of dataclasses.field,
+# to which eqx.field passes the rest.
+_EQX_FIELD_KEYWORDS = frozenset(
+    name
+    for function in (eqx.field, dataclasses.field)
+    for name, parameter in inspect.signature(function).parameters.items()
+    if parameter.kind is not inspect.Parameter.VAR_KEYWORD
+)
+
+
+def _field_dtype(dtype: Any) -> np.dtype:
+    try:
+        return np.dtype(dtype)
+    except TypeError:
+        names = [name for name in np.sctypeDict if isinstance(name, str)]
+        hint = did_you_mean(str(dtype), names) if isinstance(dtype, str) else ""
+        raise ConversionError(
+            f"af.field(dtype={dtype!r}): NumPy does not understand this dtype."
+            f"{hint} Pass a dtype such as jnp.float32 or 'float32'."
+        ) from None
+
+
+# -- the per-class table -----------------------------------------------------------
+
+# Where an ArrayModule class keeps its converters: name -> FieldConverter, for the
+# fields it converts in one pass. Computed once, when the class is created.
+CONVERTERS = "__arrayfield_converters__"
+VALIDATES = "__arrayfield_validates__"
+
+
+def _declaring_class(cls: type, f: dataclasses.Field) -> type:
+    """The class whose body declared field `f`: its annotation's namespace.
+
+    Dataclasses hand an inherited field object down unchanged, so that is the most
+    basic class in the MRO that holds this very object.
+    """
+    for klass in reversed(cls.__mro__):
+        if klass.__dict__.get("__dataclass_fields__", {}).get(f.name) is f:
+            return klass
+    return cls
+
+
+def _inherited_converter(cls: type, f: dataclasses.Field) -> FieldConverter | None:
+    """The converter a base made for this very field object, if any (no re-parsing)."""
+    for base in cls.__mro__[1:]:
+        converters = base.__dict__.get(CONVERTERS)
+        if converters is not None and f.name in converters:
+            if base.__dict__["__dataclass_fields__"].get(f.name) is f:
+                return converters[f.name]
+            return None
+    return None
+
+
+def batch_converters(cls: type) -> dict[str, FieldConverter]:
+    """The fields of a new ArrayModule class that it converts itself, in one pass.
+
+    Every dataclass field counts, whichever base declared it (plain `eqx.Module`
+    parents included), except static ones, ones opted out with
+    `af.field(convert=False)`, ones an `af.field` converter already handles, and ones
+    whose annotation does not denote an array.
+    """
+    converters = {}
+    for f in dataclasses.fields(cls):  # pyright: ignore[reportArgumentType]
+        metadata = f.metadata
+        if metadata.get("static", False):
+            continue
+        options = metadata.get(OPTIONS_KEY)
+        if options is not None and not options.convert:
+            continue
+        if isinstance(metadata.get("converter"), FieldConverter):
+            continue  # af.field(...): converted by equinox's converter hook
+        if inspect.isdatadescriptor(inspect.getattr_static(cls, f.name, None)):
+            continue  # a subclass property overrides the field: nothing is stored
+        converter = _inherited_converter(cls, f)
+        if converter is None:
+            owner = _declaring_class(cls, f)
+            converter = FieldConverter()
+            converter.bind(owner, f.name, f.type)
+        if converter.spec is not None:
+            converters[f.name] = converter
+    return converters
+
+
+def field_converters(cls: type) -> dict[str, FieldConverter]:
+    """Every field of `cls` that arrayfield converts, with its converter.
+
+    The fields an `ArrayModule` converts in one pass, and those with an `af.field`
+    converter (on any Module). What `normalize`, validation and diagnostics read.
+    """
+    converters = dict(cls.__dict__.get(CONVERTERS, {}))
+    for f in dataclasses.fields(cls):  # pyright: ignore[reportArgumentType]
+        converter = f.metadata.get("converter")
+        if isinstance(converter, FieldConverter):
+            converters[f.name] = converter
+    return converters

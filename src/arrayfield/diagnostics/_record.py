@@ -1,0 +1,180 @@
+"""The record of one watched function: the signatures of its calls that traced,
+compared on each new trace, and the check for silently reused traces."""
+
+from __future__ import annotations
+
+import functools
+import os
+import sys
+import threading
+from typing import Any
+
+import jax.tree_util as jtu
+
+from .. import _internals
+from .._errors import (
+    EQUINOX_DIR,
+    JAX_DIR,
+    RetraceWarning,
+    TraceReuseWarning,
+    warn_in_user_code,
+)
+from ._diff import Change, closest, diff
+from ._hints import FILTER_JIT, JAX_JIT, number_fix
+from ._paths import bind_arguments
+from ._signature import Signature, signature
+
+# How many earlier signatures per function a new trace is compared against.
+HISTORY = 32
+
+
+def location(fn: Any) -> str:
+    """`qualname (file:line)` of the Python function behind a (jitted) callable."""
+    target = fn
+    for _ in range(10):
+        if isinstance(target, functools.partial):
+            target = target.func
+        elif hasattr(target, "__wrapped__"):
+            target = target.__wrapped__
+        else:
+            break
+    name = getattr(target, "__qualname__", None) or type(target).__qualname__
+    code = getattr(target, "__code__", None)
+    if code is None:
+        return name
+    filename = code.co_filename
+    try:
+        relative = os.path.relpath(filename)
+        if not relative.startswith(".."):
+            filename = relative
+    except ValueError:  # another drive on Windows
+        pass
+    return f"{name} ({filename}:{code.co_firstlineno})"
+
+
+def calling_jit() -> str | None:
+    """Which jit is tracing the plain function whose wrapper called this."""
+    caller = sys._getframe(2).f_code.co_filename  # the wrapper's caller
+    if caller.startswith(EQUINOX_DIR) or _internals.is_jit_wrapper_file(caller):
+        return FILTER_JIT
+    if caller.startswith(JAX_DIR):
+        return JAX_JIT
+    return None  # called from the user's own jitted function: any jit
+
+
+class Site:
+    """What one watched function has traced with (its last few signatures)."""
+
+    def __init__(self, fn: Any, jit: str | None, keep_alive: Any = None):
+        self.fn = fn
+        self.jit = jit
+        self.traced_scalars = jit == JAX_JIT  # jax.jit traces Python numbers
+        self.keep_alive = keep_alive  # pins the object whose id keys this site
+        self.history: list[Signature] = []
+        self.check_reuse = False
+        self.reported: set[tuple[int, tuple[type, ...]]] = set()
+        self.lock = threading.Lock()
+        self.shared = False  # also used by the `with` block's hook (see _wrap_jitted)
+        self.last_trace = -1  # for a plain function: the top-level trace it was in
+
+    def arguments(self, args: tuple, kwargs: dict) -> dict[str, Any]:
+        return bind_arguments(self.fn, args, kwargs)
+
+    def traced(
+        self,
+        args: tuple,
+        kwargs: dict,
+        extra: dict[str, Any],
+        jit: str | None = None,
+        quiet: bool = False,
+    ) -> bool:
+        """This call traced: compare it with the earlier ones, then remember it.
+
+        Returns whether it warned; `quiet` only remembers (an inner wrapper warned).
+        """
+        arguments = {**extra, **self.arguments(args, kwargs)}
+        new = signature(arguments, args, kwargs, self.traced_scalars)
+        with self.lock:
+            history = list(self.history)
+            self.history.append(new)
+            del self.history[:-HISTORY]
+            self.check_reuse = self.check_reuse or new.has_numbers
+        if not history or quiet:
+            return False
+        jit = jit or self.jit
+        _, changes = closest(history, new, jit)
+        if not changes and self.traced_scalars:
+            changes = min(
+                (diff(old, new, jit, scalar_values=True) for old in history), key=len
+            )
+        warn_in_user_code(RetraceWarning(self._message(changes)))
+        return True
+
+    def _message(self, changes: list[Change]) -> str:
+        head = f"{location(self.fn)} was traced and compiled again."
+        if not changes:
+            causes = (
+                "a new jit wrapper around the same function (eqx.filter_jit or "
+                "jax.jit called inside a loop), jax.clear_caches(), or different "
+                "jit options"
+            )
+            if self.jit is None:
+                causes = (
+                    "the jitted function that calls it was traced again for its "
+                    f"own arguments, {causes}"
+                )
+            return (
+                f"{head} No argument differs from an earlier call that traced, so "
+                f"the cause is outside the arguments: {causes}."
+            )
+        lines = [f"{head} Compared with the closest earlier call:"]
+        for c in changes:
+            lines.append(f"  {c.path}: {c.old} -> {c.new}")
+            lines.append(f"    why: {c.why}.")
+            lines.append(f"    fix: {c.fix}.")
+        return "\n".join(lines)
+
+    def check_hit(self, args: tuple, kwargs: dict) -> None:
+        """This call hit the cache: did it reuse a trace made for other types?"""
+        flat, treedef = jtu.tree_flatten((args, kwargs))
+        for old in reversed(self.history):  # the latest trace is the one cached
+            if old.reused_by(flat, treedef):
+                break
+        else:
+            return  # no trace matches: evicted from the history, or not seen
+        types = tuple(type(flat[i]) for i, _, _ in old.hashed)
+        if old.has_numbers and types != tuple(t for _, _, t in old.hashed):
+            self._report_reuse(old, args, kwargs, types)
+
+    def _report_reuse(
+        self,
+        old: Signature,
+        args: tuple,
+        kwargs: dict,
+        types: tuple[type, ...],
+    ) -> None:
+        with self.lock:
+            key = (id(old), types)
+            if key in self.reported:
+                return
+            self.reported.add(key)
+        new = signature(self.arguments(args, kwargs), args, kwargs, False)
+        lines = [
+            f"{location(self.fn)} reused a trace compiled for arguments of other "
+            "types (no retrace happened):"
+        ]
+        for path, n in new.leaves.items():
+            o = old.leaves.get(path)
+            if o is None or n.kind != "hashed" or o.type is n.type:
+                continue
+            lines.append(
+                f"  {path}: traced with {o.type.__name__} {o.text}, called with "
+                f"{n.type.__name__} {n.text}"
+            )
+            lines.append(
+                "    why: 1, 1.0 and True are equal and hash alike, so filter_jit "
+                "runs the trace compiled for the earlier type; results follow "
+                "that type's dtype."
+            )
+            lines.append(f"    fix: {number_fix(n.field)}.")
+        warn_in_user_code(TraceReuseWarning("\n".join(lines)))

@@ -186,23 +186,36 @@ def test_converted_pytree_binds_the_structure_an_unconverted_field_checks():
 # -- a library's own metaclass -----------------------------------------------------
 
 
+def test_array_module_has_equinox_metaclass():
+    # No metaclass of its own, so any metaclass derived from equinox's fits.
+    assert type(af.ArrayModule) is type(eqx.Module)
+
+
 def test_metaclass_derived_from_equinox_combines_with_array_module():
     # distreqx (through ihoop): class _StrictEqxMeta(_StrictMeta, _ModuleMeta).
+    made = []
+
     class StrictMeta(abc.ABCMeta):
-        pass
+        def __new__(mcs, name, bases, namespace, **kwargs):
+            cls = super().__new__(mcs, name, bases, namespace, **kwargs)
+            made.append(name)  # the library's own step still runs
+            return cls
 
     class StrictEqxMeta(StrictMeta, type(eqx.Module)):
         pass
 
-    class Strict(af.ArrayModule, metaclass=StrictEqxMeta):
+    class Strict(af.ArrayModule, metaclass=StrictEqxMeta, check=True):
         x: Float[Array, ""] = 0.0
 
+    @jaxtyped(typechecker=beartype)
     class Child(Strict):
         y: Float[Array, ""] = 1
 
-    assert type(Child) is StrictEqxMeta
-    child = Child(x=2)
+    assert type(Child) is StrictEqxMeta and made == ["Strict", "Child"]
+    child = Child(x=2)  # a scalar passes the widened, type-checked __init__
     assert child.x.dtype == jnp.float32 and child.y.dtype == jnp.float32
+    with pytest.raises(af.ValidationError, match=r"Strict\.x"):
+        Strict(x={"a": 1.0})  # check=True, as on any ArrayModule
 
 
 # -- check=True rejects values that are not arrays ---------------------------------

@@ -213,7 +213,7 @@ def run_file(
     return "; ".join([*notes, f"{summary} [{seconds:.0f} s, exit {code}]"])
 
 
-def main(argv: list[str] | None = None) -> int:
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("library", choices=sorted(SUITES))
     parser.add_argument(
@@ -237,10 +237,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--results", type=Path, help="keep XML and logs here")
     parser.add_argument("--modes", default="plain,swapped")
     args = parser.parse_args(argv)
-
-    suite = SUITES[args.library]
     if args.jit and args.library != "equinox":
         parser.error("--jit swaps equinox.filter_jit in equinox's own suite only")
+    return args
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    suite = SUITES[args.library]
     base = Path(os.environ.get("COMPAT_SUITES", ROOT.parent / "shared" / "compat"))
     folder = os.environ.get(f"{args.library.upper()}_TESTS", base / suite.folder)
     suite_dir = Path(folder).resolve()

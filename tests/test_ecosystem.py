@@ -31,7 +31,7 @@ import arrayfield as af
 from helpers import run_code
 
 # -- equinox.Module rebound to ArrayModule ----------------------------------------
-# What compat/swap_library.py does, and what any program that patches equinox does:
+# What ../shared/compat/swap_library.py does, and any program that patches equinox:
 # every `eqx.Module` written after that is ArrayModule; equinox's classes stay plain.
 
 _REBOUND = """

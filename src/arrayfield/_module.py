@@ -155,7 +155,8 @@ class ArrayModule(EQX_MODULE):
     - A JAX array or tracer with an allowed dtype is kept as is (same object, weak
       stays weak).
     - `None`, `jax.ShapeDtypeStruct` and pytrees that are not arrays (equinox's
-      loop buffers, quax-style values) are stored unchanged.
+      loop buffers, quax-style values) are stored unchanged; with `check=True`,
+      only those that stand in for arrays (`.shape` and `.dtype`) pass.
     - Anything else, and any conversion that would change a value, raises
       `af.ConversionError` naming the class, the field, the annotation and the value.
 

@@ -9,7 +9,9 @@ field (`list[Float[Array, "n"]]`, `dict[str, ...]`, `PyTree[...]`): dtype
 category, shape, and named dimensions shared across the fields of one instance.
 The checking itself is jaxtyping's: `isinstance(value, Float[Array, "n"])` inside
 one `jaxtyped` context, so dimension names bind across fields (and the elements of
-a container) exactly as they do across function arguments.
+a container) exactly as they do across function arguments. A value that is not an
+array fails as well, unless the annotation admits it or it stands in for an array
+(`_stands_in_for_an_array`); docs/rules.md lists which.
 """
 
 from __future__ import annotations

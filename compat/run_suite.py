@@ -104,8 +104,15 @@ SUITES = {
         plugin="swap_library",
         swap_check="lineax.MatrixLinearOperator",
         subset=("tests/test_well_posed.py", "tests/test_misc.py"),
+        # Each of these runs a solver grid under nested transformations; on two
+        # shared cores test_jvp took 7 minutes and test_jvp_jvp1 over 9, plain.
         slow={
             "tests/test_singular.py": "nonsquare_pytree_operator or breakdown",
+            "tests/test_jvp.py": "make_matrix_operator",
+            "tests/test_jvp_jvp1.py": "make_matrix_operator and construct_matrix",
+            "tests/test_jvp_jvp2.py": "make_matrix_operator and construct_matrix",
+            "tests/test_vmap_jvp.py": "make_matrix_operator",
+            "tests/test_vmap_vmap.py": "make_matrix_operator",
         },
     ),
     "paramax": Suite(
@@ -199,8 +206,12 @@ def run_file(
         try:
             code = process.wait(timeout=timeout)
         except subprocess.TimeoutExpired:
-            os.killpg(process.pid, signal.SIGKILL)
-            process.wait()
+            code = None
+        finally:  # also when the runner itself is stopped
+            if process.poll() is None:
+                os.killpg(process.pid, signal.SIGKILL)
+                process.wait()
+        if code is None:
             xml.unlink(missing_ok=True)
             return f"TIMEOUT after {timeout:.0f} s"
     seconds = time.monotonic() - start
@@ -244,6 +255,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
+    # A stopped runner stops the pytest it started (see run_file's `finally`).
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(128 + signal.SIGTERM))
     suite = SUITES[args.library]
     base = Path(os.environ.get("COMPAT_SUITES", ROOT.parent / "shared" / "compat"))
     folder = os.environ.get(f"{args.library.upper()}_TESTS", base / suite.folder)

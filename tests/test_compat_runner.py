@@ -73,3 +73,14 @@ def test_every_library_has_its_list_of_expected_differences():
     for name in [*run_suite.SUITES, "jit"]:
         path = COMPAT / f"expected_differences_{name}.txt"
         assert path.read_text().startswith("#"), path
+
+
+@pytest.mark.parametrize(("outcome", "code"), [("passed", 0), ("failed", 1)])
+def test_a_swapped_only_file_passes_only_if_every_test_passed(
+    tmp_path, capsys, outcome, code
+):
+    # run_suite.py --modes swapped,plain-if-failed skips plain after a clean file.
+    _junit(tmp_path / "swapped-test_b.xml", {"test/test_b.py::test_one": outcome})
+    assert compare_outcomes.compare(tmp_path, tmp_path / "none.txt") == code
+    out = capsys.readouterr().out
+    assert ("failed swapped, no plain run" in out) == (outcome == "failed")

@@ -114,12 +114,14 @@ def _init_behind_array_module(cls: type) -> Callable | None:
 
 
 def _finish_class(cls: type) -> None:
-    """Give an ArrayModule class, once equinox has made it a dataclass, its
-    converters (annotations parsed once, here), an `__init__` whose annotations
-    runtime type checkers read widened, and the `__check_init__` that converts and
-    validates. Equinox's own metaclass runs it (`after_module_class`), so
-    ArrayModule needs no metaclass of its own, and a library's metaclass derived
-    from equinox's works with it unchanged."""
+    """Finish an ArrayModule class once equinox has made it a dataclass.
+
+    It gets its converters (annotations parsed once, here), an `__init__` whose
+    annotations runtime type checkers read widened, and the `__check_init__` that
+    converts and validates. Equinox's own metaclass runs this step
+    (`after_module_class`), so ArrayModule needs no metaclass of its own, and a
+    library's metaclass derived from equinox's works with it unchanged.
+    """
     if ArrayModule not in cls.__mro__[1:]:
         return  # a plain Module, or ArrayModule itself
     converters = batch_converters(cls)

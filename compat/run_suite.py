@@ -257,7 +257,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         default="plain,swapped",
         help="comma-separated: plain, swapped, plain-if-failed (after swapped)",
     )
-    args = parser.parse_args(argv)
+    args = parser.parse_intermixed_args(argv)
     if args.jit and args.library != "equinox":
         parser.error("--jit swaps equinox.filter_jit in equinox's own suite only")
     return args

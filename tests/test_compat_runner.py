@@ -84,3 +84,8 @@ def test_a_swapped_only_file_passes_only_if_every_test_passed(
     assert compare_outcomes.compare(tmp_path, tmp_path / "none.txt") == code
     out = capsys.readouterr().out
     assert ("failed swapped, no plain run" in out) == (outcome == "failed")
+
+
+def test_files_may_follow_options():
+    args = run_suite.parse_args(["lineax", "--modes", "swapped", "tests/test_misc.py"])
+    assert args.files == ["tests/test_misc.py"] and args.modes == "swapped"

@@ -95,6 +95,7 @@ SUITES = {
             "test/test_adjoint.py": "not test_against and not test_sde_against",
             "test/test_brownian.py": "not test_statistics"
             " and not test_conditional_statistics",
+            "test/test_underdamped_langevin.py": "not test_uld_strong_order",
             "test/test_integrate.py": "not test_basic and not test_ode_order"
             " and not test_sde_strong_order and not test_reverse_time",
             "test/test_detest.py": "test_a",

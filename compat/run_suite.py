@@ -86,10 +86,15 @@ SUITES = {
         tests="test",
         plugin="swap_library",
         swap_check="diffrax.Tsit5",
+        # Every test diverged first (class creation crashed); then every solve,
+        # through Solution.ts's structure name, and the Langevin solver's state.
         subset=(
-            "test/test_saveat_solution.py",
-            "test/test_underdamped_langevin.py -k shape",
             "test/test_term.py",
+            "test/test_misc.py",
+            "test/test_saveat_solution.py"
+            " -k 'test_results or test_trivial_dense or test_t0_eq_t1'",
+            "test/test_underdamped_langevin.py"
+            " -k 'test_shape and float32 and (solver0 or solver1)'",
         ),
         slow={
             "test/test_adjoint.py": "not test_against and not test_sde_against",
@@ -110,6 +115,7 @@ SUITES = {
         tests="tests",
         plugin="swap_library",
         swap_check="lineax.MatrixLinearOperator",
+        # lineax failed at import (AutoLinearSolver(well_posed=True)).
         subset=("tests/test_well_posed.py", "tests/test_misc.py"),
         # Each of these runs a solver grid under nested transformations; on two
         # shared cores test_jvp took 7 minutes and test_jvp_jvp1 over 9, plain.
@@ -127,6 +133,7 @@ SUITES = {
         tests="tests",
         plugin="swap_library",
         swap_check="paramax.Parameterize",
+        # NonTrainable (a Generic base) lost its __init__ in test_wrappers.
         subset=("tests/test_wrappers.py", "tests/test_utils.py"),
     ),
 }

@@ -4,6 +4,8 @@
 # Needs no network at build time; installs the `docs` extra into .venv if missing.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# mkdocs-material prints a notice about its end of life on every `mkdocs` run
+# unless this is set (the README says so too); the build has no other output.
 export JAX_PLATFORMS=cpu NO_MKDOCS_2_WARNING=1
 
 if [ ! -x .venv/bin/mkdocs ]; then

@@ -4,20 +4,30 @@ Run `python benchmarks/run.py` for the full suite or `--quick` for a smoke run
 (under a minute). Every timing compares arrayfield with its baseline in one process,
 interleaved round by round, and reports medians: timings are reported, never
 asserted. Trace counts are exact: if one is wrong the script exits with status 1.
-`dispatch.py` adds the per-step cost of `af.filter_jit` (issue 13).
+`dispatch.py` adds the per-step cost of `af.filter_jit` (issue 13), and
+`field_compiles.py` K fields of a sky-fitting job under the three jits, with
+JAX's persistent compilation cache across processes (issue 20).
 
-The full run writes `benchmarks/results/results.md` and
-`benchmarks/results/seed_loop.png` and `dispatch.png` (when matplotlib is
-installed); `--quick` writes its plots as `seed_loop_quick.png` and
-`dispatch_quick.png`.
+Every number arrayfield publishes comes from the one file a run writes:
+`benchmarks/results/results.json` (a full run; `--quick` writes
+`results_quick.json` beside it, which is not kept). A full run then calls
+`publish.py`, which rewrites the marked blocks (`<!-- results:NAME -->`) of the
+README and the docs pages and draws the plots from that file.
+
+To add a case: write one function decorated with `@case` that measures and adds
+its rows to the summary table (and, if it has one, its own table under a name),
+then put `<!-- results:NAME -->` `<!-- /results -->` where the table belongs.
 """
 
 from __future__ import annotations
 
 import argparse
 import dataclasses
+import datetime
 import gc
 import itertools
+import json
+import math
 import os
 import platform
 import statistics
@@ -42,6 +52,8 @@ import arrayfield as af
 
 HERE = Path(__file__).resolve().parent
 RESULTS = HERE / "results"
+RESULTS_FILE = RESULTS / "results.json"
+QUICK_RESULTS_FILE = RESULTS / "results_quick.json"
 
 
 @dataclasses.dataclass
@@ -52,6 +64,35 @@ class Row:
     ratio: str
     target: str
     status: str  # "pass", "MISS", "FAIL" (trace count: exits 1), "info" or not judged
+
+
+@dataclasses.dataclass
+class Table:
+    """A published table: its cells as they are printed, and a line under it."""
+
+    columns: list[str]
+    rows: list[list[str]]
+    caption: str = ""
+
+
+@dataclasses.dataclass
+class Results:
+    """What one run measured; `results.json` is this, as JSON."""
+
+    quick: bool
+    rows: list[Row] = dataclasses.field(default_factory=list)  # the summary table
+    tables: dict[str, Table] = dataclasses.field(default_factory=dict)
+    raw: dict[str, Any] = dataclasses.field(default_factory=dict)  # for the plots
+    traces_ok: bool = True
+
+
+CASES: list[Callable[[Results], None]] = []
+
+
+def case(measure: Callable[[Results], None]) -> Callable[[Results], None]:
+    """Register a benchmark case; cases run in the order they are defined."""
+    CASES.append(measure)
+    return measure
 
 
 # -- timing helpers ------------------------------------------------------------
@@ -121,9 +162,9 @@ class IntScene(eqx.Module):
 
 
 class ArrayScene(eqx.Module):
-    """The workaround users write by hand: wrap the value in an array."""
+    """The fix users write by hand: a converter that wraps the value in an array."""
 
-    x: Array
+    x: Array = eqx.field(converter=jnp.asarray)
 
 
 class AfScene(af.ArrayModule):
@@ -134,8 +175,13 @@ class AfScene(af.ArrayModule):
 
 SEED_VARIANTS: dict[str, Callable[[], eqx.Module]] = {
     "int": lambda: IntScene(0),
-    "array": lambda: ArrayScene(jnp.asarray(0)),
+    "array": lambda: ArrayScene(0),
     "arraymodule": lambda: AfScene(0),
+}
+SEED_LABELS = {
+    "int": "`eqx.Module`, `x = 0`",
+    "array": "`eqx.Module`, hand fix `eqx.field(converter=jnp.asarray)`",
+    "arraymodule": "`af.ArrayModule`, `x = 0`",
 }
 
 
@@ -145,6 +191,8 @@ class SeedRun:
     cumulative_s: list[float]  # wall time after each step, first step included
     scene: Any  # the final scene, to check the counter really counted
     step: Callable[[Any, Any], Any]  # the jitted step, for further timing
+    warm_us: float = math.nan  # us per warm step, timed beside the hand fix
+    warm_ratio: float = math.nan  # median per-round ratio to the hand fix
 
 
 def make_step() -> tuple[Callable[[Any, Any], Any], list[int]]:
@@ -167,14 +215,22 @@ def seed_loop(variant: str, steps: int) -> SeedRun:
     start = time.perf_counter()
     for _ in range(steps):
         scene = step(scene, 1)
+        jax.block_until_ready(scene)  # a step's time is its own, compile included
         cumulative.append(time.perf_counter() - start)
-    jax.block_until_ready(scene)
     return SeedRun(traces[0], cumulative, scene, step)
+
+
+def later_step_us(run: SeedRun) -> float:
+    """Median time of the steps after the first (which traces and compiles)."""
+    times = run.cumulative_s
+    return statistics.median(b - a for a, b in itertools.pairwise(times)) * 1e6
 
 
 def bench_seed_loop(quick: bool) -> tuple[list[Row], dict[str, SeedRun], bool]:
     steps = 300 if quick else 3000
     int_steps = 30 if quick else 150
+    # JAX's own first-use costs, so that no variant's first step carries them.
+    jax.block_until_ready(jax.jit(lambda v: v + 1)(0))
     runs = {
         "int": seed_loop("int", int_steps),
         "array": seed_loop("array", steps),
@@ -189,7 +245,7 @@ def bench_seed_loop(quick: bool) -> tuple[list[Row], dict[str, SeedRun], bool]:
     rows = [
         Row(
             f"seed loop: traces over {steps} steps (plain int: {int_steps} steps)",
-            f"int: {runs['int'].traces}, array: {runs['array'].traces}",
+            f"int: {runs['int'].traces}, hand fix: {runs['array'].traces}",
             str(runs["arraymodule"].traces),
             "",
             "exactly 1",
@@ -206,61 +262,78 @@ def bench_seed_loop(quick: bool) -> tuple[list[Row], dict[str, SeedRun], bool]:
         number=100,
         rounds=6 if quick else 30,
     )
-    int_per_step = runs["int"].cumulative_s[-1] / int_steps * 1e6
+    runs["array"].warm_us, runs["array"].warm_ratio = base, 1.0
+    runs["arraymodule"].warm_us, runs["arraymodule"].warm_ratio = cand, ratio
     rows.append(
         Row(
             "seed loop: us per step (warm)",
-            f"{base:.1f} (array); int: {int_per_step:,.0f}",
+            f"{base:.1f} (hand fix); int: {later_step_us(runs['int']):,.0f}",
             f"{cand:.1f}",
             f"{ratio:.3f}",
-            "<= 1.05x array",
+            "<= 1.05x hand fix",
             _status(ratio <= 1.05, quick),
         )
     )
     return rows, runs, traces_ok
 
 
-def _pyplot() -> Any:
-    """matplotlib's pyplot without a display, or None when it is not installed."""
-    try:
-        import matplotlib
-
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError:
-        return None
-    return plt
+def _ms(seconds: float) -> str:
+    return f"{seconds * 1e3:.1f} ms"
 
 
-def _save(fig: Any, path: Path) -> None:
-    fig.tight_layout()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=120)
-    _pyplot().close(fig)
+def seed_table(runs: dict[str, SeedRun], steps: int) -> Table:
+    """The README's before/after table: traces, the compile, every later step."""
+    int_run = runs["int"]
+    int_us = later_step_us(int_run)
+    af_us = runs["arraymodule"].warm_us
+    rows = [
+        [
+            SEED_LABELS["int"],
+            f"one per step ({int_run.traces} in {len(int_run.cumulative_s)})",
+            _ms(int_run.cumulative_s[0]),
+            f"{int_us / 1e3:.1f} ms (traces and compiles again)",
+        ]
+    ]
+    for name in ("array", "arraymodule"):
+        run = runs[name]
+        rows.append(
+            [
+                SEED_LABELS[name],
+                str(run.traces),
+                _ms(run.cumulative_s[0]),
+                f"{run.warm_us:.1f} us",
+            ]
+        )
+    ratio = runs["arraymodule"].warm_ratio
+    caption = (
+        f"{steps} steps of `scene = step(scene, 1)` under `eqx.filter_jit`; the "
+        f"plain Module's first {len(int_run.cumulative_s)} steps only. Later steps "
+        "of the plain Module: the median step; of the other two: medians of warm "
+        "steps timed side by side. Per later step `af.ArrayModule` takes "
+        f"{ratio:.2f}x the hand fix's time and is {int_us / af_us:,.0f}x faster "
+        "than the plain Module."
+    )
+    return Table(
+        ["base class", "traces", "first step (trace + compile)", "each later step"],
+        rows,
+        caption,
+    )
 
 
-def plot_seed_loop(runs: dict[str, SeedRun], path: Path) -> bool:
-    plt = _pyplot()
-    if plt is None:
-        return False
-    labels = {
-        "int": "eqx.Module, Python int (recompiles every step; first "
-        f"{len(runs['int'].cumulative_s)} steps only)",
-        "array": "eqx.Module, hand-wrapped jnp.asarray(0)",
-        "arraymodule": "af.ArrayModule, plain 0",
+@case
+def seed_loop_case(results: Results) -> None:
+    rows, runs, traces_ok = bench_seed_loop(results.quick)
+    results.rows += rows
+    results.traces_ok &= traces_ok
+    steps = len(runs["arraymodule"].cumulative_s)
+    results.tables["seed"] = seed_table(runs, steps)
+    results.raw["seed_loop"] = {
+        name: {
+            "label": SEED_LABELS[name],
+            "cumulative_s": [float(f"{t:.6g}") for t in run.cumulative_s],
+        }
+        for name, run in runs.items()
     }
-    fig, ax = plt.subplots(figsize=(8, 5))
-    for name, style in (("int", "-"), ("array", "--"), ("arraymodule", ":")):
-        seconds = runs[name].cumulative_s
-        ax.plot(range(1, len(seconds) + 1), seconds, style, label=labels[name])
-    ax.set_yscale("log")
-    ax.set_xlabel("step")
-    ax.set_ylabel("cumulative wall time [s] (log scale)")
-    ax.set_title("Seed loop: scene = step(scene, 1) under eqx.filter_jit")
-    ax.legend(fontsize="small")
-    ax.grid(True, which="both", alpha=0.3)
-    _save(fig, path)
-    return True
 
 
 # -- 2 and 3. construction -----------------------------------------------------
@@ -540,12 +613,17 @@ def bench_retrace(quick: bool) -> list[Row]:
 # -- per-step dispatch: af.filter_jit (benchmarks/dispatch.py) -------------------
 
 
-def bench_dispatch(quick: bool) -> tuple[list[Row], list[dict[str, Any]]]:
+def _dispatch() -> types.ModuleType:
     sys.path.insert(0, str(HERE))
     try:
         import dispatch  # pyright: ignore[reportMissingImports]
     finally:
         sys.path.remove(str(HERE))
+    return dispatch
+
+
+def bench_dispatch(quick: bool) -> tuple[list[Row], list[dict[str, Any]]]:
+    dispatch = _dispatch()
     rows = []
     measured = dispatch.measure(quick)
     for found in measured:
@@ -576,41 +654,98 @@ def bench_dispatch(quick: bool) -> tuple[list[Row], list[dict[str, Any]]]:
     return rows, measured
 
 
-def plot_dispatch(measured: list[dict[str, Any]], path: Path) -> bool:
-    """Per-step time of each jit relative to `jax.jit`, one group per loop."""
-    plt = _pyplot()
-    if plt is None:
-        return False
-    cases = [f for f in measured if "jax" in f["us"]]  # the fallback has no jax.jit
-    jits = [("af", "af.filter_jit"), ("eqx", "eqx.filter_jit"), ("jax", "jax.jit")]
-    width = 0.27
-    fig, ax = plt.subplots(figsize=(8, 4.5))
-    for j, (name, label) in enumerate(jits):
-        xs = [i + (j - 1) * width for i in range(len(cases))]
-        ratios = [f["us"][name] / f["us"]["jax"] for f in cases]
-        bars = ax.bar(xs, ratios, width, label=label)
-        us = [f["us"][name] for f in cases]
-        labels = [f"{t:.1f} us" if t < 100 else f"{t:.0f} us" for t in us]
-        ax.bar_label(bars, labels=labels, fontsize="x-small")
-    ax.axhline(1.0, color="black", linewidth=0.8)
-    names = [
-        f"{f['case']}\n({f['leaves']} {'leaf' if f['leaves'] == 1 else 'leaves'})"
-        for f in cases
+def dispatch_table(measured: list[dict[str, Any]], quick: bool) -> Table:
+    """One row per loop: the three jits' medians (best round) and the ratios."""
+    rows = []
+    for found in measured:
+        us, best = found["us"], found["best"]
+        key, bound = _dispatch().TARGETS.get(found["case"], ("", None))
+        cells = {
+            name: f"{us[name]:.1f} ({best[name]:.1f})" if name in us else "-"
+            for name in ("af", "eqx", "jax")
+        }
+        ratios = {
+            k: f"{found[k]:.2f}x" if found.get(k) is not None else "-"
+            for k in ("af/jax", "af/eqx")
+        }
+        if bound is not None:
+            verdict = _status(found[key] <= bound, quick)
+            ratios[key] += f" (target <= {bound}x: {verdict})"
+        leaves = found["leaves"]
+        rows.append([found["case"], str(leaves), *cells.values(), *ratios.values()])
+    columns = ["loop", "leaves", "`af.filter_jit`", "`eqx.filter_jit`", "`jax.jit`"]
+    rounds = 7 if quick else 31  # dispatch.measure's
+    caption = (
+        f"Microseconds per step, medians of {rounds} rounds (ratios are medians "
+        "of per-round ratios); in parentheses, the least disturbed round."
+    )
+    return Table([*columns, "af / jax", "af / eqx"], rows, caption)
+
+
+@case
+def construction_case(results: Results) -> None:
+    results.rows += bench_construction(results.quick)
+
+
+@case
+def class_definition_case(results: Results) -> None:
+    results.rows += bench_class_definition(results.quick)
+
+
+@case
+def import_case(results: Results) -> None:
+    results.rows += bench_import(results.quick)
+
+
+@case
+def memory_case(results: Results) -> None:
+    results.rows += bench_memory(results.quick)
+
+
+@case
+def retrace_case(results: Results) -> None:
+    results.rows += bench_retrace(results.quick)
+
+
+@case
+def dispatch_case(results: Results) -> None:
+    rows, measured = bench_dispatch(results.quick)
+    results.rows += rows
+    results.traces_ok &= all(row.status != "FAIL" for row in rows)
+    results.tables["dispatch"] = dispatch_table(measured, results.quick)
+    results.raw["dispatch"] = [
+        {k: found[k] for k in ("case", "leaves", "us", "best", "af/jax", "af/eqx")}
+        for found in measured
     ]
-    ax.set_xticks(range(len(cases)), names)
-    ax.tick_params(axis="x", labelsize="small")
-    ax.set_ylabel("time per step / jax.jit's")
-    ax.set_title("Per-step dispatch, warm (labels: median us per step)")
-    ax.legend(fontsize="small")
-    ax.grid(True, axis="y", alpha=0.3)
-    _save(fig, path)
-    return True
+
+
+# -- many fields, one compile (benchmarks/field_compiles.py) -------------------------
+
+
+@case
+def many_fields_case(results: Results) -> None:
+    sys.path.insert(0, str(HERE))
+    try:
+        import field_compiles  # pyright: ignore[reportMissingImports]
+    finally:
+        sys.path.remove(str(HERE))
+    measured, cache = field_compiles.main(results.quick)
+    rows = [Row(**row) for row in field_compiles.rows(measured, cache)]
+    results.rows += rows
+    results.traces_ok &= all(row.status != "FAIL" for row in rows)
+    results.tables["many_fields"] = Table(*field_compiles.fields_table(measured))
+    results.tables["persistent_cache"] = Table(*field_compiles.cache_table(cache))
+    results.raw["many_fields"] = [
+        {k: m[k] for k in ("jit", "fields", "steps", "traces", "compile_s", "step_ms")}
+        for m in measured
+    ]
 
 
 # -- report --------------------------------------------------------------------
 
 
-def machine() -> str:
+def machine() -> dict[str, Any]:
+    """Where the run ran: published beside every table."""
     cpu = platform.processor() or "unknown CPU"
     try:
         with open("/proc/cpuinfo") as info:
@@ -620,22 +755,56 @@ def machine() -> str:
                     break
     except OSError:
         pass
-    return (
-        f"{os.cpu_count()} cores ({cpu}), Python {platform.python_version()}, "
-        f"jax {jax.__version__}, equinox {eqx.__version__}, "
-        f"backend {jax.default_backend()}"
+    return {
+        "cores": os.cpu_count(),
+        "cpu": cpu,
+        "python": platform.python_version(),
+        "jax": jax.__version__,
+        "equinox": eqx.__version__,
+        "backend": jax.default_backend(),
+    }
+
+
+def summary_table(rows: list[Row]) -> Table:
+    columns = ["case", "baseline", "arrayfield", "ratio", "target", "result"]
+    cells = [[getattr(row, f.name) for f in dataclasses.fields(Row)] for row in rows]
+    caption = (
+        "Times are medians over interleaved rounds; ratios are medians of "
+        "per-round ratios (arrayfield / baseline)."
     )
+    return Table(columns, cells, caption)
 
 
-def markdown(rows: list[Row]) -> str:
-    header = ["case", "baseline", "arrayfield", "ratio", "target", "result"]
+def to_json(results: Results, seconds: float) -> dict[str, Any]:
+    tables = {"summary": summary_table(results.rows), **results.tables}
+    return {
+        "mode": "quick" if results.quick else "full",
+        "date": datetime.date.today().isoformat(),
+        "seconds": round(seconds),
+        "machine": machine(),
+        "tables": {name: dataclasses.asdict(t) for name, t in tables.items()},
+        "raw": results.raw,
+    }
+
+
+def dumps(found: dict[str, Any]) -> str:
+    """`found` as indented JSON, but each raw series (thousands of numbers) on
+    one line, so that a new run's diff stays readable."""
+    rest = {k: v for k, v in found.items() if k != "raw"}
+    text = json.dumps(rest, indent=1)
+    series = ",\n".join(
+        f"  {json.dumps(name)}: {json.dumps(value)}"
+        for name, value in found["raw"].items()
+    )
+    return f'{text[:-2]},\n "raw": {{\n{series}\n }}\n}}\n'
+
+
+def markdown(table: Table) -> str:
     lines = [
-        "| " + " | ".join(header) + " |",
-        "|" + "---|" * len(header),
+        "| " + " | ".join(table.columns) + " |",
+        "|" + "---|" * len(table.columns),
     ]
-    for row in rows:
-        cells = [getattr(row, f.name) for f in dataclasses.fields(Row)]
-        lines.append("| " + " | ".join(cells) + " |")
+    lines += ["| " + " | ".join(row) + " |" for row in table.rows]
     return "\n".join(lines)
 
 
@@ -646,44 +815,33 @@ def main(argv: list[str] | None = None) -> int:
         action="store_true",
         help="smoke run, < 60 s: exact trace counts, timings reported but not judged",
     )
+    parser.add_argument(
+        "--no-publish",
+        action="store_true",
+        help="write results.json only; leave the README, the docs and the plots",
+    )
     args = parser.parse_args(argv)
-    quick = args.quick
+    results = Results(quick=args.quick)
     started = time.perf_counter()
-
-    seed_rows, runs, traces_ok = bench_seed_loop(quick)
-    rows = seed_rows
-    rows += bench_construction(quick)
-    rows += bench_class_definition(quick)
-    rows += bench_import(quick)
-    rows += bench_memory(quick)
-    rows += bench_retrace(quick)
-    dispatch_rows, dispatch_measured = bench_dispatch(quick)
-    rows += dispatch_rows
-
-    table = markdown(rows)
-    print(table)
+    for measure in CASES:
+        measure(results)
     elapsed = time.perf_counter() - started
-    print(f"\n{'quick' if quick else 'full'} run, {elapsed:.0f} s on {machine()}")
-    # A quick run's plots go beside the full run's, never over them.
-    suffix = "_quick.png" if quick else ".png"
-    plots = [
-        (plot_seed_loop(runs, RESULTS / f"seed_loop{suffix}"), "seed_loop"),
-        (plot_dispatch(dispatch_measured, RESULTS / f"dispatch{suffix}"), "dispatch"),
-    ]
-    for written, name in plots:
-        if written:
-            print(f"wrote {(RESULTS / f'{name}{suffix}').relative_to(HERE.parent)}")
-    if not quick:
-        RESULTS.mkdir(parents=True, exist_ok=True)
-        (RESULTS / "results.md").write_text(
-            "# Benchmark results\n\n"
-            f"Full run of `python benchmarks/run.py` ({elapsed:.0f} s) on "
-            f"{machine()}.\n\n"
-            "Times are medians over interleaved rounds; ratios are medians of "
-            "per-round ratios (arrayfield / baseline).\n\n" + table + "\n"
-        )
-        print(f"wrote {(RESULTS / 'results.md').relative_to(HERE.parent)}")
-    if not traces_ok or any(row.status == "FAIL" for row in rows):
+
+    print(markdown(summary_table(results.rows)))
+    print(f"\n{'quick' if args.quick else 'full'} run, {elapsed:.0f} s")
+    # A quick run never replaces the full run's file, which the docs publish.
+    path = QUICK_RESULTS_FILE if args.quick else RESULTS_FILE
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(dumps(to_json(results, elapsed)))
+    print(f"wrote {path.relative_to(HERE.parent)}")
+    if not args.quick and not args.no_publish:
+        sys.path.insert(0, str(HERE))
+        try:
+            import publish  # pyright: ignore[reportMissingImports]
+        finally:
+            sys.path.remove(str(HERE))
+        publish.main([])
+    if not results.traces_ok or any(row.status == "FAIL" for row in results.rows):
         print("FAIL: a trace count is wrong (see the table)", file=sys.stderr)
         return 1
     return 0

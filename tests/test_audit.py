@@ -1,4 +1,6 @@
+import dataclasses
 import functools
+import re
 
 import equinox as eqx
 import jax
@@ -134,3 +136,557 @@ def test_audit_does_not_change_the_tree():
     before = jax.tree_util.tree_structure(scene)
     af.audit(scene)
     assert jax.tree_util.tree_structure(scene) == before
+
+
+# -- what one snapshot cannot call a hazard -------------------------------------------
+
+
+def test_stock_mlp_audits_clean_and_passes_assert_clean():
+    # Its activations are jax.nn.relu and equinox's module-level `lambda x: x`.
+    mlp = eqx.nn.MLP(2, 1, 8, 2, key=jax.random.key(0))
+    assert af.audit(mlp, name="mlp") == []
+    af.assert_clean(mlp)
+    af.assert_clean(mlp, eqx.nn.MLP(2, 1, 8, 2, key=jax.random.key(1)))
+
+
+def test_three_mlps_trace_once_as_the_clean_audit_says():
+    traces = []
+
+    @eqx.filter_jit
+    def apply(model, x):
+        traces.append(None)
+        return model(x)
+
+    for seed in range(3):
+        apply(eqx.nn.MLP(2, 1, 8, 2, key=jax.random.key(seed)), jnp.ones(2))
+    assert len(traces) == 1
+
+
+_IDENTITY = lambda x: x  # noqa: E731  (a module-level lambda, as equinox's)
+OPTIMIZER = optax.adam(1e-3)  # built once, at import: its closures never change
+
+
+class Layer(eqx.Module):
+    w: jnp.ndarray
+    act: object = _IDENTITY
+    mode: str = "fast"
+    scale: float = 1.0
+    gain: Float[Array, ""] = 1.0
+
+
+def test_module_level_lambdas_and_declared_default_constants_are_not_reported():
+    findings = af.audit(Layer(jnp.ones(2)), name="layer")
+    # gain's annotation asks for an array: a number there is reported, default or not
+    assert [f.path for f in findings] == ["layer.gain"]
+
+
+def test_values_other_than_the_declared_default_are_reported():
+    layer = Layer(jnp.ones(2), act=lambda x: 2 * x, mode="slow", scale=2.0, gain=1.0)
+    paths = sorted(f.path for f in af.audit(layer, name="layer"))
+    assert paths == ["layer.act", "layer.gain", "layer.mode", "layer.scale"]
+
+
+def test_an_optimizer_built_at_module_level_is_not_reported_one_built_per_call_is():
+    assert af.audit(OPTIMIZER, name="opt") == []
+    findings = af.audit(optax.adam(1e-3), name="opt")
+    assert [f.path for f in findings] == ["opt.init", "opt.update"]
+    assert findings[1].hint.startswith(
+        "a closure made by each call of chain is hashed by identity"
+    )
+
+
+def test_an_optimizer_per_call_really_compiles_again_and_a_module_level_one_does_not():
+    traces = []
+
+    @eqx.filter_jit
+    def update(optimizer, grads, state):
+        traces.append(None)
+        return optimizer.update(grads, state)
+
+    grads = {"w": jnp.ones(2)}
+    state = OPTIMIZER.init(grads)
+    for _ in range(2):
+        update(OPTIMIZER, grads, state)
+    assert len(traces) == 1
+    for _ in range(2):
+        update(optax.adam(1e-3), grads, state)
+    assert len(traces) == 3
+
+
+def test_a_bound_method_of_a_per_instance_object_is_reported():
+    class Helper:
+        def step(self, x):
+            return x
+
+    (finding,) = af.audit({"step": Helper().step}, name="cfg")
+    assert finding.hint.startswith("a method bound to a ")
+    assert af.audit({"step": OPTIMIZER.update}, name="cfg") == []
+
+
+class Star(af.ArrayModule):
+    flux: Float[Array, ""]
+
+
+def test_a_number_put_in_without_init_gets_the_normalize_hint():
+    star = eqx.tree_at(lambda s: s.flux, Star(flux=1.0), 5.0)
+    (finding,) = af.audit(star, name="star")
+    assert finding.kind == "python-scalar"
+    assert "af.normalize(tree)" in finding.hint
+    assert "convert=False" not in finding.hint
+    mapped = jax.tree.map(lambda x: 2.0, Star(flux=1.0))
+    (finding,) = af.audit(mapped, name="star")
+    assert "came in without __init__" in finding.hint
+    assert af.audit(af.normalize(star)) == []
+
+
+def test_convert_false_field_holding_a_number_says_so():
+    class Grid(af.ArrayModule):
+        spacing: Float[Array, ""] = af.field(convert=False)
+
+    (finding,) = af.audit(Grid(spacing=0.5), name="grid")
+    assert "is af.field(convert=False), so the Python number is stored" in (
+        finding.hint
+    )
+
+
+# -- two trees: exactly what compiles again ------------------------------------------
+
+
+class Wcs:  # compared by identity, as astropy's WCS
+    def __init__(self, scale):
+        self.scale = scale
+
+    def __repr__(self):
+        return f"Wcs({self.scale})"
+
+
+class Stepper:  # a helper with value equality
+    def __init__(self, factor):
+        self.factor = factor
+
+    def __eq__(self, other):
+        return type(other) is Stepper and other.factor == self.factor
+
+    def __hash__(self):
+        return hash(self.factor)
+
+    def step(self, x):
+        return self.factor * x
+
+
+def relative_step(x, factor):
+    return factor * x
+
+
+class Field(eqx.Module):
+    image: jnp.ndarray
+    step: object
+    render: object
+    helper: object
+    wcs: object
+    key: str
+    flux: float
+
+
+def _field(
+    *,
+    shape=3,
+    factor=0.1,
+    wcs=None,
+    key="scene",
+    flux=1.0,
+    helper=0.5,
+    image=None,
+):
+    """One field's scene, built as a per-field job builds it: a new partial, a
+    new lambda and a new helper every time; a new Wcs unless one is given."""
+    return Field(
+        image=jnp.ones(shape) if image is None else image,
+        step=functools.partial(relative_step, factor=factor),
+        render=lambda x: x,
+        helper=Stepper(helper).step,
+        wcs=Wcs(0.2) if wcs is None else wcs,
+        key=key,
+        flux=flux,
+    )
+
+
+_WCS = Wcs(0.2)
+
+
+def test_two_fields_list_each_differing_leaf_with_the_jits_it_recompiles():
+    findings = af.audit(_field(), _field(flux=2.0, key="0x7f"), name="field")
+    by_path = {f.path: f for f in findings}
+    assert list(by_path) == [
+        "field.step",
+        "field.render",
+        "field.helper",
+        "field.wcs",
+        "field.key",
+        "field.flux",
+    ]
+    assert {p: f.kind for p, f in by_path.items()} == {
+        "field.step": "callable",
+        "field.render": "callable",
+        "field.helper": "callable",
+        "field.wcs": "identity",
+        "field.key": "value",
+        "field.flux": "value",
+    }
+    shared = [p for p, f in by_path.items() if f.recompiles == ("eqx.filter_jit",)]
+    assert shared == ["field.step", "field.render", "field.helper"]
+    assert [f.path for f in findings.compiling("af.filter_jit")] == [
+        "field.wcs",
+        "field.key",
+        "field.flux",
+    ]
+    key = by_path["field.key"]
+    assert (key.value, key.other) == ("scene", "0x7f")
+    assert key.field.startswith("Field.key (test_audit.py:")
+    assert "give Wcs value equality" in by_path["field.wcs"].hint
+
+
+def test_the_two_tree_report_prints_one_line_per_cause():
+    report = str(af.audit(_field(), _field(flux=2.0), name="field"))
+    lines = report.splitlines()
+    assert lines[0] == (
+        "af.audit: the other field compiles again: 5 leaves differ for "
+        "eqx.filter_jit, 2 for af.filter_jit"
+    )
+    line = _this_file_line(Field, "flux: float")
+    assert lines[-1] == (
+        f"  field.flux (Field.flux at test_audit.py:{line}): 1.0 -> 2.0; fix: "
+        'Field.flux is annotated float: annotate it Float[Array, ""] (or '
+        'Int[Array, ""]) on an af.ArrayModule so it is stored as an array, or, if '
+        "it is a flag or setting, mark it eqx.field(static=True)"
+    )
+    step = next(x for x in lines if x.startswith("  field.step"))
+    assert step.endswith("[eqx.filter_jit only: af.filter_jit shares these]")
+    assert "functools.partial(function relative_step, factor=0.1) -> " in step
+
+
+def _this_file_line(cls, text):
+    import inspect
+
+    lines, start = inspect.getsourcelines(cls)
+    return start + next(i for i, line in enumerate(lines) if text in line)
+
+
+def test_equal_leaves_are_never_reported():
+    shared = functools.partial(relative_step, factor=0.1)
+    render = _IDENTITY
+    helper = Stepper(0.5).step
+    a = Field(jnp.ones(3), shared, render, helper, _WCS, "s", 1.0)
+    b = Field(jnp.zeros(3), shared, render, helper, _WCS, "s", 1.0)
+    assert af.audit(a, b) == []
+    # Python compares bound methods by the identity of their objects, so a method
+    # of an equal Stepper is a new key for eqx.filter_jit (af.filter_jit shares it).
+    c = dataclasses.replace(b, helper=Stepper(0.5).step)
+    (finding,) = af.audit(a, c)
+    assert finding.recompiles == ("eqx.filter_jit",)
+    assert _eqx_traces(a, c) == 2
+    assert str(af.audit(a, b, name="field")) == (
+        "af.audit: the other field compiles nothing again: every leaf is alike for "
+        "eqx.filter_jit and af.filter_jit."
+    )
+    af.assert_clean(a, b)
+
+
+def test_structure_differences_count_shape_dtype_weak_type_and_none():
+    class Box(eqx.Module):
+        origin: jnp.ndarray
+        mask: object
+
+    pairs = [
+        (Box(jnp.ones(2), None), Box(jnp.ones(3), None), "shape changed"),
+        (Box(jnp.ones(2), None), Box(jnp.ones(2, dtype=jnp.int32), None), "dtype"),
+        (Box(jnp.ones(2), None), Box(jnp.asarray([1.0, 1.0]), None), None),
+        (Box(jnp.asarray(1.0), None), Box(jnp.asarray(1.0, jnp.float32), None), "weak"),
+        (Box(jnp.ones(2), None), Box(jnp.ones(2), jnp.ones(2)), "appeared"),
+    ]
+    for a, b, why in pairs:
+        findings = af.audit(a, b, name="box")
+        if why is None:
+            assert findings == []
+            continue
+        (finding,) = findings
+        assert finding.kind == "structure"
+        assert why in finding.why
+        assert finding.recompiles == ("eqx.filter_jit", "af.filter_jit")
+        assert "<locals>.Box." in finding.field
+
+
+def test_one_and_one_point_zero_do_not_compile_again_and_are_not_reported():
+    # eqx.filter_jit reuses the int trace for the float (explain_retraces warns
+    # about that reuse); no new compile happens.
+    assert af.audit({"k": 1}, {"k": 1.0}) == []
+
+
+def _eqx_traces(a, b) -> int:
+    traces = []
+
+    @eqx.filter_jit
+    def step(tree):
+        traces.append(None)
+        return 0
+
+    step(a)
+    step(b)
+    return len(traces)
+
+
+def test_the_audit_agrees_with_eqx_filter_jit_trace_counts():
+    pairs = {
+        "all equal": (_field(wcs=_WCS), _field(wcs=_WCS)),
+        "flux": (_field(wcs=_WCS), _field(wcs=_WCS, flux=2.0)),
+        "shape": (_field(wcs=_WCS), _field(wcs=_WCS, shape=4)),
+        "wcs": (_field(), _field()),
+        "int vs float": (_field(wcs=_WCS, flux=1), _field(wcs=_WCS, flux=1.0)),
+        "weak": (
+            _field(wcs=_WCS, image=jnp.asarray(1.0)),
+            _field(wcs=_WCS, image=jnp.asarray(1.0, jnp.float32)),
+        ),
+    }
+    shared = ("step", "render", "helper")  # the same objects in both: not compared
+    for label, (a, b) in pairs.items():
+        b = eqx.tree_at(
+            lambda f: [getattr(f, n) for n in shared],
+            b,
+            [getattr(a, n) for n in shared],
+        )
+        reported = bool(af.audit(a, b))
+        assert reported == (_eqx_traces(a, b) == 2), label
+
+
+# -- the audit's af.filter_jit column against af.filter_jit itself --------------------
+
+
+def _closure(value):
+    return lambda x: x + value
+
+
+def _nested(value):
+    def outer(x):
+        inner = lambda y: y * value  # noqa: E731
+        return inner(x)
+
+    return outer
+
+
+class _Plain:
+    def step(self, x):
+        return x
+
+
+class _StaticFn(eqx.Module):
+    fn: object = eqx.field(static=True)
+
+
+def _callable_pairs():
+    same = jnp.ones(2)
+    step = functools.partial
+    return {
+        "equal partials": (
+            step(relative_step, factor=0.1),
+            step(relative_step, factor=0.1),
+        ),
+        "partials, other argument": (
+            step(relative_step, factor=0.1),
+            step(relative_step, factor=0.2),
+        ),
+        "partials, int and float": (
+            step(relative_step, factor=1),
+            step(relative_step, factor=1.0),
+        ),
+        "closures, equal cells": (_closure(1.0), _closure(1.0)),
+        "closures, other cells": (_closure(1.0), _closure(2.0)),
+        "closures, 0.0 and -0.0": (_closure(0.0), _closure(-0.0)),
+        "closures of one array": (_closure(same), _closure(same)),
+        "closures of equal lists": (_closure([1]), _closure([1])),
+        "nested closures, equal": (_nested(2.0), _nested(2.0)),
+        "nested closures, other": (_nested(2.0), _nested(3.0)),
+        "two lambda expressions": ((lambda x: x), (lambda x: x)),
+        "methods of equal helpers": (Stepper(0.5).step, Stepper(0.5).step),
+        "methods of other helpers": (Stepper(0.5).step, Stepper(0.6).step),
+        "methods of identity objects": (_Plain().step, _Plain().step),
+        "optax optimizers": (optax.adam(1e-3), optax.adam(1e-3)),
+        "static partials": (
+            _StaticFn(step(relative_step, factor=0.1)),
+            _StaticFn(step(relative_step, factor=0.1)),
+        ),
+        "static closures, other cells": (
+            _StaticFn(_closure(1.0)),
+            _StaticFn(_closure(2.0)),
+        ),
+    }
+
+
+def _traces(jit, a, b) -> int:
+    traces = []
+
+    @jit
+    def f(tree, x):
+        traces.append(None)
+        return x
+
+    f(a, jnp.ones(1))
+    f(b, jnp.ones(1))
+    return len(traces)
+
+
+def _af_filter_jit_shares_callables() -> bool:
+    def make():
+        return functools.partial(relative_step, factor=0.1)
+
+    return _traces(af.filter_jit, make(), make()) == 1
+
+
+def test_the_audit_agrees_with_eqx_filter_jit_on_callables():
+    for label, (a, b) in _callable_pairs().items():
+        assert bool(af.audit(a, b)) == (_traces(eqx.filter_jit, a, b) == 2), label
+
+
+@pytest.mark.skipif(
+    not _af_filter_jit_shares_callables(),
+    reason="af.filter_jit does not share callables yet (issue 20 item 1)",
+)
+def test_the_audit_agrees_with_af_filter_jit_on_callables():
+    for label, (a, b) in _callable_pairs().items():
+        predicted = bool(af.audit(a, b).compiling("af.filter_jit"))
+        assert predicted == (_traces(af.filter_jit, a, b) == 2), label
+
+
+class _Forward(eqx.Module):
+    forward: object
+
+    def __init__(self, wrap):
+        self.forward = wrap(lambda x: 2 * x)
+
+
+def test_jit_wrappers_made_per_instance_are_reported_and_really_recompile():
+    (finding,) = af.audit(_Forward(jax.jit), name="model")
+    assert finding.path == "model.forward"
+    assert str(finding).startswith(
+        "model.forward = jax.jit(<function _Forward.__init__.<locals>.<lambda>>): "
+        "a jax.jit wrapper is hashed by identity, so one made per instance"
+    )
+    (finding,) = af.audit(_Forward(eqx.filter_jit), name="model")
+    assert finding.path == "model.forward"  # not its name string, `forward.fn`
+    assert finding.hint.startswith("an eqx.filter_jit wrapper around a closure")
+    for wrap in (jax.jit, eqx.filter_jit):
+        assert _eqx_traces(_Forward(wrap), _Forward(wrap)) == 2
+        assert af.audit(_Forward(wrap), _Forward(wrap))
+
+
+class Observatory:  # compared by identity; its name starts with a vowel
+    pass
+
+
+def test_an_identity_compared_object_gets_the_value_equality_hint():
+    (finding,) = af.audit({"wcs": Wcs(0.2)}, name="frame")
+    assert finding.hint == (
+        "a Wcs compares by identity (it defines no __eq__), so every new Wcs is a "
+        "new cache key: give Wcs value equality (__eq__ and __hash__), or keep it "
+        "out of the jitted arguments"
+    )
+    (finding,) = af.audit({"site": Observatory()})
+    assert finding.hint.startswith("an Observatory compares by identity")
+
+
+def test_a_leaf_inside_a_tuple_field_is_named_by_that_field():
+    class Box(eqx.Module):
+        origin: tuple
+
+    (finding,) = af.audit(Box((1, 2)), Box((1, 3)), name="box")
+    assert finding.path == "box.origin[1]"
+    assert "<locals>.Box.origin (test_audit.py:" in finding.field
+
+
+def test_class_body_defaults_and_equal_values_built_at_run_time_are_constants():
+    class Block(eqx.Module):
+        w: jnp.ndarray
+        act: object = lambda x: x  # made once, with the class
+        mode: str = "fast"
+        scale: float = 1.0
+
+    built = "".join(["fa", "st"])  # equal to the default, another object
+    block = Block(jnp.ones(2), mode=built, scale=float("1.0"))
+    assert block.mode is not Block.__dataclass_fields__["mode"].default
+    assert af.audit(block) == []
+
+
+def test_an_eqx_filter_jit_wrapper_of_equal_closures_is_shared_by_af_filter_jit():
+    findings = af.audit(_Forward(eqx.filter_jit), _Forward(eqx.filter_jit), name="m")
+    by_path = {f.path: f.recompiles for f in findings}
+    assert by_path["m.forward._static_fun"] == ("eqx.filter_jit",)
+
+
+def _wrapped_per_call():
+    @functools.wraps(relative_step)
+    def wrapper(x, factor):
+        return relative_step(x, factor)
+
+    return wrapper
+
+
+_CALLBACKS: list = []
+
+
+def test_a_wraps_copy_made_per_call_or_a_closure_in_a_module_list_is_reported():
+    # functools.wraps gives the copy the module-level function's name: it is
+    # still a new object per call, and compiles again.
+    copy = _wrapped_per_call()
+    assert copy.__qualname__ == relative_step.__qualname__
+    assert [f.path for f in af.audit({"fn": copy})] == ['tree["fn"]']
+    assert af.audit({"fn": relative_step}) == []
+    _CALLBACKS.append(lambda x: x)  # a list may gain a new closure per call
+    assert [f.path for f in af.audit({"fn": _CALLBACKS[-1]})] == ['tree["fn"]']
+    _CALLBACKS.clear()
+
+
+def test_assert_clean_of_two_trees_fails_only_on_what_the_chosen_jit_compiles():
+    a, b = _field(wcs=_WCS), _field(wcs=_WCS)  # new partials, lambdas, methods
+    af.assert_clean(a, b, jit="af.filter_jit")
+    with pytest.raises(af.AuditError) as info:
+        af.assert_clean(a, b)
+    assert str(info.value).startswith(
+        "af.audit: the other tree compiles again: 3 leaves differ for "
+        "eqx.filter_jit, 0 for af.filter_jit"
+    )
+    with pytest.raises(ValueError, match=re.escape("jit='jax.jit': af.audit knows")):
+        af.assert_clean(a, b, jit="jax.jit")  # pyright: ignore[reportArgumentType]
+
+
+def test_a_counter_at_its_default_needs_two_trees_to_be_seen():
+    class State(eqx.Module):
+        w: jnp.ndarray
+        step: int = 0
+
+    assert af.audit(State(jnp.ones(2))) == []  # one snapshot: a constant
+    (finding,) = af.audit(State(jnp.ones(2)), State(jnp.ones(2), step=1))
+    assert (finding.path, finding.value, finding.other) == ("tree.step", 0, 1)
+    assert finding.kind == "value"
+
+
+def test_a_one_tree_finding_inside_a_tuple_field_names_that_field():
+    class Box(eqx.Module):
+        origin: tuple
+
+    (finding,) = af.audit(Box(("a",)), name="box")
+    assert finding.path == "box.origin[0]"
+    assert "<locals>.Box.origin (test_audit.py:" in finding.field
+
+
+def test_the_findings_that_compile_af_filter_jit_print_their_own_causes():
+    findings = af.audit(_field(), _field(flux=2.0), name="field")
+    report = str(findings.compiling("af.filter_jit")).splitlines()
+    assert report[0] == (
+        "af.audit: the other field compiles again: 2 leaves differ for "
+        "eqx.filter_jit, 2 for af.filter_jit"
+    )
+    assert [line.split(" (")[0] for line in report[1:]] == [
+        "identity: Objects compared by identity: every new one is a new cache key.",
+        "  field.wcs",
+        "value: Values: numbers, strings and other hashed values that differ.",
+        "  field.flux",
+    ]

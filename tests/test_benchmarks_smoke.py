@@ -72,3 +72,16 @@ def test_dispatch_benchmark_traces_each_jit_once():
         del sys.modules[spec.name]
     assert found["traces"] == {"af": 1, "eqx": 1, "jax": 1}
     assert set(found["us"]) == {"af", "eqx", "jax"}
+
+
+def test_field_compiles_counts_one_compile_under_af_and_one_per_field_else():
+    sys.path.insert(0, str(RUN_PY.parent))
+    try:
+        import field_compiles
+    finally:
+        sys.path.remove(str(RUN_PY.parent))
+    measured = field_compiles.measure(fields=2, steps=2)
+    traces = {m["jit"]: m["traces"] for m in measured}
+    assert traces == {"af.filter_jit": 1, "eqx.filter_jit": 2, "jax.jit": 2}
+    found = field_compiles.rows(measured, cache=[])
+    assert found[0]["status"] == "pass"  # the counts, and equal results

@@ -12,20 +12,13 @@ from pathlib import Path
 
 import pytest
 
-GOLDEN = Path(__file__).parent / "migrate_golden"
+from helpers import ENV, run_cli, run_code
 
-ENV = {**os.environ, "JAX_PLATFORMS": "cpu"}
+GOLDEN = Path(__file__).parent / "migrate_golden"
 
 
 def run_migrate(*args: str | Path, cwd: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "arrayfield", "migrate", *map(str, args)],
-        capture_output=True,
-        text=True,
-        cwd=cwd,
-        env=ENV,
-        timeout=120,
-    )
+    return run_cli("migrate", *args, cwd=cwd, timeout=120)
 
 
 def copy_case(case: str, destination: Path) -> Path:
@@ -88,7 +81,7 @@ def test_diff_prints_unified_diff_and_writes_nothing(tmp_path):
     result = run_migrate("--diff", "spectrum.py", cwd=tmp_path)
 
     assert result.returncode == 1
-    assert result.stdout.startswith("--- spectrum.py\n+++ spectrum.py\n@@ ")
+    assert result.stdout.startswith("--- a/spectrum.py\n+++ b/spectrum.py\n@@ ")
     assert "-class Spectrum(e.Module, strict=True):\n" in result.stdout
     assert "+class Spectrum(af.ArrayModule, strict=True):\n" in result.stdout
     assert "+import arrayfield as af\n" in result.stdout
@@ -252,7 +245,7 @@ def test_diff_puts_only_the_diff_on_stdout_and_diagnostics_on_stderr(tmp_path):
     result = run_migrate("--diff", "model.py", cwd=tmp_path)
 
     assert result.returncode == 1
-    assert result.stdout.startswith("--- model.py\n+++ model.py\n@@ ")
+    assert result.stdout.startswith("--- a/model.py\n+++ b/model.py\n@@ ")
     assert all(line[:1] in " +-@\\" for line in result.stdout.splitlines())
     assert "model.py:" in result.stderr and " AF00" in result.stderr
 
@@ -288,14 +281,7 @@ def test_summary_says_one_error_and_one_diagnostic_in_the_singular(tmp_path):
 
 
 def run_arrayfield(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "arrayfield", *args],
-        capture_output=True,
-        text=True,
-        cwd=cwd,
-        env=ENV,
-        timeout=120,
-    )
+    return run_cli(*args, cwd=cwd, timeout=120)
 
 
 def test_version_prints_the_package_version(tmp_path):
@@ -348,14 +334,7 @@ sys.meta_path.insert(0, HideLibcst())
 from arrayfield.__main__ import main
 sys.exit(main(["migrate", "model.py"]))
 """
-    result = subprocess.run(
-        [sys.executable, "-c", script],
-        capture_output=True,
-        text=True,
-        cwd=tmp_path,
-        env=ENV,
-        timeout=120,
-    )
+    result = run_code(script, cwd=tmp_path, timeout=120)
     assert result.returncode == 2
     assert result.stderr == (
         "arrayfield migrate needs libcst: pip install libcst (or install "
@@ -446,14 +425,7 @@ def test_the_command_never_imports_jax(tmp_path):
         "heavy = ('jax', 'equinox', 'jaxtyping')\n"
         "print(sorted(m for m in heavy if m in sys.modules))\n"
     )
-    result = subprocess.run(
-        [sys.executable, "-c", script],
-        capture_output=True,
-        text=True,
-        cwd=tmp_path,
-        env=ENV,
-        timeout=120,
-    )
+    result = run_code(script, cwd=tmp_path, timeout=120)
     assert result.stdout.splitlines()[-1] == "[]", result.stderr
     assert " AF001 " in result.stdout
 
@@ -483,6 +455,7 @@ def test_diff_is_a_patch_git_applies_whatever_the_line_breaks_and_encoding(tmp_p
         for name, data in ENCODED_SOURCES.items():
             (folder / name).write_bytes(data)
 
+    # Bytes, not text: the patch is in each file's own encoding.
     diff = subprocess.run(
         [sys.executable, "-m", "arrayfield", "migrate", "--check", "--diff", "."],
         capture_output=True,
@@ -523,7 +496,7 @@ def test_check_with_diff_puts_nothing_but_the_patch_on_stdout(tmp_path):
     result = run_migrate("--check", "--diff", "spectrum.py", cwd=tmp_path)
 
     assert result.returncode == 1
-    assert result.stdout.startswith("--- spectrum.py\n+++ spectrum.py\n@@ ")
+    assert result.stdout.startswith("--- a/spectrum.py\n+++ b/spectrum.py\n@@ ")
     assert all(line[:1] in " +-@\\" for line in result.stdout.splitlines())
 
 

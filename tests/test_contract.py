@@ -3,8 +3,6 @@ it declares an array becomes one. Each case here was a divergence from `eqx.Modu
 found by running other projects' code with the base class swapped."""
 
 import collections
-import subprocess
-import sys
 import typing
 import warnings
 from typing import NamedTuple, Optional, Union
@@ -21,6 +19,7 @@ from jaxtyping import Array, Bool, Float, Int, PyTree, Real, Shaped
 
 import arrayfield as af
 from _jax_compat import enable_x64
+from helpers import python, run_code
 
 # The "scalar-like" alias equinox-based solver libraries annotate with.
 ScalarLike = Union[int, float, Real[Array, ""], Real[np.ndarray, ""], np.number]
@@ -320,12 +319,7 @@ def test_filterwarnings_error_suite_collects_with_such_a_class(tmp_path):
         "    tx: GradientTransformation\n"
         "OPT = Opt(tx=T(len, print))\n"
     )
-    completed = subprocess.run(
-        [sys.executable, "-W", "error", "-c", "import opt_module"],
-        cwd=tmp_path,
-        capture_output=True,
-        text=True,
-    )
+    completed = python("-W", "error", "-c", "import opt_module", cwd=tmp_path)
     assert completed.returncode == 0, completed.stderr
 
 
@@ -412,13 +406,7 @@ def test_module_level_instance_keeps_the_x64_setting_of_import_time(tmp_path):
         "jax.config.update('jax_enable_x64', True)\n"
         "print(built_at_import.SCALE.factor.dtype)\n"
     )
-    completed = subprocess.run(
-        [sys.executable, "-c", script],
-        cwd=tmp_path,
-        capture_output=True,
-        text=True,
-        check=True,
-    )
+    completed = run_code(script, cwd=tmp_path, check=True)
     assert completed.stdout.strip() == "float32"
 
 

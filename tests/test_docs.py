@@ -18,9 +18,7 @@ import contextlib
 import dataclasses
 import inspect
 import io
-import os
 import re
-import subprocess
 import sys
 import textwrap
 import types
@@ -29,6 +27,7 @@ from pathlib import Path
 import pytest
 
 import arrayfield
+from helpers import run_code
 
 ROOT = Path(__file__).resolve().parent.parent
 PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
@@ -139,13 +138,7 @@ def run_in_process(chain: list[Block]) -> None:
 
 
 def run_in_subprocess(block: Block) -> None:
-    result = subprocess.run(
-        [sys.executable, "-c", block.source],
-        capture_output=True,
-        text=True,
-        env={**os.environ, "JAX_PLATFORMS": "cpu"},
-        timeout=300,
-    )
+    result = run_code(block.source)
     assert result.returncode == 0, f"{block.where} failed:\n{result.stderr}"
     _check_output(block, result.stdout)
 
@@ -255,14 +248,3 @@ def test_annotations_in_examples_are_evaluated():
     block = Block("sample:1", "class A:\n    x: Undefined", None, None)
     with pytest.raises(NameError):
         run_in_process([block])
-
-
-def test_performance_page_shows_the_benchmark_results():
-    results = ROOT / "benchmarks" / "results"
-    if not (results / "results.md").exists():
-        pytest.skip("no benchmarks/results/results.md")
-    page = (ROOT / "docs" / "performance.md").read_text()
-    # Included at build time (pymdownx.snippets), so the table cannot go stale.
-    assert '--8<-- "benchmarks/results/results.md' in page
-    if (results / "seed_loop.png").exists():
-        assert (ROOT / "docs" / "assets" / "seed_loop.png").exists()

@@ -10,9 +10,6 @@ equality), trace counts after every call, raised errors and donated buffers.
 import dataclasses
 import functools
 import itertools
-import os
-import subprocess
-import sys
 import threading
 import time
 import warnings
@@ -32,6 +29,7 @@ from jaxtyping import Array, Float, Int
 
 import arrayfield as af
 from arrayfield import _internals, _jit
+from helpers import run_code
 
 JITS = {"af": af.filter_jit, "eqx": eqx.filter_jit}
 
@@ -194,6 +192,47 @@ def test_numpy_leaves_are_traced_and_share_traces_with_jax_arrays():
         ],
     )
     assert runs["af"].traces == [1, 1, 2]
+
+
+def _literal_leaves() -> list[Any]:
+    """One leaf of each array type equinox added for recent JAX, where JAX has it."""
+    leaves = []
+    try:
+        from jax._src.literals import TypedNdArray
+    except ImportError:
+        pass
+    else:
+        leaves.append(TypedNdArray(np.arange(3.0, dtype=np.float32), None))
+    try:
+        from jax._src.literals import LiteralArray
+    except ImportError:
+        pass
+    else:
+        leaves.append(LiteralArray(np.arange(3.0, dtype=np.float32)))
+    return leaves
+
+
+@pytest.mark.parametrize("leaf", _literal_leaves(), ids=lambda x: type(x).__name__)
+def test_leaves_of_jax_literal_array_types_are_traced_as_equinox_traces_them(leaf):
+    assert eqx.is_array(leaf)
+    from arrayfield.diagnostics._paths import is_array
+
+    assert is_array(leaf)  # the diagnostics see it as eqx.filter_jit does
+    runs = run_both(
+        counting(lambda x, y: x * y),
+        [
+            lambda f: f(leaf, 2.0),
+            lambda f: f(np.ones(3, np.float32), 2.0),  # same abstract array
+            lambda f: f(leaf, 3.0),
+        ],
+    )
+    assert runs["af"].traces == [1, 1, 2]
+
+
+def test_filter_jit_traces_exactly_the_leaf_types_eqx_is_array_accepts():
+    from equinox import _filters
+
+    assert set(_internals.EQX_ARRAY_TYPES) == set(_filters._ARRAY_TYPES)
 
 
 def test_none_callables_and_static_leaves_in_fields():
@@ -706,14 +745,7 @@ def test_explain_retraces_environment_switch_watches_af_filter_jit():
         "f(jnp.ones(2), 2.0)\n"
         "f(jnp.ones(2), 3.0)\n"
     )
-    env = {**os.environ, "ARRAYFIELD_EXPLAIN_RETRACES": "1", "JAX_PLATFORMS": "cpu"}
-    result = subprocess.run(
-        [sys.executable, "-c", script],
-        env=env,
-        capture_output=True,
-        text=True,
-        check=True,
-    )
+    result = run_code(script, env={"ARRAYFIELD_EXPLAIN_RETRACES": "1"}, check=True)
     assert "k: 2.0 -> 3.0" in result.stderr
 
 
@@ -727,15 +759,7 @@ def test_import_arrayfield_leaves_filter_jit_unloaded_until_used():
         "    f(jnp.ones(2), 2.0)\n"
         "    f(jnp.ones(2), 3.0)\n"
     )
-    env = {**os.environ, "JAX_PLATFORMS": "cpu"}
-    env.pop("ARRAYFIELD_EXPLAIN_RETRACES", None)
-    result = subprocess.run(
-        [sys.executable, "-c", script],
-        env=env,
-        capture_output=True,
-        text=True,
-        check=True,
-    )
+    result = run_code(script, env={"ARRAYFIELD_EXPLAIN_RETRACES": None}, check=True)
     assert "k: 2.0 -> 3.0" in result.stderr
 
 

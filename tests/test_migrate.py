@@ -8,7 +8,6 @@ decision, `<case>_diag.txt` (expected diagnostics as `line:col: CODE message`).
 from __future__ import annotations
 
 import importlib.util
-import subprocess
 import sys
 from pathlib import Path
 
@@ -16,6 +15,7 @@ import libcst
 import pytest
 
 from arrayfield.migrate._transform import migrate_source
+from helpers import run_code
 
 GOLDEN = Path(__file__).parent / "migrate_golden"
 CASES = sorted(path.name.removesuffix("_in.py") for path in GOLDEN.glob("*_in.py"))
@@ -205,9 +205,7 @@ assert result.changed
 heavy = sorted(name for name in ("jax", "equinox", "jaxtyping") if name in sys.modules)
 print(heavy)
 """
-    completed = subprocess.run(
-        [sys.executable, "-c", script], capture_output=True, text=True, check=True
-    )
+    completed = run_code(script, check=True)
     assert completed.stdout.strip() == "[]"
 
 

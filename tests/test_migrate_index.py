@@ -4,51 +4,16 @@ Each test writes a small package and runs the CLI as a real subprocess."""
 
 from __future__ import annotations
 
-import os
-import re
 import subprocess
-import sys
-import textwrap
 from pathlib import Path
 
-SRC = Path(__file__).parents[1] / "src"
-ENV = {**os.environ, "JAX_PLATFORMS": "cpu", "PYTHONPATH": str(SRC)}
+from helpers import python
+from migrate_helpers import codes, migrate, write_tree
 
 
-def write_tree(root: Path, files: dict[str, str]) -> None:
-    for name, text in files.items():
-        path = root / name
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(textwrap.dedent(text))
-
-
-def python(root: Path, *args: str) -> subprocess.CompletedProcess[str]:
+def run_in(root: Path, *args: str) -> subprocess.CompletedProcess[str]:
     """`python ARGS` in `root`, with this checkout's arrayfield."""
-    return subprocess.run(
-        [sys.executable, *args],
-        capture_output=True,
-        text=True,
-        cwd=root,
-        env=ENV,
-        timeout=120,
-    )
-
-
-def migrate(root: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    return python(root, "-m", "arrayfield", "migrate", "-q", *args)
-
-
-def codes(result: subprocess.CompletedProcess[str]) -> list[str]:
-    """`path:line CODE Class.field` for every diagnostic printed."""
-    out = []
-    for line in result.stdout.splitlines():
-        match = re.match(r"(.*?):(\d+):\d+: (AF\d+) (.*)", line)
-        if match is None:
-            continue
-        path, line_number, code, message = match.groups()
-        subject = message.split("'")[1] if "'" in message else message.split()[2]
-        out.append(f"{Path(path).as_posix()}:{line_number} {code} {subject}")
-    return out
+    return python(*args, cwd=root, timeout=120)
 
 
 def test_bases_resolve_through_imports_reexports_and_aliases(tmp_path):
@@ -193,7 +158,7 @@ def test_fix_opts_shape_fields_out_of_conversion_in_every_spelling(tmp_path):
         "    d: jax.Array = af.field(default=(4, 4), static=False, convert=False)\n"
         in text
     )
-    run = python(tmp_path, "model.py")
+    run = run_in(tmp_path, "model.py")
     assert run.stdout == "[(1, 1), (2, 2), (3, 3), (4, 4)]\n", run.stderr
     assert migrate(tmp_path, "--check", "--fix", "model.py").returncode == 0
 
@@ -522,7 +487,7 @@ def test_fix_keeps_the_arguments_of_a_dataclasses_field(tmp_path):
     text = (tmp_path / "grid.py").read_text()
     assert "    shape: jax.Array = af.field(default=(4, 4), convert=False)\n" in text
     assert "    data: jax.Array = dataclasses.field(\n" in text
-    run = python(tmp_path, "grid.py")
+    run = run_in(tmp_path, "grid.py")
     assert run.stdout == "(4, 4)\n", run.stderr
 
 
@@ -585,7 +550,7 @@ def test_equinox_module_imported_through_a_project_module(tmp_path):
     assert "class Dotted(af.ArrayModule):\n    w: af.Field[jax.Array]\n" in other
     assert "Alias = af.ArrayModule\n\n\nclass Aliased(Alias):\n" in other
     assert "    v: af.Field[jax.Array]\n" in other
-    run = python(tmp_path, "check.py")
+    run = run_in(tmp_path, "check.py")
     assert run.stdout == "True True True True\n", run.stderr
     assert migrate(tmp_path, "--check", "--typed", "pkg").returncode == 0
 

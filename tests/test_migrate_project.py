@@ -19,13 +19,9 @@ from pathlib import Path
 
 import pytest
 
+from helpers import run_cli, run_code
+
 PROJECT = Path(__file__).parent / "migrate_project"
-SRC = Path(__file__).parents[1] / "src"
-ENV = {
-    **os.environ,
-    "JAX_PLATFORMS": "cpu",
-    "PYTHONPATH": os.pathsep.join([str(SRC), os.environ.get("PYTHONPATH", "")]),
-}
 N_SCENES = 3
 
 sys.path.insert(0, str(PROJECT))
@@ -35,30 +31,12 @@ pytestmark = pytest.mark.skipif(os.sep != "/", reason="expected output uses /")
 
 
 def migrate(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "arrayfield", "migrate", *args],
-        capture_output=True,
-        text=True,
-        cwd=cwd,
-        env=ENV,
-        timeout=120,
-    )
+    return run_cli("migrate", *args, cwd=cwd, timeout=120)
 
 
 def traces_of_fit(cwd: Path) -> subprocess.CompletedProcess[str]:
     """Fit N_SCENES scenes; stdout is how many times the jitted step traced."""
-    return subprocess.run(
-        [
-            sys.executable,
-            "-c",
-            f"import skyfit.fit; print(skyfit.fit.main({N_SCENES}))",
-        ],
-        capture_output=True,
-        text=True,
-        cwd=cwd,
-        env=ENV,
-        timeout=300,
-    )
+    return run_code(f"import skyfit.fit; print(skyfit.fit.main({N_SCENES}))", cwd=cwd)
 
 
 def apply_report_edits(package: Path) -> None:
@@ -80,7 +58,9 @@ def test_check_reports_every_hazard_in_every_module(project):
 
     assert result.returncode == 1, result.stderr
     assert result.stdout == (PROJECT / "expected_check.txt").read_text()
-    assert result.stderr == "3 of 9 files would be migrated, 10 diagnostics.\n"
+    assert result.stderr == (
+        "3 of 9 files would be migrated, 10 diagnostics, 1 of them edited by --fix.\n"
+    )
 
 
 def test_plain_migration_breaks_the_shape_field_the_report_names(project):

@@ -15,6 +15,7 @@ from jaxtyping import Array, Float, Int
 
 import arrayfield as af
 from arrayfield._field import field_converters
+from helpers import run_code
 
 
 class Scalars(af.ArrayModule):
@@ -343,8 +344,6 @@ def test_normalize_does_not_rerun_user_converters():
 
 
 def test_public_names_all_resolve_and_diagnostics_load_lazily():
-    import subprocess
-    import sys
 
     assert sorted(af.__all__) == sorted(set(af.__all__))
     for name in af.__all__:
@@ -355,7 +354,7 @@ def test_public_names_all_resolve_and_diagnostics_load_lazily():
         "af.explain_retraces\n"
         "assert 'arrayfield.diagnostics._retrace' in sys.modules\n"
     )
-    result = subprocess.run([sys.executable, "-c", code], capture_output=True)
+    result = run_code(code)
     assert result.returncode == 0, result.stderr
 
 

@@ -39,3 +39,38 @@ def test_every_example_is_linked_from_the_readme_and_every_link_exists():
     linked = set(re.findall(r"\]\((examples/[^)]+)\)", readme))
     examples = {f"examples/{path.name}" for path in (ROOT / "examples").glob("*.py")}
     assert linked == examples
+
+
+def test_readme_can_be_skimmed_in_two_minutes():
+    assert len((ROOT / "README.md").read_text()) < 10_000
+
+
+def test_readme_and_docs_index_give_the_same_first_install_command():
+    def first_install(page: str) -> str:
+        text = (ROOT / page).read_text()
+        return next(
+            line
+            for block in re.findall(r"```bash\n(.*?)```", text, flags=re.S)
+            for line in block.splitlines()
+            if "pip install" in line
+        )
+
+    assert first_install("README.md") == first_install("docs/index.md")
+
+
+def test_readme_and_docs_index_say_how_to_get_the_code_and_build_a_wheel():
+    for page in ("README.md", "docs/index.md"):
+        text = " ".join((ROOT / page).read_text().split())
+        assert "has no public home yet" in text, page
+        assert "pip wheel --no-deps -w dist ." in text, page
+
+
+def test_every_relative_link_in_the_readme_points_at_a_file():
+    # A package index renders the README away from the repository: CONTRIBUTING.md
+    # ("Publishing") says how these become absolute links; each needs a target.
+    readme = (ROOT / "README.md").read_text()
+    links = re.findall(r"\]\(([^)#]+)(?:#[^)]*)?\)", readme)
+    relative = [link for link in links if not link.startswith(("http://", "https://"))]
+    assert relative
+    missing = [link for link in relative if not (ROOT / link).exists()]
+    assert not missing, missing

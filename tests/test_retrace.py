@@ -1,6 +1,4 @@
 import functools
-import os
-import subprocess
 import sys
 import textwrap
 import threading
@@ -18,6 +16,7 @@ from jaxtyping import Array, Float, Int
 import arrayfield as af
 from arrayfield import _internals
 from arrayfield.diagnostics import _retrace
+from helpers import python
 
 
 def _retraces(record) -> list[warnings.WarningMessage]:
@@ -604,17 +603,129 @@ def test_environment_variable_watches_an_unedited_script(tmp_path):
             """
         )
     )
-    env = {**os.environ, "ARRAYFIELD_EXPLAIN_RETRACES": "1", "JAX_PLATFORMS": "cpu"}
-    result = subprocess.run(
-        [sys.executable, str(script)], capture_output=True, text=True, env=env
-    )
+    result = python(script, env={_retrace.ENV_VAR: "1"})
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == "3"
     assert result.stderr.count("RetraceWarning: _step (") == 2
     assert "scene.x: 0 -> 1" in result.stderr
     assert "subclass af.ArrayModule" in result.stderr
-    env[_retrace.ENV_VAR] = "0"
-    quiet = subprocess.run(
-        [sys.executable, str(script)], capture_output=True, text=True, env=env
-    )
+    quiet = python(script, env={_retrace.ENV_VAR: "0"})
     assert "RetraceWarning" not in quiet.stderr
+
+
+# -- the summary: one line per cause ------------------------------------------------
+
+
+class _Wcs:  # compared by identity
+    def __repr__(self):
+        return "Wcs()"
+
+
+class _Source(eqx.Module):
+    flux: float
+    render: object
+
+
+class _Scene(eqx.Module):
+    sources: list
+    wcs: object
+
+
+def _scene(flux):
+    sources = []
+    for i in range(3):  # a loop, not a comprehension: one qualname on every Python
+        sources.append(_Source(flux + i, lambda x: x))
+    return _Scene(sources, _Wcs())
+
+
+def _line_of(cls, text):
+    import inspect
+
+    lines, start = inspect.getsourcelines(cls)
+    return start + next(i for i, line in enumerate(lines) if text in line)
+
+
+def test_a_retrace_on_a_scene_starts_with_one_line_per_cause(caught):
+    step = af.explain_retraces(eqx.filter_jit(lambda scene: 0))
+    step(_scene(1.0))
+    step(_scene(2.0))
+    (message,) = _messages(caught)
+    lines = message.splitlines()
+    flux, render = _line_of(_Source, "flux: float"), _line_of(_Source, "render:")
+    wcs = _line_of(_Scene, "wcs: object")
+    assert lines[0].endswith(
+        "was traced and compiled again. Compared with the closest earlier call, "
+        "3 causes:"
+    )
+    assert lines[1] == (
+        f"  scene.sources[*].flux (_Source.flux at test_retrace.py:{flux}): 3 leaves, "
+        "e.g. 1.0 -> 2.0; fix: _Source.flux is annotated float: annotate it "
+        'Float[Array, ""] (or Int[Array, ""]) on an af.ArrayModule so it is stored '
+        "as an array, or, if it is a flag or setting, mark it eqx.field(static=True)"
+    )
+    assert lines[2] == (
+        f"  scene.sources[*].render (_Source.render at test_retrace.py:{render}): "
+        "3 leaves, e.g. <function _scene.<locals>.<lambda>> -> <function "
+        "_scene.<locals>.<lambda>> (a new object); fix: create the closure or "
+        "partial once, outside the loop, or jit with af.filter_jit, which runs one "
+        "program for both (one code object, capturing nothing)"
+    )
+    assert lines[3] == (
+        f"  scene.wcs (_Scene.wcs at test_retrace.py:{wcs}): Wcs() -> Wcs() (a new "
+        "object); fix: give _Wcs value equality (__eq__ and __hash__ over what it "
+        "holds), or keep it out of the jitted arguments (close over one object, or "
+        "pass the arrays the step needs from it)"
+    )
+    assert lines[4] == "Details:"
+    # Each cause's why and fix once; the other leaves of a cause point at the first.
+    assert message.count("why: ") == 3
+    assert "  scene.sources[2].flux: 3.0 -> 4.0 (as scene.sources[0].flux)" in lines
+
+
+def test_details_list_a_few_leaves_per_cause_then_count_the_rest(caught):
+    step = af.explain_retraces(eqx.filter_jit(lambda xs: 0))
+    step([float(i) for i in range(20)])
+    step([float(i) + 0.5 for i in range(20)])
+    (message,) = _messages(caught)
+    assert "  xs[*]: 20 leaves, e.g. 0.0 -> 0.5; fix: " in message
+    assert "  xs[2]: 2.0 -> 2.5 (as xs[0])" in message
+    assert "xs[3]: " not in message
+    assert "  ... and 17 more, as xs[0]" in message
+
+
+def test_every_fix_names_the_declaring_class_field_and_line(caught):
+    class Box(eqx.Module):
+        origin: jnp.ndarray
+        name: str
+
+    step = af.explain_retraces(eqx.filter_jit(lambda box: 0))
+    step(Box(jnp.ones(2), "a"))
+    step(Box(jnp.ones(3), "b"))
+    (message,) = _messages(caught)
+    fixes = [line for line in message.splitlines() if line.startswith("    fix: ")]
+    origin, name = _line_of(Box, "origin:"), _line_of(Box, "name: str")
+    assert fixes == [
+        "    fix: pad or bucket inputs to a few fixed shapes (declared as "
+        f"test_every_fix_names_the_declaring_class_field_and_line.<locals>.Box.origin, "
+        f"test_retrace.py:{origin}).",
+        "    fix: a string is part of the cache key by value, in a static=True "
+        "field too: keep strings that differ per instance or per call (ids, names) "
+        "out of the jitted arguments, e.g. in a dict beside the Module (declared as "
+        f"test_every_fix_names_the_declaring_class_field_and_line.<locals>.Box.name, "
+        f"test_retrace.py:{name}).",
+    ]
+
+
+def test_a_partial_with_other_arguments_says_what_differs(caught):
+    def relative(x, factor):
+        return x * factor
+
+    step = af.explain_retraces(eqx.filter_jit(lambda x, fn: fn(x)))
+    step(jnp.ones(2), functools.partial(relative, factor=0.1))
+    step(jnp.ones(2), functools.partial(relative, factor=0.2))
+    (message,) = _messages(caught)
+    assert "these two also trace differently (keyword factor of the partial: " in (
+        message
+    )
+    assert "0.1 -> 0.2)" in message
+    assert "af.filter_jit, which runs one program" not in message

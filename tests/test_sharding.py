@@ -6,30 +6,22 @@ device-count flag must be in the environment before JAX initialises.
 
 import json
 import os
-import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
+
+from helpers import python
 
 SCENARIO = Path(__file__).with_name("sharding_scenario.py")
 
 
 @pytest.fixture(scope="module")
 def report() -> dict:
-    env = dict(os.environ)
-    env["JAX_PLATFORMS"] = "cpu"
-    env["XLA_FLAGS"] = " ".join(
-        [env.get("XLA_FLAGS", ""), "--xla_force_host_platform_device_count=8"]
+    flags = " ".join(
+        [os.environ.get("XLA_FLAGS", ""), "--xla_force_host_platform_device_count=8"]
     ).strip()
-    result = subprocess.run(
-        [sys.executable, str(SCENARIO)],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
+    result = python(SCENARIO, env={"XLA_FLAGS": flags})
     assert result.returncode == 0, result.stderr
     return json.loads(result.stdout.strip().splitlines()[-1])
 

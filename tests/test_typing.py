@@ -40,12 +40,10 @@ MODES = ("pyright", "pyright-strict", "mypy", "mypy-strict")
 UNTYPED_ON_PURPOSE = {"examples/scene_fit.py"}
 
 
-def _lines_annotated_np_array(path) -> list[int]:
-    """The lines of `path` that annotate a field with the function `np.array`."""
+def _lines_starting(path, text: str) -> list[int]:
+    """The lines of `path` that start with `text` (after indentation)."""
     lines = path.read_text().splitlines()
-    return [
-        n for n, line in enumerate(lines, 1) if line.strip().startswith("x: np.array")
-    ]
+    return [n for n, line in enumerate(lines, 1) if line.strip().startswith(text)]
 
 
 # Errors in the examples that are not arrayfield's to fix (expectations in the
@@ -54,10 +52,18 @@ EXAMPLE_ERRORS = {
     # `np.array` is a function, not a type (`arrayfield migrate` rewrites it).
     *(
         ("examples/scene_fit.py", line, mode, rule)
-        for line in _lines_annotated_np_array(ROOT / "examples" / "scene_fit.py")
+        for line in _lines_starting(ROOT / "examples" / "scene_fit.py", "x: np.array")
         for mode, rule in (
             ("pyright", "reportGeneralTypeIssues"),
             ("mypy", "valid-type"),
+        )
+    ),
+    # mypy does not read an `eqx.field(converter=...)` into `__init__`'s
+    # signature (pyright does), so the hand fix's `x=0` is an error to it.
+    *(
+        ("examples/scene_fit.py", line, "mypy", "arg-type")
+        for line in _lines_starting(
+            ROOT / "examples" / "scene_fit.py", '"eqx.Module, jnp.asarray converter"'
         )
     ),
     # optax ships neither stubs nor a py.typed marker.
@@ -360,6 +366,87 @@ def test_documented_block_is_its_checked_case_file(case, document, heading):
     section = (ROOT / document).read_text().split(heading, 1)[1]
     block = section.split("```python\n", 1)[1].split("```", 1)[0]
     assert block == (CASES / case).read_text()
+
+
+# docs/typing.md's table of what each checker says, row by row.
+CLAIM_ROWS = {
+    "the block above": "tests/typing_cases/docs_typing.py",
+    "the README quick start": "tests/typing_cases/readme_quickstart.py",
+    "`examples/optax_fit.py`": "examples/optax_fit.py",
+    "`examples/scene_fit.py`": "examples/scene_fit.py",
+}
+_RULE = re.compile(r"`(report[A-Za-z]+|[a-z]+(?:-[a-z]+)+)`")
+
+
+def _claims() -> dict[str, dict[str, str]]:
+    page = (ROOT / "docs" / "typing.md").read_text()
+    table = page.split("<!-- typing-claims -->\n", 1)[1].split("<!--", 1)[0]
+    rows = [
+        [cell.strip() for cell in line.strip().strip("|").split("|")]
+        for line in table.strip().splitlines()[2:]
+    ]
+    return {row[0]: dict(zip(MODES, row[1:], strict=True)) for row in rows}
+
+
+def test_typing_page_says_exactly_what_the_matrix_asserts():
+    claims = _claims()
+    assert set(claims) == set(CLAIM_ROWS)
+    for label, cells in claims.items():
+        path = CLAIM_ROWS[label]
+        for mode, cell in cells.items():
+            where = f"docs/typing.md, {label}, {mode}: {cell!r}"
+            if cell == "not checked":
+                assert path not in _files(mode), where
+                continue
+            assert path in _files(mode), where
+            errors = [e for e in _expected(mode) if e[0] == path]
+            if cell == "clean":
+                assert not errors, where
+                continue
+            count = re.fullmatch(r"(\d+) errors?: .*", cell)
+            assert count is not None, where
+            assert int(count.group(1)) == len(errors), where
+            assert set(_RULE.findall(cell)) == {rule for _, _, rule in errors}, where
+
+
+# What both checkers say about a bare default on an `af.Field`, as the docs quote it.
+BARE_DEFAULT = {
+    "pyright": 'Type "float" is not assignable to declared type "Field[Array]"',
+    "mypy": 'Incompatible types in assignment (expression has type "float", '
+    'variable has type "Field[Array]")',
+}
+
+
+def test_bare_default_message_is_the_checkers_and_the_docs_quote_it(
+    checker_outputs,
+):
+    case = "tests/typing_cases/bare_default.py"
+    line = next(
+        n
+        for n, text in enumerate((ROOT / case).read_text().splitlines(), 1)
+        if "= 1.0  # expect" in text
+    )
+    for mode in ("pyright", "mypy"):
+        _, stdout = checker_outputs[mode]
+        if mode == "pyright":
+            messages = [
+                d["message"]
+                for d in json.loads(stdout)["generalDiagnostics"]
+                if _relative(d["file"]) == case
+                and d["range"]["start"]["line"] == line - 1
+            ]
+        else:
+            messages = [
+                d["message"]
+                for d in map(json.loads, filter(None, stdout.splitlines()))
+                if _relative(d["file"]) == case and d["line"] == line
+            ]
+        assert any(BARE_DEFAULT[mode] in m for m in messages), messages
+    for page in ("docs/typing.md", "docs/faq.md"):
+        text = " ".join((ROOT / page).read_text().split())
+        for quote in BARE_DEFAULT.values():
+            assert quote in text, f"{page} does not quote {quote!r}"
+        assert "af.field(default=1.0)" in text, page
 
 
 def test_pyright_is_clean_on_src():

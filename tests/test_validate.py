@@ -1,9 +1,6 @@
 """Opt-in validation of stored arrays against their jaxtyping annotations."""
 
-import os
 import re
-import subprocess
-import sys
 import textwrap
 from typing import Optional
 
@@ -14,6 +11,7 @@ import pytest
 from jaxtyping import Array, Float, Int, PyTree
 
 import arrayfield as af
+from helpers import run_code
 
 
 class Sources(af.ArrayModule, check=True):
@@ -131,10 +129,7 @@ def test_environment_variable_turns_validation_on(tmp_path):
             print("raised:", error)
         """
     )
-    env = {**os.environ, "ARRAYFIELD_CHECK": "1", "JAX_PLATFORMS": "cpu"}
-    result = subprocess.run(
-        [sys.executable, "-c", script], env=env, capture_output=True, text=True
-    )
+    result = run_code(script, env={"ARRAYFIELD_CHECK": "1"})
     assert result.returncode == 0, result.stderr
     assert "raised: M.x: expected Float[Array, '3']" in result.stdout
 

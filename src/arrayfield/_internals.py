@@ -19,7 +19,8 @@ Four hooks:
   block is open.
 - Being `eqx.filter_jit` (for `af.filter_jit`): the function's partition held by
   the wrapper (`_dynamic_fun`, `_static_fun`), equinox's runtime-error message
-  for `eqx.error_if`, its cache-clearing list, and JAX's traceback exclusions.
+  for `eqx.error_if`, its cache-clearing list, JAX's traceback exclusions, and
+  what a `jax.jit` object wraps (its function and options).
 
 A fifth, `after_module_class`, runs a step after equinox's metaclass has made
 each Module class (how an `ArrayModule` class is finished without a metaclass
@@ -385,6 +386,23 @@ def raise_equinox_error(error: Exception, jit_id: bytes) -> None:
     raise EquinoxRuntimeError(text) from None
 
 
+# The class of what `jax.jit` returns (jaxlib's C++ PjitFunction), and what of it
+# decides the program it traces: the wrapped function and the options it was
+# given. `af.filter_jit` shares a program among equal `jax.jit`s of equal functions.
+JIT_FUNCTION: type = type(jax.jit(abs))
+
+
+def jit_parts(jitted: Any) -> tuple[Any, Any] | None:
+    """`(wrapped function, options)` of a `jax.jit` object; None if JAX moved them
+    (check_compatible says so), and then no two such objects are shared."""
+    try:
+        fun, info = jitted._fun, jitted._jit_info
+    except AttributeError:
+        return None
+    # PjitInfo (a NamedTuple) compares by identity; its fields compare by value.
+    return fun, tuple(info)
+
+
 def register_cache_clear(clear: Callable[[], None]) -> None:
     """Have `eqx.clear_caches()` clear `clear`'s cache too, as it clears its own."""
     from equinox._caches import cache_clears
@@ -447,6 +465,13 @@ def check_compatible() -> None:
             f"af.filter_jit needs a helper that moved in equinox or JAX ({error}); "
             "pin equinox and JAX to supported versions."
         ) from None
+    jitted = jax.jit(abs)
+    if not hasattr(jitted, "_fun") or not hasattr(jitted, "_jit_info"):
+        raise RuntimeError(
+            "jax.jit objects no longer have _fun and _jit_info: af.filter_jit "
+            "cannot see what a jax.jit wraps, so it shares no program between two "
+            "jax.jit wrappers of equal functions; pin JAX to a supported version."
+        )
     try:
         context = _trace_context()
         context.trace  # noqa: B018

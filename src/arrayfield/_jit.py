@@ -7,11 +7,17 @@ once, keys a dictionary of `jax.jit`s by exactly what equinox's cache key holds
 value), and calls that `jax.jit` with the array leaves. Everything else it cannot
 reproduce exactly (jit options, unhashable static leaves, `.lower`) goes to the
 `eqx.filter_jit` wrapper it keeps for that purpose.
+
+A call whose exact key is new is looked up once more by what its callables trace
+to (`_callable_key.SharedKey`): a scene built per field with its own partials and
+lambdas then reuses the program the first field compiled. The hot path, a call
+whose exact key is known, is the same with or without that sharing.
 """
 
 from __future__ import annotations
 
 import bisect
+import collections
 import functools
 import inspect
 import itertools
@@ -29,7 +35,7 @@ import jax.core
 import jax.extend
 import jax.tree_util as jtu
 
-from . import _internals
+from . import _callable_key, _internals
 
 _F = TypeVar("_F", bound=Callable[..., Any])
 Donate = Literal["all", "all-except-first", "warn", "warn-except-first", "none"]
@@ -40,6 +46,7 @@ _ARRAY_IMPL = _internals.ARRAY_IMPL  # JAX's own arrays: an exact type test is e
 _NOT_ARRAYS = frozenset({*_internals.PYTHON_NUMBERS, str, bytes})
 _Tracer = jax.core.Tracer  # pyright: ignore[reportAttributeAccessIssue]
 _get = object.__getattribute__  # skips Module.__getattribute__ on the hot path
+_flatten = jtu.default_registry.flatten  # jtu.tree_flatten without its Python frame
 # Equinox's own, also where a program points `eqx.filter_jit` at this one.
 _equinox_filter_jit = _internals.equinox_filter_jit()
 _callback_logger = logging.getLogger("jax._src.callback")
@@ -55,9 +62,12 @@ _UNUSED_DONATION = "Some donated buffers were not usable*"
 # to the frame holding that local): equinox uses random bytes, any bytes unique
 # per call do.
 _call_ids = itertools.count()
-_internals.hide_from_tracebacks(
-    __file__
-)  # equinox's error stacks skip its own frames too
+# Calls whose callables differ from the tracing call's but trace alike: each
+# layout remembers this many of them by their exact key (older ones are found
+# again by `SharedKey`, at the cost of one comparison).
+_SHARED_CALLS_KEPT = 256
+# Equinox's error stacks skip its own frames too.
+_internals.hide_from_tracebacks(__file__)
 
 
 @jtu.register_static
@@ -110,13 +120,54 @@ class _Compiled:
     about a microsecond a call) and calls return once dispatched, like `jax.jit`.
     """
 
-    __slots__ = ("jitted", "traced")
+    __slots__ = ("jitted", "outputs", "pairs", "traced")
 
     def __init__(self, traced: tuple[int, ...] | None):
         self.jitted: Any = None
         # Where the traced leaves are, when some leaves are static (calls pass only
         # the traced ones); None when every leaf is traced.
         self.traced = traced
+        # For a call sharing another call's program: its objects paired with those
+        # of the call that traced it, and the output's static part with its own
+        # objects in (once known). None for the call that traced the program.
+        self.pairs: _callable_key.Counterparts | None = None
+        self.outputs: tuple[Any, Any] | None = None
+
+    def shared_with(self, pairs: _callable_key.Counterparts) -> _Compiled:
+        """This program, for a call whose callables `pairs` maps to this one's."""
+        shared = _Compiled(self.traced)
+        shared.jitted = self.jitted
+        shared.pairs = pairs
+        return shared
+
+    def own_outputs(self, traced_outputs: tuple[Any, Any]) -> tuple[Any, Any]:
+        """The output's static part `(treedef, values)` as the trace made it, with
+        the objects it passed through from the tracing call's input replaced by
+        this call's (a scene returned by the step keeps its own renderer)."""
+        pairs = self.pairs
+        if pairs is None:
+            return traced_outputs
+        outputs = self.outputs
+        if outputs is None or outputs[0] is not traced_outputs:
+            tree, values = traced_outputs
+            own = (
+                _callable_key.swap(tree, pairs),
+                _callable_key.swap(values, pairs),
+            )
+            outputs = self.outputs = (traced_outputs, own)
+        return outputs[1]
+
+    def own_output(self, output: Any) -> Any:
+        """An output of arrays only, with this call's objects in its static fields
+        where the trace passed the tracing call's through (see `own_outputs`)."""
+        leaves, tree = _flatten(output)
+        outputs = self.outputs
+        if outputs is None or outputs[0] != tree:
+            outputs = self.outputs = (tree, _callable_key.swap(tree, self.pairs or {}))
+        own_tree = outputs[1]
+        return (
+            output if own_tree is outputs[0] else jtu.tree_unflatten(own_tree, leaves)
+        )
 
 
 def _concrete(marker: Any) -> bool:
@@ -175,15 +226,53 @@ class _Layout:
         "donate_rest",
         "fun_at",
         "jits",
+        "share",
+        "shared",
+        "shared_calls",
         "static_fun",
     )
 
-    def __init__(self, static_fun: Any, donate_first: bool, donate_rest: bool):
+    def __init__(
+        self, static_fun: Any, donate_first: bool, donate_rest: bool, share: bool
+    ):
         self.static_fun = static_fun
         self.donate_first = donate_first
         self.donate_rest = donate_rest  # every donating option donates the rest
         self.fun_at = 1 if donate_first else 0
         self.jits: dict[tuple, _Compiled] = {}
+        # With `share_callables`: each traced program by what it traces to, and the
+        # exact keys of the calls sharing one (oldest first, at most
+        # _SHARED_CALLS_KEPT of them in `jits`).
+        self.share = share
+        self.shared: dict[
+            _callable_key.SharedKey, tuple[_callable_key.SharedKey, _Compiled]
+        ] = {}
+        self.shared_calls: collections.deque[tuple] = collections.deque()
+
+    def find_or_compile(
+        self, treedef: Any, static: tuple, names: tuple[str, str]
+    ) -> _Compiled:
+        """The program for a call whose exact key is not in `jits` (under `_lock`):
+        another call's that it traces alike, or a new one."""
+        key = (treedef, static)
+        found = self.jits.get(key)  # another thread may have compiled it meanwhile
+        if found is not None:
+            return found
+        if not self.share:
+            return self.compile(treedef, static, names)
+        shared_key = _callable_key.SharedKey(treedef, static)
+        tracing = self.shared.get(shared_key)
+        if tracing is None:
+            program = self.compile(treedef, static, names)
+            self.shared[shared_key] = (shared_key, program)
+            return program
+        traced_key, program = tracing
+        found = program.shared_with(_callable_key.counterparts(traced_key, shared_key))
+        self.jits[key] = found
+        self.shared_calls.append(key)
+        if len(self.shared_calls) > _SHARED_CALLS_KEPT:
+            del self.jits[self.shared_calls.popleft()]
+        return found
 
     def compile(self, treedef: Any, static: tuple, names: tuple[str, str]) -> _Compiled:
         traced = tuple(i for i, x in enumerate(static) if x is None)
@@ -277,6 +366,10 @@ def _marked_program(
 _layouts: weakref.WeakKeyDictionary[Any, dict[Any, _Layout]] = (
     weakref.WeakKeyDictionary()
 )
+# With `share_callables`, layouts also by what their function traces to, so that
+# `af.filter_jit` of a new but equal closure or partial (one per field) finds the
+# programs an earlier one compiled. These hold the first such function for good.
+_shared_layouts: dict[_callable_key.SharedKey, _Layout] = {}
 # Reentrant: a static leaf's __hash__ or __eq__ (user code, run under it by the
 # key lookup) may call another filter_jit function.
 _lock = threading.RLock()
@@ -289,18 +382,36 @@ def _any_callable() -> None:
 # eqx.clear_caches() forgets equinox's shared jits: wrappers made later trace anew,
 # existing ones keep theirs. Forgetting the layouts does the same here.
 _internals.register_cache_clear(_layouts.clear)
+_internals.register_cache_clear(_shared_layouts.clear)
 
 
 def _layout_for(
-    fun: Any, names: tuple[str, str], static_fun: Any, donate: tuple
+    fun: Any, names: tuple[str, str], static_fun: Any, donate: tuple, share: bool
 ) -> _Layout:
     owner = fun if type(fun) is types.FunctionType else _any_callable
-    key = (names, static_fun, donate)
+    key = (names, static_fun, donate, share)
     with _lock:
         by_key = _layouts.setdefault(owner, {})
         layout = by_key.get(key)
         if layout is None:
-            layout = by_key[key] = _Layout(static_fun, *donate)
+            layout = by_key[key] = _shared_layout(names, static_fun, donate, share)
+    return layout
+
+
+def _shared_layout(
+    names: tuple[str, str], static_fun: Any, donate: tuple, share: bool
+) -> _Layout:
+    """A new layout, or with `share` the layout of an equal function (under
+    `_lock`)."""
+    if not share:
+        return _Layout(static_fun, donate[0], donate[1], share)
+    leaves, treedef = static_fun
+    shared_key = _callable_key.SharedKey(treedef, (*leaves, names, donate))
+    layout = _shared_layouts.get(shared_key)
+    if layout is None:
+        layout = _shared_layouts[shared_key] = _Layout(
+            static_fun, donate[0], donate[1], share
+        )
     return layout
 
 
@@ -349,44 +460,8 @@ class _Plan:
         return hash(self._key()[:3])
 
 
-class _FilterJit(eqx.Module):
-    # The eqx.filter_jit wrapper: its leaves (the function's arrays) are this one's.
-    _fallback: Any
-    _plan: _Plan = eqx.field(static=True, repr=False)
-    # What explain_retraces groups calls by: the layout, or the fallback's jax.jit.
-    _cached: Any = eqx.field(static=True, repr=False)
-
-    @property
-    def __wrapped__(self) -> Any:
-        return self._fallback.__wrapped__
-
-    def __repr__(self) -> str:
-        return f"af.filter_jit({self._fallback.fn})"
-
-    def __call__(self, /, *args: Any, **kwargs: Any) -> Any:
-        __tracebackhide__ = True
-        try:
-            return _call(self, args, kwargs)
-        except _internals.EquinoxRuntimeError as error:
-            error.__traceback__ = None  # as equinox: the re-raise line is noise
-            raise
-
-    def lower(self, /, *args: Any, **kwargs: Any) -> Any:
-        """`jax.jit(...).lower` for these arguments, exactly as `eqx.filter_jit`."""
-        return self._fallback.lower(*args, **kwargs)
-
-    def __get__(self, instance: Any, owner: Any) -> Any:
-        del owner
-        if instance is None:
-            return self
-        return eqx.Partial(self, instance)
-
-
-# `explain_retraces` watches these calls as it watches eqx.filter_jit's.
-_internals.watch_jit_class(_FilterJit, __file__)
-
-
-def _call(wrapper: _FilterJit, args: tuple, kwargs: dict) -> Any:
+def _call(wrapper: _FilterJit, /, *args: Any, **kwargs: Any) -> Any:
+    """A wrapper's call (its `__call__`: one Python frame less on every step)."""
     __tracebackhide__ = True
     # A trace records the stack up to the frame holding this local (eqx.error_if).
     __equinox_jit_id__ = next(_call_ids).to_bytes(8, "little")
@@ -394,30 +469,35 @@ def _call(wrapper: _FilterJit, args: tuple, kwargs: dict) -> Any:
     fallback = _get(wrapper, "_fallback")
     layout = plan.layout
     if layout is None:
-        return _internals.call_unwatched(fallback, args, kwargs)
+        return _call_equinox(fallback, args, kwargs)
     if kwargs or not plan.low <= len(args) <= plan.high:
         bound = plan.signature.bind(*args, **kwargs)
         args, kwargs = bound.args, bound.kwargs
-    leaves, treedef = jtu.tree_flatten((args, kwargs))
-    # What the cache key holds of each leaf: None for arrays, else the leaf. JAX's
-    # arrays and Python's numbers, the common leaves, skip the slower isinstance.
-    static = tuple(
-        [
-            None
-            if type(x) is _ARRAY_IMPL
-            else x
-            if type(x) in _NOT_ARRAYS or not isinstance(x, _ARRAY_TYPES)
-            else None
-            for x in leaves
-        ]
-    )
+    leaves, treedef = _flatten((args, kwargs))
+    # What the cache key holds of each leaf: None for arrays, else the leaf. A tree
+    # of JAX arrays only is told by one pass in C; JAX's arrays and Python's
+    # numbers, the common leaves, skip the slower isinstance.
+    kinds = set(map(type, leaves))
+    if len(kinds) == 1 and _ARRAY_IMPL in kinds:
+        static = (None,) * len(leaves)
+    else:
+        static = tuple(
+            [
+                None
+                if type(x) is _ARRAY_IMPL
+                else x
+                if type(x) in _NOT_ARRAYS or not isinstance(x, _ARRAY_TYPES)
+                else None
+                for x in leaves
+            ]
+        )
     try:
         compiled = layout.jits.get((treedef, static))
     except Exception as error:
         try:
             hash(static)
         except Exception:  # an unhashable static leaf: equinox raises its own error
-            return _internals.call_unwatched(fallback, args, kwargs)
+            return _call_equinox(fallback, args, kwargs)
         # Hashable, but == raised against a cached key (JAX's ValueError for it).
         raise ValueError(
             f"{plan.names[1]}: a non-array argument raised when compared with == "
@@ -426,9 +506,7 @@ def _call(wrapper: _FilterJit, args: tuple, kwargs: dict) -> Any:
         ) from error
     if compiled is None:
         with _lock:  # one jax.jit per key, also when threads race to the first call
-            compiled = layout.jits.get((treedef, static)) or layout.compile(
-                treedef, static, plan.names
-            )
+            compiled = layout.find_or_compile(treedef, static, plan.names)
     traced = compiled.traced
     if traced is not None:
         leaves = [leaves[i] for i in traced]
@@ -456,28 +534,112 @@ def _call(wrapper: _FilterJit, args: tuple, kwargs: dict) -> Any:
         if marker is not None and _concrete(marker):
             marker.block_until_ready()
     except (_internals.JaxRuntimeError, ValueError) as error:
-        _internals.raise_equinox_error(error, __equinox_jit_id__)
+        try:
+            _internals.raise_equinox_error(error, __equinox_jit_id__)
+        except _internals.EquinoxRuntimeError as equinox_error:
+            equinox_error.__traceback__ = None  # as equinox: the re-raise is noise
+            raise
         raise
     finally:
         _in_flight.pop()
     if others is None:
-        return arrays
-    # Non-array outputs: the objects this trace returned, as equinox gives them.
-    out_tree, values = others.value
+        # JAX rebuilt the output from the trace's tree: a call sharing another
+        # call's program puts its own static fields back in.
+        return arrays if compiled.pairs is None else compiled.own_output(arrays)
+    # Non-array outputs: the objects this trace returned, as equinox gives them
+    # (with this call's own objects where it shares another call's program).
+    out_tree, values = compiled.own_outputs(others.value)
     return jtu.tree_unflatten(
         out_tree, [x if v is None else v for x, v in zip(arrays, values, strict=True)]
     )
 
 
-@overload
-def filter_jit(*, donate: Donate = "none") -> Callable[[_F], _F]: ...
+def _call_equinox(fallback: Any, args: tuple, kwargs: dict) -> Any:
+    __tracebackhide__ = True
+    try:
+        return _internals.call_unwatched(fallback, args, kwargs)
+    except _internals.EquinoxRuntimeError as error:
+        error.__traceback__ = None  # as equinox: the re-raise line is noise
+        raise
+
+
+def _same_layout(a: _Layout, b: _Layout, same: Callable[[Any, Any], bool]) -> bool:
+    return (
+        (a.donate_first, a.donate_rest, a.share)
+        == (b.donate_first, b.donate_rest, b.share)
+    ) and same(a.static_fun, b.static_fun)
+
+
+def _same_plan(a: _Plan, b: _Plan, same: Callable[[Any, Any], bool]) -> bool:
+    if (a.names, a.filter_warning, a.signature) != (
+        b.names,
+        b.filter_warning,
+        b.signature,
+    ):
+        return False
+    if a.layout is None or b.layout is None:
+        return a.layout is b.layout
+    return same(a.layout, b.layout)
+
+
+# An af.filter_jit wrapper held by a scene: equal ones (wrapping equal functions
+# with the same options) trace the same program.
+_callable_key.register(
+    _Layout, _same_layout, lambda layout: hash((layout.donate_first, layout.share))
+)
+_callable_key.register(_Plan, _same_plan, lambda plan: hash(plan.names))
+
+
+class _FilterJit(eqx.Module):
+    # The eqx.filter_jit wrapper: its leaves (the function's arrays) are this one's.
+    _fallback: Any
+    _plan: _Plan = eqx.field(static=True, repr=False)
+    # What explain_retraces groups calls by: the layout, or the fallback's jax.jit.
+    _cached: Any = eqx.field(static=True, repr=False)
+
+    @property
+    def __wrapped__(self) -> Any:
+        return self._fallback.__wrapped__
+
+    def __repr__(self) -> str:
+        return f"af.filter_jit({self._fallback.fn})"
+
+    __call__ = _call
+
+    def lower(self, /, *args: Any, **kwargs: Any) -> Any:
+        """`jax.jit(...).lower` for these arguments, exactly as `eqx.filter_jit`."""
+        return self._fallback.lower(*args, **kwargs)
+
+    def __get__(self, instance: Any, owner: Any) -> Any:
+        del owner
+        if instance is None:
+            return self
+        return eqx.Partial(self, instance)
+
+
+# `explain_retraces` watches these calls as it watches eqx.filter_jit's.
+_internals.watch_jit_class(_FilterJit, __file__)
 
 
 @overload
-def filter_jit(fun: _F, *, donate: Donate = "none") -> _F: ...
+def filter_jit(
+    *, donate: Donate = "none", share_callables: bool = True
+) -> Callable[[_F], _F]: ...
 
 
-def filter_jit(fun: Any = None, *, donate: Donate = "none", **jitkwargs: Any) -> Any:
+@overload
+def filter_jit(
+    fun: _F, *, donate: Donate = "none", share_callables: bool = True
+) -> _F: ...
+
+
+def filter_jit(
+    fun: Any = None,
+    *,
+    donate: Donate = "none",
+    share_callables: bool = True,
+    **jitkwargs: Any,
+) -> Any:
     """`eqx.filter_jit` with less per-call overhead: a drop-in replacement.
 
     Same rules as `eqx.filter_jit`: JAX and NumPy arrays are traced, every other
@@ -492,6 +654,21 @@ def filter_jit(fun: Any = None, *, donate: Donate = "none", **jitkwargs: Any) ->
     hand-written `jax.jit` (the Performance page has the measurements).
     Calls it cannot reproduce exactly (extra `jax.jit` options, unhashable static
     leaves) are passed to `eqx.filter_jit`.
+
+    One difference in keying, on by default: callables among the leaves and static
+    fields are compared by what they trace to, not by identity. Scenes built one
+    per field each hold a new `functools.partial(step_size, 0.1)`, `lambda x: x`
+    or bound method, which `eqx.filter_jit` compiles the step again for;
+    `af.filter_jit` shares one program among them when they are partials of equal
+    functions with equal arguments, functions with the same code, globals and
+    equal defaults and captured values, bound methods of equal objects, or
+    `jax.jit`s of equal functions with the same options (the function given to
+    `af.filter_jit` is compared the same way). "Equal" for a captured or
+    bound value is strict (identical, or the same type and `==`); arrays, lists,
+    dicts and objects without value equality compare by identity, so two
+    callables that could trace differently are never merged. Results are the
+    same; only the number of compiles drops. `share_callables=False` keys them as
+    equinox does.
 
     One thing is left out on purpose: `eqx.filter_jit` waits for every call to
     finish, so that a failing `eqx.error_if` raises at the call. `af.filter_jit`
@@ -509,6 +686,8 @@ def filter_jit(fun: Any = None, *, donate: Donate = "none", **jitkwargs: Any) ->
         decorator: `@af.filter_jit(donate="all")`.
     - `donate`: `"all"`, `"all-except-first"`, `"warn"`, `"warn-except-first"` or
         `"none"` (the default), as for `eqx.filter_jit`.
+    - `share_callables`: compare callables by what they trace to (the default),
+        or by identity as `eqx.filter_jit` does (`False`).
 
     **Returns:** the compiled version of `fun`.
 
@@ -538,7 +717,9 @@ def filter_jit(fun: Any = None, *, donate: Donate = "none", **jitkwargs: Any) ->
         ```
     """
     if fun is None:
-        return functools.partial(filter_jit, donate=donate, **jitkwargs)
+        return functools.partial(
+            filter_jit, donate=donate, share_callables=share_callables, **jitkwargs
+        )
     if donate not in _DONATE:
         _equinox_filter_jit(fun, donate=donate)  # raises equinox's error for it
     fallback = _equinox_filter_jit(fun, donate=donate, **jitkwargs)
@@ -553,7 +734,9 @@ def filter_jit(fun: Any = None, *, donate: Donate = "none", **jitkwargs: Any) ->
         except Exception:
             pass  # equinox raises when called: every call goes to it
         else:
-            layout = _layout_for(fun, names, static_fun, (donate_first, donate_rest))
+            layout = _layout_for(
+                fun, names, static_fun, (donate_first, donate_rest), share_callables
+            )
     wrapper = _FilterJit(
         _fallback=fallback,
         _plan=_Plan(signature, names, layout, filter_warning),

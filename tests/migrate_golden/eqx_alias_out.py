@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
+import arrayfield as af
 import jax
 import jax.numpy as jnp
 
-import arrayfield as af
 import equinox as eqx
 
 

@@ -2,7 +2,7 @@ import arrayfield as af
 import jax
 
 try:
-    import equinox as eqx
+    import equinox as eqx  # noqa: F401
 except ImportError:  # equinox is optional for this module's other users
     raise
 

@@ -1,24 +1,39 @@
 """`audit` and `assert_clean`: find recompile hazards in a live pytree, before a jit.
 
-Reads the tree, never changes it. Paths are written as `explain_retraces` writes
-them (`_paths.py`), so a finding and a retrace warning about the same leaf match.
+One tree: the leaves that could compile a jitted step again, leaving out what is
+the same in every instance (module-level functions, declared defaults). Two trees
+built the same way: exactly the leaves that would compile it again for the second
+after the first, under `eqx.filter_jit` and under `af.filter_jit`, found with the
+comparison `explain_retraces` makes (`_diff.py`).
+
+Reads the trees, never changes them. Paths are written as `explain_retraces`
+writes them (`_paths.py`), so a finding and a retrace warning about the same leaf
+match.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import functools
+import inspect
+import sys
 import types
-from typing import Any
+from typing import Any, Literal
 
 import jax
 import jax.tree_util as jtu
 import numpy as np
 
 from .._errors import AuditError, format_annotation, short_repr
-from .._internals import PYTHON_NUMBERS
-from ._hints import number_fix
-from ._paths import is_array, walk
+from .._internals import PYTHON_NUMBERS, is_module, jit_wrapper_class
+from .._spec import Unresolved, field_spec, resolve_annotation
+from ._diff import Change, cause_text, diff, group
+from ._hints import FILTER_JIT, article, bypassed_init, normalize_fix, number_fix
+from ._paths import FieldRef, StaticField, is_array, walk
+from ._signature import leaf_text, signature
+
+EQX = "eqx.filter_jit"
+AF = "af.filter_jit"
+Jit = Literal["eqx.filter_jit", "af.filter_jit"]
 
 # Report order, and the heading of each group.
 _KINDS = {
@@ -32,6 +47,12 @@ _KINDS = {
     "which costs one more compile",
     "static-array": "Arrays in static=True fields: hashed by identity or not "
     "hashable at all, and never traced",
+    # The kinds of a two-tree audit: what differs between the trees.
+    "structure": "Structure: shapes, dtypes, weak types or the pytree itself "
+    "differ, so both jits compile again",
+    "callable": "Callables: hashed by identity in eqx.filter_jit",
+    "identity": "Objects compared by identity: every new one is a new cache key",
+    "value": "Values: numbers, strings and other hashed values that differ",
 }
 
 
@@ -39,10 +60,21 @@ _KINDS = {
 class Finding:
     """One hazard: where it is, the value found there, its kind, and what to do.
 
-    `kind` is one of `"python-scalar"`, `"numpy-scalar"`, `"hashed-leaf"`,
-    `"weak-type"` and `"static-array"`. `field` names the Module field that holds
-    the value and where it is declared, `"Source.flux (scene.py:12)"`, or is empty
-    when the value is not directly a field's.
+    In a one-tree audit, `kind` is one of `"python-scalar"`, `"numpy-scalar"`,
+    `"hashed-leaf"`, `"weak-type"` and `"static-array"`. In a two-tree audit,
+    `af.audit(tree, other)`, a finding is a leaf that differs between the trees
+    and would compile a jitted function again: `kind` is `"structure"` (a shape,
+    dtype, weak type or the pytree structure), `"callable"`, `"identity"` (an
+    object compared by identity) or `"value"` (a number, string or other value);
+    `value` is the leaf in `tree` and `other` the leaf in `other` (`None` where
+    the leaf does not exist: a pytree never has `None` as a leaf), `why` says why
+    it is a new cache key, and `recompiles` names the jits that compile again
+    for it: `("eqx.filter_jit", "af.filter_jit")`, or `("eqx.filter_jit",)` for a
+    callable that `af.filter_jit` already shares.
+
+    `field` names the Module field that holds the value (or that the value is
+    inside, for a list element) and where it is declared,
+    `"Source.flux (scene.py:12)"`; empty when the value is in no Module field.
 
     !!! example
 
@@ -59,17 +91,39 @@ class Finding:
     value: Any
     kind: str
     hint: str
-    # The Module field holding the value, as `SersicMorphology.n (morphology.py:88)`;
-    # empty when the value is not directly a field's (a list element, a dict value).
     field: str = ""
+    other: Any = None
+    why: str = ""
+    recompiles: tuple[str, ...] = ()
 
     def __str__(self) -> str:
+        if self.recompiles:
+            old, new = _text(self.value), _text(self.other)
+            return f"{self.path}: {old} -> {new}: {self.hint}"
         weak = "weak " if self.kind == "weak-type" else ""
-        return f"{self.path} = {weak}{short_repr(self.value)}: {self.hint}"
+        return f"{self.path} = {weak}{_text(self.value)}: {self.hint}"
+
+
+def _check_jit(jit: Any) -> None:
+    if jit not in (EQX, AF):
+        raise ValueError(
+            f"jit={jit!r}: af.audit knows the cache keys of 'eqx.filter_jit' and "
+            "'af.filter_jit'; pass one of those two strings."
+        )
+
+
+def _text(value: Any) -> str:
+    if value is None:
+        return "(absent)"
+    return short_repr(value) if is_array(value) else leaf_text(value)
 
 
 class Findings(list[Finding]):
     """The findings of one `af.audit`; prints as a report grouped by kind.
+
+    A two-tree audit prints one line per cause (a field whose leaves differ in
+    the same way counts once), and `compiling(jit)` keeps the findings that
+    compile that jit again.
 
     !!! example
 
@@ -87,11 +141,30 @@ class Findings(list[Finding]):
         ```
     """
 
-    def __init__(self, findings: list[Finding] = (), name: str = "tree"):  # type: ignore[assignment]
+    def __init__(
+        self,
+        findings: list[Finding] = (),  # type: ignore[assignment]
+        name: str = "tree",
+        causes: dict[int, tuple[int, str]] | None = None,
+        two_trees: bool = False,
+    ):
         super().__init__(findings)
         self.name = name
+        self.two_trees = two_trees
+        # A two-tree report's causes: id(finding) -> (cause number, its line).
+        self._causes = causes or {}
+
+    def compiling(self, jit: Jit = EQX) -> Findings:
+        """The findings that make `jit` compile again (all of them for
+        `"eqx.filter_jit"`; without those `af.filter_jit` shares for
+        `"af.filter_jit"`). Meant for a two-tree audit."""
+        _check_jit(jit)
+        kept = [f for f in self if not f.recompiles or jit in f.recompiles]
+        return Findings(kept, self.name, self._causes, self.two_trees)
 
     def __str__(self) -> str:
+        if self.two_trees:
+            return self._two_tree_report()
         if not self:
             return f"af.audit: {self.name} is clean: no recompile hazards found."
         count = len(self)
@@ -106,27 +179,186 @@ class Findings(list[Finding]):
                 lines.extend(f"  {finding}" for finding in group)
         return "\n".join(lines)
 
+    def _two_tree_report(self) -> str:
+        if not self:
+            return (
+                f"af.audit: the other {self.name} compiles nothing again: every "
+                "leaf is alike for eqx.filter_jit and af.filter_jit."
+            )
+        on_af = sum(AF in f.recompiles for f in self)
+        count = len(self)
+        lines = [
+            f"af.audit: the other {self.name} compiles again: {count} "
+            f"lea{'ves' if count > 1 else 'f'} differ{'' if count > 1 else 's'} "
+            f"for {EQX}, {on_af} for {AF}"
+        ]
+        for kind, heading in _KINDS.items():
+            causes: dict[int, str] = {}  # in the order of their first finding
+            for f in self:
+                if f.kind == kind and id(f) in self._causes:
+                    number, line = self._causes[id(f)]
+                    causes.setdefault(number, line)
+            if causes:
+                lines.append(f"{kind}: {heading}.")
+                lines.extend(f"  {line}" for line in causes.values())
+        return "\n".join(lines)
 
-def _is_stable_callable(x: Any) -> bool:
-    """A callable whose identity does not change between calls (module-level)."""
-    if isinstance(x, functools.partial):
+
+def _shared_objects() -> set[int]:
+    """The ids of the objects every module holds at its top level, also inside
+    tuples there (an optimizer built at module level is a NamedTuple of
+    closures): the same objects on every call, however often a step is called.
+    Read once per audit."""
+    ids: set[int] = set()
+    for module in list(sys.modules.values()):
+        namespace = getattr(module, "__dict__", None)
+        if isinstance(namespace, dict):
+            _collect(list(namespace.values()), ids, depth=2)
+    return ids
+
+
+def _collect(values: list[Any], ids: set[int], depth: int) -> None:
+    for value in values:
+        ids.add(id(value))
+        # Tuples only: a list or dict at module level may gain a new closure on
+        # every call, which must stay reported.
+        if depth and isinstance(value, tuple):
+            _collect(list(value), ids, depth - 1)
+
+
+class _Constants:
+    """What is the same in every instance: module-level objects, and the declared
+    defaults of a Module's fields and `__init__` parameters."""
+
+    def __init__(self) -> None:
+        self._module_level: set[int] | None = None
+        self._init_defaults: dict[tuple[type, str], Any] = {}
+
+    def module_level(self, x: Any) -> bool:
+        if self._module_level is None:
+            self._module_level = _shared_objects()
+        return id(x) in self._module_level
+
+    def declared_default(self, x: Any, field: FieldRef | None) -> bool:
+        """Whether `x` is its field's class default, or the default of the
+        `__init__` parameter of the same name (identical, or equal and of the
+        same type for strings and numbers)."""
+        if field is None:
+            return False
+        for default in (field.field.default, self._init_default(field)):
+            if default is x:
+                return True
+            same_type = type(x) in _CONSTANT_TYPES and type(default) is type(x)
+            if same_type and default == x:
+                return True
         return False
-    if isinstance(x, types.FunctionType):
-        return "<lambda>" not in x.__qualname__ and "<locals>" not in x.__qualname__
-    return callable(x)
+
+    def _init_default(self, field: FieldRef) -> Any:
+        key = (field.owner, field.name)
+        if key not in self._init_defaults:
+            try:
+                parameters = inspect.signature(field.owner.__init__).parameters
+            except (TypeError, ValueError):
+                parameters = {}
+            parameter = parameters.get(field.name)
+            default = dataclasses.MISSING if parameter is None else parameter.default
+            self._init_defaults[key] = default
+        return self._init_defaults[key]
 
 
-def _leaf_finding(path: str, value: Any, field: Any) -> Finding | None:
+# Values compared by `==` that a class may declare as a default.
+_CONSTANT_TYPES = (*PYTHON_NUMBERS, str, bytes)
+
+
+def _shared_callable(x: Any, field: FieldRef | None, constants: _Constants) -> bool:
+    """Whether a callable leaf is the same object in every instance: a function
+    or other callable named at the top level of a module (a module-level lambda
+    too, or one held in a module-level tuple such as an optimizer), a class, the
+    field's declared default, or a method bound to such an object."""
+    if isinstance(x, type):
+        return "<locals>" not in x.__qualname__
+    if isinstance(x, types.MethodType):
+        owner = x.__self__
+        return isinstance(owner, type) or constants.module_level(owner)
+    if _named_at_module_level(x):
+        return True  # a def at module level or in a class body
+    if isinstance(x, types.BuiltinFunctionType):
+        owner = x.__self__
+        if owner is None or isinstance(owner, types.ModuleType | type):
+            return True
+        return constants.module_level(owner)
+    return constants.module_level(x) or constants.declared_default(x, field)
+
+
+def _named_at_module_level(x: Any) -> bool:
+    """Whether `x` is what its `__module__` and `__qualname__` name: a def at
+    module level or in a class body, not a copy made per call with that name
+    (a `functools.wraps` wrapper). Reads namespaces, so no lazy import runs."""
+    module = sys.modules.get(getattr(x, "__module__", None) or "")
+    qualname = getattr(x, "__qualname__", None)
+    if module is None or not isinstance(qualname, str) or "<" in qualname:
+        return False
+    target: Any = module
+    for part in qualname.split("."):
+        namespace = getattr(target, "__dict__", None)
+        if not isinstance(namespace, dict | types.MappingProxyType):
+            return False
+        target = namespace.get(part)
+        if isinstance(target, staticmethod):
+            target = target.__func__
+    return target is x
+
+
+def _callable_hint(x: Any) -> str:
+    if isinstance(x, types.MethodType):
+        owner = type(x.__self__).__qualname__
+        return (
+            f"a method bound to {article(owner)} {owner} is hashed by its object, "
+            f"so a method of a new {owner} compiles again: bind it to one object, or "
+            "keep it out of the jitted arguments"
+        )
+    qualname = getattr(x, "__qualname__", "")
+    if _is_jax_jit(x):
+        return (
+            "a jax.jit wrapper is hashed by identity, so one made per instance (as "
+            "self.forward = jax.jit(fn) in __init__) compiles the jitted function "
+            "that takes it again for every instance: jit fn once at module level, "
+            "or keep the wrapper out of the jitted arguments"
+        )
+    if isinstance(x, types.FunctionType) and "<locals>" in qualname:
+        maker = qualname.split(".<locals>", 1)[0]
+        return (
+            f"a closure made by each call of {maker} is hashed by identity, so "
+            f"every call of {maker} that makes a new one compiles again: call it "
+            "once and reuse the result (at module level, or in a functools.cache'd "
+            "factory), or keep it out of the jitted arguments"
+        )
+    return (
+        "a fresh closure, lambda or functools.partial per call is a new cache "
+        "key: create it once, or make it an eqx.Module / eqx.Partial"
+    )
+
+
+def _is_jax_jit(x: Any) -> bool:
+    return hasattr(x, "lower") and hasattr(x, "__wrapped__") and not is_module(x)
+
+
+def _leaf_finding(
+    path: str, value: Any, field: FieldRef | None, constants: _Constants
+) -> Finding | None:
     if type(value) in PYTHON_NUMBERS:
+        if constants.declared_default(value, field) and not _array_field(field):
+            return None
         return Finding(path, value, "python-scalar", number_fix(field, value))
     if isinstance(value, np.generic):
-        return Finding(
-            path,
-            value,
-            "numpy-scalar",
-            "store a JAX array, jnp.asarray(x, dtype=...), or subclass "
-            "af.ArrayModule, which converts it",
-        )
+        if bypassed_init(field):
+            hint = normalize_fix(field)  # type: ignore[arg-type]
+        else:
+            hint = (
+                "store a JAX array, jnp.asarray(x, dtype=...), or subclass "
+                "af.ArrayModule, which converts it"
+            )
+        return Finding(path, value, "numpy-scalar", hint)
     if isinstance(value, jax.Array):
         if getattr(value, "weak_type", False):
             return Finding(
@@ -138,16 +370,25 @@ def _leaf_finding(path: str, value: Any, field: Any) -> Finding | None:
                 "which stores it strongly typed",
             )
         return None
-    if is_array(value) or (callable(value) and _is_stable_callable(value)):
+    if is_array(value):
         return None
     if callable(value):
+        if _shared_callable(value, field, constants):
+            return None
+        hint = _callable_hint(value)
+    elif type(value) in _CONSTANT_TYPES and constants.declared_default(value, field):
+        return None
+    elif type(value).__eq__ is object.__eq__:
+        name = type(value).__qualname__
         hint = (
-            "a fresh closure, lambda or functools.partial per call is a new cache "
-            "key: create it once, or make it an eqx.Module / eqx.Partial"
+            f"{article(name)} {name} compares by identity (it defines no __eq__), "
+            f"so every new {name} is a new cache key: give {name} value equality "
+            "(__eq__ and __hash__), or keep it out of the jitted arguments"
         )
     else:
+        kind = type(value).__name__
         hint = (
-            f"a {type(value).__name__} is hashed into the cache key: mark it "
+            f"{article(kind)} {kind} is hashed into the cache key: mark it "
             "eqx.field(static=True) if it is a fixed setting, or keep it out of "
             "the jitted arguments if it changes"
         )
@@ -155,36 +396,75 @@ def _leaf_finding(path: str, value: Any, field: Any) -> Finding | None:
     return Finding(path, value, "hashed-leaf", hint + declared)
 
 
-def audit(tree: Any, *, name: str = "tree") -> Findings:
-    """Find what would make `eqx.filter_jit` recompile, or reuse a wrong trace.
+def _array_field(field: FieldRef | None) -> bool:
+    """Whether the field's annotation asks for an array (a number there is the
+    hazard arrayfield exists for, default or not)."""
+    if field is None:
+        return False
+    try:
+        resolved = resolve_annotation(field.annotation, field.declared_in)
+    except Unresolved:
+        return True  # unknown: keep reporting
+    return field_spec(resolved) is not None
 
-    Works on any pytree: `eqx.Module`s, `af.ArrayModule`s, optax states, dicts,
-    lists, nested in each other.
+
+def audit(tree: Any, other: Any = None, *, name: str = "tree") -> Findings:
+    """Find what would make a jitted function compile again, before you jit.
+
+    **One tree**, `af.audit(tree)`: every leaf that could make `eqx.filter_jit`
+    compile again, or reuse a trace made for another type. Works on any pytree:
+    `eqx.Module`s, `af.ArrayModule`s, optax states, dicts, lists, nested in each
+    other. What is the same in every instance is left out: functions and other
+    callables named at the top level of a module (module-level lambdas too, such
+    as the default activations of `eqx.nn.MLP`, and closures held by a
+    module-level object, such as an optimizer built at import), classes, and
+    numbers and strings equal to the default their field declares (in the class
+    body or in `__init__`), unless the field's annotation asks for an array. One
+    snapshot cannot tell a value that changes from a constant (a counter
+    `step: int = 0` still at 0 is not reported): compare two trees for that.
+
+    **Two trees**, `af.audit(tree, other)`: exactly the leaves that would make a
+    jitted function compile again when called with `other` after `tree`, for
+    trees built the same way (two fields' scenes, two runs' states). Leaves equal
+    in both are never reported. Each finding says which jits compile again
+    (`recompiles`): `eqx.filter_jit` for every difference, `af.filter_jit` for
+    every one but the callables it shares (partials of one function with equal
+    arguments, closures of one code object with equal captured values, methods
+    bound to equal objects).
 
     **Arguments:**
 
     - `tree`: the pytree to inspect (typically the model or the whole training
         state you pass to a jitted step).
+    - `other`: a second tree built the same way, to compare `tree` with; omit it
+        for a one-tree audit.
     - `name`: how paths start, e.g. `name="scene"` gives `scene.sources[1].size`.
 
     **Returns:**
 
-    `af.Findings`, a list of `af.Finding` (`.path`, `.value`, `.kind`, `.hint`).
+    `af.Findings`, a list of `af.Finding` (`.path`, `.value`, `.kind`, `.hint`,
+    `.field`, and for two trees `.other`, `.why`, `.recompiles`).
     `print(af.audit(tree))` shows a report, one line a finding, grouped by kind:
 
     - `python-scalar`: a Python `bool`/`int`/`float`/`complex` leaf. The hint says
-        whether its field is annotated as an array (subclass `af.ArrayModule`) or
-        as a number (re-annotate it, or make it `static=True`).
+        whether its field is annotated as an array (subclass `af.ArrayModule`,
+        or `af.normalize` a tree built without `__init__`) or as a number
+        (re-annotate it, or make it `static=True`).
     - `numpy-scalar`: a NumPy scalar leaf.
     - `hashed-leaf`: a string, closure, lambda, `functools.partial` or other
-        object. Module-level functions and other stable callables are not
-        reported: they hash the same every call.
+        object.
     - `weak-type`: a weakly typed JAX array.
     - `static-array`: an array inside a `static=True` field.
+
+    A two-tree report prints one line per cause: the path (with `[*]` for the
+    list indices its leaves span), the field and the line declaring it, the old
+    and new value, and the fix.
 
     !!! example
 
         ```python
+        import functools
+
         import equinox as eqx
         import jax.numpy as jnp
         import arrayfield as af
@@ -195,18 +475,46 @@ def audit(tree: Any, *, name: str = "tree") -> Findings:
 
         findings = af.audit(Params(w=jnp.ones(3), lr=0.1), name="params")
         assert [(f.path, f.kind) for f in findings] == [("params.lr", "python-scalar")]
+
+        def relative_step(x, factor):
+            return factor * x
+
+        class Source(eqx.Module):
+            flux: jnp.ndarray
+            step: object
+            name: str
+
+        def build(field):
+            step = functools.partial(relative_step, factor=0.1)
+            return Source(jnp.ones(3), step, f"source-{field}")
+
+        first, second = af.audit(build(0), build(1), name="source")
+        assert (first.path, first.recompiles) == ("source.step", ("eqx.filter_jit",))
+        assert (second.value, second.other) == ("source-0", "source-1")
+        assert second.recompiles == ("eqx.filter_jit", "af.filter_jit")
         ```
     """
+    if other is not None:
+        return _compare(tree, other, name)
     leaves, statics = walk(tree, name)
+    constants = _Constants()
     findings = []
+    wrapper = jit_wrapper_class()
     for leaf in leaves:
-        finding = _leaf_finding(leaf.path, leaf.value, leaf.field)
+        if leaf.field is not None and leaf.field.owner is wrapper:
+            continue  # the function's name; its function is checked below
+        finding = _leaf_finding(leaf.path, leaf.value, leaf.field, constants)
         if finding is not None:
-            if leaf.field is not None:
-                finding = dataclasses.replace(finding, field=leaf.field.location)
+            holder = leaf.field or leaf.within
+            if holder is not None:
+                finding = dataclasses.replace(finding, field=holder.location)
             findings.append(finding)
     for static in statics:
-        if any(is_array(x) for x in jtu.tree_leaves(static.value)):
+        if static.field.owner is wrapper:
+            finding = _jit_wrapper_finding(static, constants)
+            if finding is not None:
+                findings.append(finding)
+        elif any(is_array(x) for x in jtu.tree_leaves(static.value)):
             findings.append(
                 Finding(
                     static.path,
@@ -223,20 +531,114 @@ def audit(tree: Any, *, name: str = "tree") -> Findings:
     return Findings(findings, name)
 
 
-def assert_clean(tree: Any, *, name: str = "tree") -> None:
+def _jit_wrapper_finding(static: StaticField, constants: _Constants) -> Finding | None:
+    """An `eqx.filter_jit` wrapper in the tree is keyed by its function: one made
+    anew around a closure (`self.forward = eqx.filter_jit(fn)` in `__init__`) is
+    a new cache key for the jitted function that takes the tree."""
+    if static.field.name != "_static_fun":
+        return None
+    function_leaves, _ = static.value
+    fresh = [
+        x
+        for x in function_leaves
+        if callable(x) and not _shared_callable(x, None, constants)
+    ]
+    if not fresh:
+        return None
+    path = static.path.removesuffix("._static_fun")
+    return Finding(
+        path,
+        fresh[0],
+        "hashed-leaf",
+        "an eqx.filter_jit wrapper around a closure made per instance (as "
+        "self.forward = eqx.filter_jit(fn) in __init__) is keyed by that closure, "
+        "so a jitted function that takes this tree compiles again for every "
+        "instance: jit the function once at module level, or jit only the outer "
+        "step",
+    )
+
+
+def _values(tree: Any, name: str) -> dict[str, Any]:
+    leaves, statics = walk(tree, name)
+    values = {leaf.path: leaf.value for leaf in leaves}
+    values.update((static.path, static.value) for static in statics)
+    return values
+
+
+def _compare(tree: Any, other: Any, name: str) -> Findings:
+    """The leaves of `other` that compile a jitted function again after `tree`."""
+    before = signature({name: tree}, (tree,), {}, traced_scalars=False)
+    after = signature({name: other}, (other,), {}, traced_scalars=False)
+    changes = diff(before, after, FILTER_JIT)
+    old_values, new_values = _values(tree, name), _values(other, name)
+    findings: list[Finding] = []
+    causes: dict[int, tuple[int, str]] = {}
+    for number, changed in enumerate(group(changes)):
+        line = _cause_line(changed)
+        for c in changed:
+            finding = _change_finding(c, old_values, new_values, tree, other, name)
+            causes[id(finding)] = (number, line)
+            findings.append(finding)
+    order = list(_KINDS)
+    findings.sort(key=lambda f: order.index(f.kind))  # stable: causes stay together
+    return Findings(findings, name, causes, two_trees=True)
+
+
+def _cause_line(changes: list[Change]) -> str:
+    line = cause_text(changes)
+    if changes[0].shared:
+        line += f" [{EQX} only: {AF} shares these]"
+    return line
+
+
+def _change_finding(
+    change: Change,
+    old_values: dict[str, Any],
+    new_values: dict[str, Any],
+    tree: Any,
+    other: Any,
+    name: str,
+) -> Finding:
+    if change.path == name and name not in old_values:  # the whole tree's structure
+        old, new = tree, other
+    else:
+        old, new = old_values.get(change.path), new_values.get(change.path)
+    location = "" if change.field is None else change.field.location
+    jits = (EQX,) if change.shared else (EQX, AF)
+    return Finding(
+        change.path, old, change.cause, change.fix, location, new, change.why, jits
+    )
+
+
+def assert_clean(
+    tree: Any, other: Any = None, *, name: str = "tree", jit: Jit = EQX
+) -> None:
     """Raise `af.AuditError` (an `AssertionError`) with the report unless clean.
 
-    Meant for tests: `af.assert_clean(model)` after building the model.
+    Meant for tests: `af.assert_clean(model)` after building the model, or
+    `af.assert_clean(scene_a, scene_b, jit="af.filter_jit")` to check that two
+    instances built the same way share one compiled step under that jit (for
+    two trees, findings that `jit` does not compile again for are not failures).
 
     !!! example
 
         ```python
+        import equinox as eqx
+        import jax
         import jax.numpy as jnp
         import arrayfield as af
 
         af.assert_clean({"w": jnp.zeros(3), "b": jnp.zeros(())})
+        mlp = eqx.nn.MLP(2, 1, 8, 2, key=jax.random.key(0))
+        other = eqx.nn.MLP(2, 1, 8, 2, key=jax.random.key(1))
+        af.assert_clean(mlp, other)  # same structure, same activations
         ```
     """
-    findings = audit(tree, name=name)
-    if findings:
+    _check_jit(jit)
+    findings = audit(tree, other, name=name)
+    if other is not None:
+        failing = findings.compiling(jit)
+        if failing:
+            raise AuditError(str(findings))
+    elif findings:
         raise AuditError(str(findings))

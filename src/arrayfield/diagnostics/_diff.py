@@ -3,19 +3,30 @@
 from __future__ import annotations
 
 import dataclasses
+import re
 
 from .._errors import short_repr
 from ._hints import STRUCTURE_FIX, leaf_reason
+from ._paths import FieldRef
 from ._signature import Signature, equal
 
 
 @dataclasses.dataclass(frozen=True)
 class Change:
+    """One leaf whose cache-key entry differs between two calls (or trees).
+
+    `old`/`new` are the texts shown; `cause` and `shared` as in `_hints.Reason`;
+    `field` is the Module field holding the leaf, or the one it is inside.
+    """
+
     path: str
     old: str
     new: str
     why: str
     fix: str
+    cause: str = "structure"
+    field: FieldRef | None = None
+    shared: bool = False
 
 
 def diff(
@@ -32,15 +43,27 @@ def diff(
                     n.text,
                     "pytree structure changed: this leaf appeared (it was None, "
                     "or the field, key or element did not exist)",
-                    STRUCTURE_FIX,
+                    _with_field(STRUCTURE_FIX, n.named_by),
+                    field=n.named_by,
                 )
             )
         elif not o.same(n):
-            why, fix = leaf_reason(o, n, jit)
+            reason = leaf_reason(o, n, jit)
             new_text = n.text
             if new_text == o.text and n.kind != "array":
                 new_text += " (a new object)"  # e.g. a fresh functools.partial
-            changes.append(Change(path, o.text, new_text, why, fix))
+            changes.append(
+                Change(
+                    path,
+                    o.text,
+                    new_text,
+                    reason.why,
+                    reason.fix,
+                    reason.cause,
+                    n.named_by or o.named_by,
+                    reason.shared,
+                )
+            )
         elif scalar_values and n.scalar is not None and not equal(o.scalar, n.scalar):
             changes.append(
                 Change(
@@ -50,7 +73,12 @@ def diff(
                     "value changed; jax.jit traces a Python number unless its "
                     "argument is static (static_argnums/static_argnames), and a "
                     "static argument's value is hashed into the cache key",
-                    "pass an array, jnp.asarray(x), if the value changes per call",
+                    _with_field(
+                        "pass an array, jnp.asarray(x), if the value changes per call",
+                        n.named_by,
+                    ),
+                    "value",
+                    n.named_by,
                 )
             )
     for path, o in old.leaves.items():
@@ -62,7 +90,8 @@ def diff(
                     "(absent)",
                     "pytree structure changed: this leaf disappeared (it is None "
                     "now, or the field, key or element is gone)",
-                    STRUCTURE_FIX,
+                    _with_field(STRUCTURE_FIX, o.named_by),
+                    field=o.named_by,
                 )
             )
     if not changes:
@@ -91,6 +120,10 @@ def diff(
     return changes
 
 
+def _with_field(fix: str, field: FieldRef | None) -> str:
+    return fix if field is None else fix + field.named
+
+
 def closest(
     history: list[Signature], new: Signature, jit: str | None
 ) -> tuple[Signature, list[Change]]:
@@ -101,3 +134,72 @@ def closest(
             best = (old, changes)
     assert best is not None
     return best
+
+
+# How many leaves of one cause the details list one by one.
+DETAILED = 3
+_INDEX = re.compile(r"\[(\d+)\]")
+
+
+def group(changes: list[Change]) -> list[list[Change]]:
+    """The changes by cause: one field (or one path, for leaves that are no
+    field's) and one fix. Groups keep the order of their first change."""
+    groups: dict[tuple, list[Change]] = {}
+    for change in changes:
+        f = change.field
+        where = _INDEX.sub("[*]", change.path) if f is None else (f.declared_in, f.name)
+        groups.setdefault((where, change.cause, change.fix), []).append(change)
+    return list(groups.values())
+
+
+def pattern(paths: list[str]) -> str:
+    """The paths as one: `scene.sources[*].flux` when they differ only in list
+    indices, else the first path and how many more."""
+    if len(set(paths)) == 1:
+        return paths[0]
+    shapes = {_INDEX.sub("[*]", p) for p in paths}
+    if len(shapes) != 1:
+        return f"{paths[0]} and {len(paths) - 1} more"
+    pieces = [_INDEX.split(p) for p in paths]  # text, index, text, index, ...
+    merged = []
+    for i, part in enumerate(pieces[0]):
+        if i % 2 == 0:
+            merged.append(part)
+        elif all(p[i] == part for p in pieces):
+            merged.append(f"[{part}]")
+        else:
+            merged.append("[*]")
+    return "".join(merged)
+
+
+def cause_text(changes: list[Change]) -> str:
+    """One line for one cause: `path (Class.field at file:line): old -> new;
+    fix: ...`, with the leaf count when several leaves share it."""
+    first = changes[0]
+    where, fix = "", first.fix
+    if first.field is not None:  # the line names the field once, up front
+        where = f" ({first.field.at})"
+        fix = fix.removesuffix(first.field.named)
+    what = f"{first.old} -> {first.new}"
+    if len(changes) > 1:
+        what = f"{len(changes)} leaves, e.g. {what}"
+    return f"{pattern([c.path for c in changes])}{where}: {what}; fix: {fix}"
+
+
+def summary(changes: list[Change]) -> list[str]:
+    """The summary lines, then the details: each cause's why and fix once."""
+    groups = group(changes)
+    count = len(groups)
+    lines = [f"{count} cause{'s' if count > 1 else ''}:"]
+    lines.extend(f"  {cause_text(g)}" for g in groups)
+    lines.append("Details:")
+    for g in groups:
+        first = g[0]
+        lines.append(f"  {first.path}: {first.old} -> {first.new}")
+        lines.append(f"    why: {first.why}.")
+        lines.append(f"    fix: {first.fix}.")
+        for c in g[1:DETAILED]:
+            lines.append(f"  {c.path}: {c.old} -> {c.new} (as {first.path})")
+        if len(g) > DETAILED:
+            lines.append(f"  ... and {len(g) - DETAILED} more, as {first.path}")
+    return lines

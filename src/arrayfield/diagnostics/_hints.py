@@ -7,13 +7,16 @@ for numbers depends on the field's annotation and class (`number_fix`).
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 from .._errors import format_annotation
+from .._field import OPTIONS_KEY, field_converters
 from .._internals import PYTHON_NUMBERS
 from .._module import ArrayModule
 from .._spec import Unresolved, field_spec, resolve_annotation
 from ._paths import FieldRef
+from ._sharing import comparable, difference, sameness, shares_trace
 from ._signature import LeafSig
 
 # Which jit a site's traces come from; the reasons name it. None: not known (a
@@ -28,12 +31,38 @@ STRUCTURE_FIX = (
 )
 
 
-def _article(word: str) -> str:
+def article(word: str) -> str:
     return "an" if word[:1].lower() in "aeiou" else "a"
 
 
-def leaf_reason(o: LeafSig, n: LeafSig, jit: str | None) -> tuple[str, str]:
-    """`(why, fix)` for one leaf whose cache-key entry changed from `o` to `n`."""
+@dataclasses.dataclass(frozen=True)
+class Reason:
+    """Why one leaf's cache-key entry changed, and the one fix that applies.
+
+    `cause` sorts the change: `"structure"` (a shape, dtype, weak type or the
+    pytree itself), `"callable"`, `"identity"` (an object compared by identity) or
+    `"value"` (a number, string or other value that differs). `shared`: the two
+    leaves are callables that `af.filter_jit` keys alike (issue 20's rule), so it
+    would not compile again for them.
+    """
+
+    why: str
+    fix: str
+    cause: str
+    shared: bool = False
+
+
+def leaf_reason(o: LeafSig, n: LeafSig, jit: str | None) -> Reason:
+    """Why the cache-key entry of one leaf changed from `o` to `n`, and the fix;
+    the fix names the field holding the leaf, where it is declared."""
+    reason = _reason(o, n, jit)
+    field = n.named_by or o.named_by
+    if field is not None and "(declared as " not in reason.fix:
+        reason = dataclasses.replace(reason, fix=reason.fix + field.named)
+    return reason
+
+
+def _reason(o: LeafSig, n: LeafSig, jit: str | None) -> Reason:
     if o.kind == "array" and n.kind == "array":
         (o_shape, o_dtype, o_weak), (n_shape, n_dtype, _) = o.key, n.key
         if o_shape != n_shape:
@@ -58,19 +87,36 @@ def leaf_reason(o: LeafSig, n: LeafSig, jit: str | None) -> tuple[str, str]:
                 "or pass the Python number itself to an af.ArrayModule array field, "
                 "which stores it strongly typed (a weak array you pass is kept weak)"
             )
-        return why, fix
+        return Reason(why, fix, "structure")
     if n.kind == "static" or o.kind == "static":
-        return (
+        if callable(o.key) and callable(n.key):
+            return _callable_reason(o.key, n.key, static=True)
+        if n.kind == o.kind and shares_trace(o.key, n.key):
+            return Reason(  # e.g. a tuple holding functions, as a jit wrapper's
+                "a static=True field is part of the cache key, and it holds other "
+                "callables now (functions, lambdas and functools.partial objects "
+                "are hashed by identity)",
+                "create what it holds once, outside the loop, or jit with "
+                "af.filter_jit, which runs one program for both (their callables "
+                "trace alike)",
+                "callable",
+                shared=True,
+            )
+        if n.kind == o.kind and _by_identity(n.key) and type(o.key) is type(n.key):
+            return _identity_reason(n.type, static=True)
+        return Reason(
             "a static=True field is part of the cache key, and its value changed",
             "expected if it is a setting that takes a few values; if it changes "
             "from step to step, make it an ordinary array field",
+            "value",
         )
     if n.kind == "hashed":
-        return _hashed_reason(n, o.kind == "array", jit)
+        return _hashed_reason(o, n, jit)
     kind = o.type.__name__
-    return (  # a hashed value became an array
-        f"was {_article(kind)} {kind} (hashed into the cache key), is an array now",
+    return Reason(  # a hashed value became an array
+        f"was {article(kind)} {kind} (hashed into the cache key), is an array now",
         "pass the same kind of value every call; an array every time is best",
+        "structure",
     )
 
 
@@ -80,7 +126,58 @@ _STATIC_FIX = (
 )
 
 
-def _hashed_reason(n: LeafSig, was_array: bool, jit: str | None) -> tuple[str, str]:
+def _by_identity(x: Any) -> bool:
+    """Whether `x` is compared by identity: its class defines no `__eq__`."""
+    return type(x).__eq__ is object.__eq__
+
+
+def _identity_reason(cls: type, static: bool = False) -> Reason:
+    name = cls.__qualname__
+    where = "a static=True field" if static else f"{article(name)} {name}"
+    return Reason(
+        f"{where} is hashed into the cache key, and {name} compares by identity "
+        "(it defines no __eq__), so every new object compiles again, even with "
+        "equal contents",
+        f"give {name} value equality (__eq__ and __hash__ over what it holds), or "
+        "keep it out of the jitted arguments (close over one object, or pass the "
+        "arrays the step needs from it)",
+        "identity",
+    )
+
+
+def _callable_reason(old: Any, new: Any, static: bool = False) -> Reason:
+    where = "a static=True field holds" if static else "this is"
+    why = (
+        f"{where} a different callable object: functions, lambdas and "
+        "functools.partial objects are hashed by identity, so a fresh one per call "
+        "compiles again"
+    )
+    if shares_trace(old, new):
+        return Reason(
+            why,
+            "create the closure or partial once, outside the loop, or jit with "
+            f"af.filter_jit, which runs one program for both ({sameness(old, new)})",
+            "callable",
+            shared=True,
+        )
+    if not comparable(old, new):  # a jax.jit wrapper, a callable object
+        return Reason(
+            why,
+            "create it once, outside the loop (a jax.jit wrapper: jit the function "
+            "once at module level), or keep it out of the jitted arguments",
+            "callable",
+        )
+    return Reason(
+        f"{why}; these two also trace differently ({difference(old, new)})",
+        "create the closure or partial once, outside the loop, or pass what "
+        "differs as an argument (an array), or hold it in an eqx.Module or "
+        "eqx.Partial, whose arrays are traced",
+        "callable",
+    )
+
+
+def _hashed_reason(o: LeafSig, n: LeafSig, jit: str | None) -> Reason:
+    was_array = o.kind == "array"
     kind = n.type.__name__
     if type(n.key) in PYTHON_NUMBERS:
         if was_array:
@@ -91,7 +188,7 @@ def _hashed_reason(n: LeafSig, was_array: bool, jit: str | None) -> tuple[str, s
                 f"hashed into the cache key, so every new value of this Python {kind} "
                 "compiles again"
             )
-            return why, _STATIC_FIX
+            return Reason(why, _STATIC_FIX, "value")
         elif jit == FILTER_JIT:
             why = (
                 f"a Python {kind} is not an array, so eqx.filter_jit hashes its value "
@@ -103,21 +200,43 @@ def _hashed_reason(n: LeafSig, was_array: bool, jit: str | None) -> tuple[str, s
                 "key (eqx.filter_jit hashes every non-array leaf, jax.jit its static "
                 "arguments): every new value compiles again"
             )
-        return why, number_fix(n.field, n.key)
+        cause = "structure" if was_array else "value"
+        return Reason(why, number_fix(n.field, n.key), cause)
+    if callable(n.key) and callable(o.key) and not was_array:
+        return _callable_reason(o.key, n.key)
     if callable(n.key):
-        return (
+        return Reason(
             "a different callable object: functions, lambdas and functools.partial "
             "objects are hashed by identity, so a fresh one per call compiles again",
             "create the closure or partial once, outside the loop, or make it an "
             "eqx.Module (or eqx.Partial) so the values it captures are traced",
+            "structure" if was_array else "callable",
         )
-    a_kind = f"{_article(kind)} {kind}"
+    if was_array:
+        return Reason(
+            f"was an array, is {article(kind)} {kind} now (hashed into the cache key)",
+            "pass the same kind of value every call; an array every time is best",
+            "structure",
+        )
+    if _by_identity(n.key) and type(o.key) is type(n.key) and jit != JAX_JIT:
+        return _identity_reason(n.type)
+    a_kind = f"{article(kind)} {kind}"
+    fix = (
+        "keep values that change from call to call out of the jitted arguments "
+        "(or make them arrays); mark fixed settings eqx.field(static=True)"
+    )
+    if type(n.key) is str:
+        fix = (
+            "a string is part of the cache key by value, in a static=True field "
+            "too: keep strings that differ per instance or per call (ids, names) "
+            "out of the jitted arguments, e.g. in a dict beside the Module"
+        )
     if jit == JAX_JIT:
         why = (
             f"{a_kind} static argument of jax.jit is hashed into the cache key, and "
             "its value changed"
         )
-        return why, _STATIC_FIX
+        return Reason(why, _STATIC_FIX, "value")
     if jit == FILTER_JIT:
         why = (
             f"{a_kind} is not an array, so filter_jit hashes it into the cache key, "
@@ -128,11 +247,7 @@ def _hashed_reason(n: LeafSig, was_array: bool, jit: str | None) -> tuple[str, s
             f"{a_kind} is not traced by the jit, so it is hashed into the cache "
             "key, and its value changed"
         )
-    return (
-        why,
-        "keep values that change from call to call out of the jitted arguments "
-        "(or make them arrays); mark fixed settings eqx.field(static=True)",
-    )
+    return Reason(why, fix, "value")
 
 
 def number_fix(field: FieldRef | None, value: Any = None) -> str:
@@ -162,7 +277,16 @@ def number_fix(field: FieldRef | None, value: Any = None) -> str:
                 f"{field.where} is annotated {spelled}, which names a Python number "
                 "type, so a Python number is stored as it is: drop the number type "
                 '(e.g. Float[Array, ""]) on an af.ArrayModule to store it as an '
-                "array, or pass an array"
+                f"array, or pass an array{field.declared}"
+            )
+        if bypassed_init(field):
+            return normalize_fix(field)
+        options = field.field.metadata.get(OPTIONS_KEY)
+        if options is not None and not options.convert:
+            return (
+                f"{field.where} is af.field(convert=False), so the Python number is "
+                "stored as it is: store an array in it, or drop convert=False"
+                f"{field.declared}"
             )
         if not issubclass(field.owner, ArrayModule):
             return (
@@ -171,8 +295,8 @@ def number_fix(field: FieldRef | None, value: Any = None) -> str:
                 f"as a strongly typed array{field.declared}"
             )
         return (
-            f"{field.where} is annotated {spelled} but is not converted "
-            "(af.field(convert=False)?); store an array in it"
+            f"{field.where} is annotated {spelled} but is not converted; store an "
+            f"array in it{field.declared}"
         )
     if type(value) is int and not (
         isinstance(resolved, type) and issubclass(resolved, float | complex)
@@ -192,5 +316,21 @@ def number_fix(field: FieldRef | None, value: Any = None) -> str:
         )
     return (
         f"store an array in {field.where} (annotated {spelled}), e.g. "
-        "jnp.asarray(x, dtype=...)"
+        f"jnp.asarray(x, dtype=...){field.declared}"
+    )
+
+
+def bypassed_init(field: FieldRef | None) -> bool:
+    """Whether arrayfield converts this field when its Module is built, so that an
+    unconverted value in it came in without `__init__` (`eqx.tree_at`,
+    `jax.tree.map`, `tree_unflatten`, a loaded checkpoint)."""
+    return field is not None and field.name in field_converters(field.owner)
+
+
+def normalize_fix(field: FieldRef) -> str:
+    return (
+        f"{field.where} is converted when the Module is built, but this value "
+        "came in without __init__ (eqx.tree_at, jax.tree.map, tree_unflatten or a "
+        "loaded checkpoint): pass the tree through af.normalize(tree) after "
+        f"building it{field.declared}"
     )

@@ -98,6 +98,24 @@ class FieldRef:
         return f" (declared as {cls.__qualname__}.{self.name}, {line})"
 
     @property
+    def named(self) -> str:
+        """`declared`, or `" (declared as SersicMorphology.n)"` when the line of
+        the declaration cannot be found: a hint always names the field."""
+        declared = self.declared
+        if declared:
+            return declared
+        return f" (declared as {self.declared_in.__qualname__}.{self.name})"
+
+    @property
+    def at(self) -> str:
+        """`SersicMorphology.n at morphology.py:88`, or only the class and field
+        when the source cannot be found."""
+        cls = self.declared_in
+        line = _declaration(cls, self.name)
+        name = f"{cls.__qualname__}.{self.name}"
+        return name if line is None else f"{name} at {line}"
+
+    @property
     def location(self) -> str:
         """`SersicMorphology.n (morphology.py:88)`: the class that declares the
         field and the line of its declaration, or only the class and field when
@@ -132,6 +150,9 @@ class Leaf:
     path: str
     value: Any
     field: FieldRef | None
+    # The Module field the leaf is in, directly or inside a tuple, list or dict
+    # (`Source.origin` for `origin[0]`): what a hint names.
+    within: FieldRef | None = None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -174,15 +195,16 @@ def _walk(
     )
     for path, child in children:
         text = path_to_str(prefix, path)
-        ref = None
-        if len(path) == 1 and isinstance(path[0], jtu.GetAttrKey):
+        within = None
+        if path and isinstance(path[0], jtu.GetAttrKey):
             f = fields.get(path[0].name)
             if f is not None:
-                ref = FieldRef(type(node), f.name, f)
+                within = FieldRef(type(node), f.name, f)
         if child is not node and is_module(child):
             _walk(child, text, leaves, statics)
         else:
-            leaves.append(Leaf(text, child, ref))
+            ref = within if len(path) == 1 else None
+            leaves.append(Leaf(text, child, ref, within))
 
 
 def is_array(x: Any) -> bool:

@@ -19,7 +19,7 @@ from .._errors import (
     TraceReuseWarning,
     warn_in_user_code,
 )
-from ._diff import Change, closest, diff
+from ._diff import Change, closest, diff, summary
 from ._hints import FILTER_JIT, JAX_JIT, number_fix
 from ._paths import bind_arguments
 from ._signature import Signature, signature
@@ -127,11 +127,8 @@ class Site:
                 f"{head} No argument differs from an earlier call that traced, so "
                 f"the cause is outside the arguments: {causes}."
             )
-        lines = [f"{head} Compared with the closest earlier call:"]
-        for c in changes:
-            lines.append(f"  {c.path}: {c.old} -> {c.new}")
-            lines.append(f"    why: {c.why}.")
-            lines.append(f"    fix: {c.fix}.")
+        lines = summary(changes)
+        lines[0] = f"{head} Compared with the closest earlier call, {lines[0]}"
         return "\n".join(lines)
 
     def check_hit(self, args: tuple, kwargs: dict) -> None:

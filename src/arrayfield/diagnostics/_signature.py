@@ -8,6 +8,8 @@ signature per call that traced and compares it with earlier ones (`_diff.py`).
 from __future__ import annotations
 
 import dataclasses
+import functools
+import types
 from typing import Any
 
 import jax
@@ -30,6 +32,12 @@ class LeafSig:
     text: str
     field: FieldRef | None
     scalar: Any = None  # a Python number that jax.jit traced (its value, kept)
+    within: FieldRef | None = None  # the field it is in, maybe inside a container
+
+    @property
+    def named_by(self) -> FieldRef | None:
+        """The field a hint names: the one holding the leaf, or the one it is in."""
+        return self.field or self.within
 
     def same(self, other: LeafSig) -> bool:
         if self.kind != other.kind:
@@ -95,12 +103,41 @@ class Signature:
 
 
 def _describe_leaf(value: Any, kind: str, field: FieldRef | None) -> LeafSig:
-    return LeafSig(kind, value, type(value), short_repr(value), field)
+    return LeafSig(kind, value, type(value), leaf_text(value), field)
+
+
+def leaf_text(value: Any) -> str:
+    """A one-line text for a hashed leaf; callables without their addresses, so
+    two equal-looking ones read alike: `functools.partial(step, factor=0.1)`."""
+    if isinstance(value, functools.partial):
+        parts = [_callable_name(value.func)]
+        parts.extend(short_repr(a, 30) for a in value.args)
+        parts.extend(f"{k}={short_repr(v, 30)}" for k, v in value.keywords.items())
+        text = f"functools.partial({', '.join(parts)})"
+        return text if len(text) <= 80 else text[:76] + "...)"
+    if isinstance(value, types.FunctionType | types.MethodType):
+        return f"<{_callable_name(value)}>"
+    wrapped = getattr(value, "__wrapped__", None)
+    if hasattr(value, "lower") and isinstance(wrapped, types.FunctionType):
+        return f"jax.jit(<{_callable_name(wrapped)}>)"  # a jax.jit wrapper
+    return short_repr(value)
+
+
+def _callable_name(fn: Any) -> str:
+    if isinstance(fn, types.MethodType):
+        owner = type(fn.__self__).__qualname__
+        return f"bound method {owner}.{fn.__func__.__name__}"
+    if isinstance(fn, types.FunctionType):
+        return f"function {fn.__qualname__}"
+    if isinstance(fn, functools.partial):
+        return leaf_text(fn)
+    return getattr(fn, "__qualname__", None) or type(fn).__qualname__
 
 
 def signature(
     arguments: dict[str, Any], args: tuple, kwargs: dict, traced_scalars: bool
 ) -> Signature:
+    """The signature of one call: `arguments` by parameter name, as bound."""
     leaves: dict[str, LeafSig] = {}
     structure: dict[str, Any] = {}
     has_numbers = False
@@ -110,13 +147,15 @@ def signature(
         for leaf in found:
             x = leaf.value
             if is_array(x):
-                sig = LeafSig("array", _array_key(x), type(x), _array_text(x), None)
+                text = _array_text(x)
+                sig = LeafSig("array", _array_key(x), type(x), text, leaf.field)
             elif traced_scalars and type(x) in PYTHON_NUMBERS:
-                sig = LeafSig("array", _scalar_key(x), type(x), repr(x), None, x)
+                key = _scalar_key(x)
+                sig = LeafSig("array", key, type(x), repr(x), leaf.field, x)
             else:
                 sig = _describe_leaf(x, "hashed", leaf.field)
                 has_numbers = has_numbers or type(x) in PYTHON_NUMBERS
-            leaves[leaf.path] = sig
+            leaves[leaf.path] = dataclasses.replace(sig, within=leaf.within)
         for static in statics:
             leaves[static.path] = _describe_leaf(static.value, "static", static.field)
     flat, treedef = jtu.tree_flatten((args, kwargs))

@@ -1,11 +1,13 @@
 """The `arrayfield migrate` codemod: equinox Module classes to `af.ArrayModule`.
 
-The command line lives in `_cli`, which walks the tree (`_walk`), builds one
-index of every class with `ast` (`_index`), then rewrites and checks each file
-with what the index knows (`_transform`, which needs the optional dependency
-libcst: ``pip install 'arrayfield[migrate]'``). Nothing here imports JAX or
-equinox, so the tool starts fast and can migrate code in an environment where
-they are not installed.
+The command line (`_cli`) hands the paths to the runner (`_runner`), which
+finds the files (`_walk`), reads each one's facts with `ast` (`_facts`),
+resolves them across the tree (`_index`), then rewrites and checks each file
+with what the index knows (`_transform`: `_analysis` runs the checks of
+`_checks`, one module per AF code, and `_rewrite` applies the plan; these need
+the optional dependency libcst: ``pip install 'arrayfield[migrate]'``). Nothing
+here imports JAX or equinox, so the tool starts fast and can migrate code in an
+environment where they are not installed.
 """
 
 from ._diagnostics import CODES as CODES

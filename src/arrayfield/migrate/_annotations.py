@@ -13,7 +13,8 @@ from typing import Literal
 
 import libcst as cst
 
-from ._imports import ImportMap, dotted_name
+from ._imports import ImportMap
+from ._names import dotted_name
 
 ArrayKind = Literal["jax", "numpy"]
 

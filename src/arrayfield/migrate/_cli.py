@@ -7,35 +7,26 @@ dependency becomes a one-line message instead of a traceback.
 from __future__ import annotations
 
 import argparse
-import ast
 import dataclasses
 import difflib
 import os
-import re
 import sys
 import textwrap
-from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, TypeVar
+from typing import TYPE_CHECKING
 
+from . import _runner
 from ._diagnostics import CODES, source_lines, suppressed
-from ._index import FileContext, FileFacts, ProjectIndex, module_name, read_file
-from ._walk import python_files
+from ._runner import FileError
+from ._write import write_atomically
 
 if TYPE_CHECKING:
     from ._transform import MigrationResult
-
-_T = TypeVar("_T")
 
 EXIT_OK = 0
 EXIT_CHANGES_PENDING = 1
 EXIT_ERROR = 2
 
-# A file that mentions none of these cannot hold a Module class unless it
-# subclasses one found elsewhere, which `_index_project` searches for by name.
-_MENTIONS = re.compile(rb"equinox|eqx|Module")
-# Worker processes pay off from this many files to parse.
-_PARALLEL_THRESHOLD = 24
 # A progress counter appears on a terminal from this many files to rewrite.
 _PROGRESS_THRESHOLD = 200
 
@@ -116,7 +107,8 @@ def add_parser(subcommands: argparse._SubParsersAction) -> None:
     parser.add_argument(
         "--diff",
         action="store_true",
-        help="write nothing; print a unified diff of the changes",
+        help="write nothing; print a unified diff of what the same command "
+        "without --diff writes (with --fix: what --fix writes), for git apply",
     )
     parser.add_argument(
         "--fix",
@@ -176,16 +168,23 @@ def _split_lf(data: bytes) -> list[bytes]:
     return out
 
 
+def _patch_path(path: str) -> str:
+    """The path in a patch header: relative to the directory the command runs
+    in (where `git apply` and `patch -p1` will be run), with `/` separators."""
+    return Path(os.path.relpath(path)).as_posix()
+
+
 def _unified_diff(path: str, result: MigrationResult) -> bytes:
-    """A patch that `git apply` and patch(1) accept: the lines in the file's own
-    encoding (a byte order mark included)."""
-    name = os.fsencode(path)
+    """A patch that plain `git apply` and `patch -p1` accept from the directory
+    the command runs in: `a/` and `b/` before the path, as git writes them, and
+    the lines in the file's own encoding (a byte order mark included)."""
+    name = os.fsencode(_patch_path(path))
     lines = difflib.diff_bytes(
         difflib.unified_diff,
         _split_lf(result.original.encode(result.encoding)),
         _split_lf(result.code.encode(result.encoding)),
-        fromfile=name,
-        tofile=name,
+        fromfile=b"a/" + name,
+        tofile=b"b/" + name,
     )
     out = []
     for line in lines:
@@ -202,140 +201,15 @@ class _Outcome:
         default_factory=list
     )
     errors: int = 0
+    # Reported diagnostics whose edit `--fix` would make (a run without it).
+    fixable: int = 0
 
 
-def _syntax_error(data: bytes, exc: Exception) -> tuple[int, int, str]:
-    """Line, column (1-based) and message of a syntax error: Python's own when it
-    sees one, as it names the problem more precisely than libcst's parser does."""
-    try:
-        compile(data, "<file>", "exec", flags=ast.PyCF_ONLY_AST, dont_inherit=True)
-    except SyntaxError as python_error:
-        return python_error.lineno or 1, python_error.offset or 1, python_error.msg
-    except ValueError:  # e.g. null bytes
-        pass
-    message = " ".join(str(getattr(exc, "message", exc)).split())
-    line = getattr(exc, "raw_line", 1)
-    column = getattr(exc, "raw_column", 0) + 1  # libcst counts from 0
-    return line, column, message
-
-
-def _error(path: Path | str, message: str, line: int = 1, col: int = 1) -> None:
+def _report_error(error: FileError, outcome: _Outcome) -> None:
     # Python reports some errors (an unknown coding) at column -1 or 0.
-    line, col = max(line, 1), max(col, 1)
-    print(f"{path}:{line}:{col}: error: {message}", file=sys.stderr)
-
-
-def _pool_map(function: Callable[..., _T], jobs: list[tuple], workers: int) -> list[_T]:
-    """`function(*job)` for every job, in worker processes when there are many.
-
-    Workers are forked: a spawned one would import the `arrayfield` package
-    afresh, and forking skips the start-up of a new interpreter.
-    """
-    if workers <= 1 or len(jobs) < _PARALLEL_THRESHOLD:
-        return [function(*job) for job in jobs]
-    import concurrent.futures
-    import multiprocessing
-
-    try:
-        context = multiprocessing.get_context("fork")
-    except ValueError:  # Windows: no fork
-        return [function(*job) for job in jobs]
-    with concurrent.futures.ProcessPoolExecutor(workers, mp_context=context) as pool:
-        chunk = max(1, len(jobs) // (4 * workers))
-        return list(pool.map(function, *zip(*jobs, strict=True), chunksize=chunk))
-
-
-@dataclasses.dataclass(frozen=True)
-class _FileError:
-    """Why a file could not be processed, and where (1:1 when nowhere in it)."""
-
-    message: str
-    line: int = 1
-    col: int = 1
-
-
-def _index_file(path: str, data: bytes) -> FileFacts | _FileError:
-    """Phase 1: the file's facts, or why it does not parse."""
-    try:
-        return read_file(path, data)
-    except SyntaxError as exc:
-        return _FileError(f"cannot parse: {exc.msg}", exc.lineno or 1, exc.offset or 1)
-    except ValueError as exc:  # null bytes
-        return _FileError(f"cannot parse: {exc}")
-
-
-def _transform_file(
-    path: str, data: bytes, context: FileContext, fix: bool, typed: bool
-) -> MigrationResult | _FileError:
-    """Phase 2: the rewrite and diagnostics of one file, or an error message."""
-    import libcst
-
-    from ._transform import migrate_source
-
-    try:
-        return migrate_source(data, context, fix=fix, typed=typed)
-    except libcst.ParserSyntaxError as exc:
-        line, col, message = _syntax_error(data, exc)
-        return _FileError(f"cannot parse: {message}", line, col)
-    except (UnicodeDecodeError, SyntaxError, LookupError) as exc:
-        return _FileError(f"cannot decode: {exc}")
-
-
-def _index_project(
-    contents: dict[Path, bytes], outcome: _Outcome, workers: int
-) -> ProjectIndex:
-    """Index the files that mention equinox, then, until nothing new turns up,
-    those that mention a Module class found so far (a subclass in a file that
-    imports only the project's own base class) and the modules that files with
-    Module classes import from (where the types of their fields are defined)."""
-    facts: list[FileFacts] = []
-    pending = dict(contents)
-    # Module name -> the pending files of that name, one per import root.
-    by_module: dict[str, list[Path]] | None = None
-    pattern: re.Pattern[bytes] | None = _MENTIONS
-    found = [path for path, data in pending.items() if pattern.search(data)]
-    searched: set[str] = set()
-    while found:
-        for path in found:
-            del pending[path]
-        jobs = [(str(path), contents[path]) for path in found]
-        new: list[FileFacts] = []
-        for path, result in zip(
-            found, _pool_map(_index_file, jobs, workers), strict=True
-        ):
-            if isinstance(result, _FileError):
-                _error(path, result.message, result.line, result.col)
-                outcome.errors += 1
-            else:
-                new.append(result)
-        facts.extend(new)
-        index = ProjectIndex(facts)
-        if not pending:
-            break
-        names = index.exported_module_classes() - searched
-        searched |= names
-        found = []
-        if names:
-            words = b"|".join(re.escape(name.encode()) for name in sorted(names))
-            pattern = re.compile(rb"\b(?:" + words + rb")\b")
-            found = [path for path, data in pending.items() if pattern.search(data)]
-        imported = {
-            target
-            for file in new
-            if index.module_classes(file)
-            for target in file.imports.values()
-        }
-        if imported:
-            if by_module is None:
-                by_module = {}
-                for path in pending:
-                    by_module.setdefault(module_name(path)[0], []).append(path)
-            for target in imported:
-                for module in (target, target.rpartition(".")[0]):
-                    for path in by_module.get(module) or []:
-                        if path in pending and path not in found:
-                            found.append(path)
-    return ProjectIndex(facts)
+    line, col = max(error.line, 1), max(error.col, 1)
+    print(f"{error.path}:{line}:{col}: error: {error.message}", file=sys.stderr)
+    outcome.errors += 1
 
 
 def run(args: argparse.Namespace) -> int:
@@ -351,49 +225,17 @@ def run(args: argparse.Namespace) -> int:
         return EXIT_ERROR
 
     outcome = _Outcome()
-    # Each file once, however it was reached (`pkg ./pkg`, a link to another
-    # file of the tree): by its resolved path, under the first name found, or
-    # its own name rather than a link's.
-    files: dict[Path, Path] = {}
-    for given in args.paths:
-        path = Path(given)
-        if not path.exists():
-            _error(given, "no such file or directory")
-            outcome.errors += 1
-            continue
-        for found in python_files(path, args.exclude):
-            key = found.resolve()
-            kept = files.get(key)
-            if kept is None or (kept.is_symlink() and not found.is_symlink()):
-                files[key] = found
-
-    contents: dict[Path, bytes] = {}
-    for path in files.values():
-        try:
-            contents[path] = path.read_bytes()
-        except OSError as exc:
-            _error(path, f"cannot read: {exc.strerror or exc}")
-            outcome.errors += 1
-
+    files, errors = _runner.find_files(args.paths, args.exclude)
+    contents, read_errors = _runner.read_files(files)
     workers = args.jobs or os.cpu_count() or 1
-    index = _index_project(contents, outcome, workers)
-    # Phase 2 only for files with a Module class, or that import equinox (an
-    # alias `Base = eqx.Module`, a `type(...)` class).
-    work = [
-        path
-        for path in contents
-        if str(path) in index.files
-        and (
-            index.module_classes(index.files[str(path)])
-            or index.files[str(path)].imports_equinox()
-        )
-    ]
-    jobs = [
-        (str(path), contents[path], index.context(str(path)), args.fix, args.typed)
-        for path in work
-    ]
-    progress = _Progress(len(jobs), enabled=not args.quiet)
-    results = _pool_map(_transform_file, jobs, workers)
+    index, index_errors = _runner.index_project(contents, workers)
+    for error in [*errors, *read_errors, *index_errors]:
+        _report_error(error, outcome)
+    work = _runner.files_to_rewrite(contents, index)
+    progress = _Progress(len(work), enabled=not args.quiet)
+    results = _runner.rewrite_files(
+        work, contents, index, fix=args.fix, typed=args.typed, workers=workers
+    )
     for path, result in zip(work, results, strict=True):
         progress.step()
         _report_file(path, result, args, outcome)
@@ -433,13 +275,12 @@ class _Progress:
 
 def _report_file(
     path: Path,
-    result: MigrationResult | _FileError,
+    result: MigrationResult | FileError,
     args: argparse.Namespace,
     outcome: _Outcome,
 ) -> None:
-    if isinstance(result, _FileError):
-        _error(path, result.message, result.line, result.col)
-        outcome.errors += 1
+    if isinstance(result, FileError):
+        _report_error(dataclasses.replace(result, path=path), outcome)
         return
     name = str(path)
     lines = source_lines(result.original)
@@ -449,6 +290,7 @@ def _report_file(
         if suppressed(lines, d.line, d.code):
             continue
         outcome.diagnostics.append((name, d.line, d.col, d.format(name)))
+        outcome.fixable += d.fixable
     if not result.changed:
         return
     if args.diff:
@@ -462,10 +304,9 @@ def _report_file(
         outcome.changed.append(name)
         return
     try:
-        path.write_bytes(result.code.encode(result.encoding))
+        write_atomically(path, result.code.encode(result.encoding))
     except OSError as exc:
-        _error(path, f"cannot write: {exc.strerror or exc}")
-        outcome.errors += 1
+        _report_error(FileError(path, f"cannot write: {exc.strerror or exc}"), outcome)
         return
     outcome.changed.append(name)
     if not args.quiet:
@@ -477,6 +318,9 @@ def _summarise(total: int, outcome: _Outcome, *, dry_run: bool) -> None:
     parts = [f"{len(outcome.changed)} of {_count(total, 'file')} {verb}"]
     if outcome.diagnostics:
         parts.append(_count(len(outcome.diagnostics), "diagnostic"))
+    if outcome.fixable:
+        # What a preview without --fix leaves out: --fix also edits these.
+        parts.append(f"{outcome.fixable} of them edited by --fix")
     if outcome.errors:
         parts.append(_count(outcome.errors, "error"))
     print(", ".join(parts) + ".", file=sys.stderr)

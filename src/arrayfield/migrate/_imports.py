@@ -19,19 +19,13 @@ import libcst as cst
 from libcst.helpers import get_full_name_for_node
 from libcst.metadata import ImportAssignment, MetadataWrapper, ScopeProvider
 
+from ._lint import STDLIB
+from ._names import dotted_name
+from ._statements import small_statements
+
 _Item = TypeVar("_Item", cst.ImportAlias, cst.BaseSmallStatement, cst.Arg)
 
 _IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
-
-
-def dotted_name(expr: cst.BaseExpression) -> str | None:
-    """`a.b.c` for a chain of attribute lookups on a name, else None."""
-    if isinstance(expr, cst.Name):
-        return expr.value
-    if isinstance(expr, cst.Attribute):
-        head = dotted_name(expr.value)
-        return None if head is None else f"{head}.{expr.attr.value}"
-    return None
 
 
 def binding_name(alias: cst.ImportAlias) -> str:
@@ -102,32 +96,6 @@ class ImportMap:
             if target == module:
                 return f"{local}.{attr}"
         return None
-
-
-_NESTED_BODIES = ("body", "orelse", "handlers", "finalbody", "cases")
-
-
-def small_statements(
-    body: Sequence[cst.BaseStatement | cst.BaseSmallStatement] | cst.CSTNode,
-) -> Iterable[cst.BaseSmallStatement]:
-    """Every simple statement (`x = 1`, `import y`...) in a body, at any depth
-    of nested blocks, functions and classes, without walking expressions: a
-    walk with a libcst visitor rebuilds every node it passes, which costs
-    several times more."""
-    if isinstance(body, cst.BaseSmallStatement):
-        yield body
-        return
-    if isinstance(body, cst.SimpleStatementLine | cst.SimpleStatementSuite):
-        yield from body.body
-        return
-    if isinstance(body, cst.CSTNode):
-        for name in _NESTED_BODIES:
-            nested = getattr(body, name, None)
-            if isinstance(nested, cst.CSTNode | list | tuple):
-                yield from small_statements(nested)
-        return
-    for statement in body:
-        yield from small_statements(statement)
 
 
 class _ImportCollector(cst.CSTVisitor):
@@ -278,8 +246,15 @@ class _UnusedImportRemover(cst.CSTTransformer):
                 assert isinstance(
                     statement, (cst.SimpleStatementLine, cst.BaseCompoundStatement)
                 )
+                own = list(statement.leading_lines)
+                if any(line.comment is None for line in own):
+                    # It is separated already: more blank lines would be a
+                    # formatting change (isort wants two before a class).
+                    orphaned_lines = [
+                        line for line in orphaned_lines if line.comment is not None
+                    ]
                 statement = statement.with_changes(
-                    leading_lines=[*orphaned_lines, *statement.leading_lines]
+                    leading_lines=[*orphaned_lines, *own]
                 )
                 orphaned_lines = []
             pruned.append(statement)
@@ -296,9 +271,27 @@ class _UnusedImportRemover(cst.CSTTransformer):
         body = self._prune_body(updated_node.body)
         if not body:
             # A block of nothing but these imports (`try: import equinox`): keep
-            # them rather than leave a `pass` behind.
-            return updated_node
+            # them rather than leave a `pass` behind, marked as kept on purpose
+            # so that pyflakes and ruff do not report them unused (F401).
+            return updated_node.with_changes(
+                body=[_marked_kept(statement) for statement in updated_node.body]
+            )
         return updated_node.with_changes(body=body)
+
+
+def _marked_kept(statement: cst.BaseStatement) -> cst.BaseStatement:
+    """An import line that stays unused, with `# noqa: F401` (unless it has a
+    comment already)."""
+    if (
+        not isinstance(statement, cst.SimpleStatementLine)
+        or statement.trailing_whitespace.comment is not None
+    ):
+        return statement
+    return statement.with_changes(
+        trailing_whitespace=statement.trailing_whitespace.with_changes(
+            whitespace=cst.SimpleWhitespace("  "), comment=cst.Comment("# noqa: F401")
+        )
+    )
 
 
 def remove_unused_imports(module: cst.Module, candidates: set[str]) -> cst.Module:
@@ -306,6 +299,11 @@ def remove_unused_imports(module: cst.Module, candidates: set[str]) -> cst.Modul
 
     Only names the codemod itself stopped using are candidates, so an import
     that was already unused before the rewrite stays where it is.
+
+    Not libcst's `RemoveImportsVisitor`, which needs scope metadata computed
+    over the rewritten module (a second full analysis of every rewritten file),
+    drops the comments and blank lines above an import it removes, and leaves
+    `try: pass` where a guarded import was; this keeps both as they were.
     """
     removable = candidates - used_names(module)
     if not removable:
@@ -313,19 +311,49 @@ def remove_unused_imports(module: cst.Module, candidates: set[str]) -> cst.Modul
     return module.visit(_UnusedImportRemover(removable))
 
 
-def _imports_module(statement: cst.BaseStatement, package: str) -> bool:
-    if not isinstance(statement, cst.SimpleStatementLine):
-        return False
-    for small in statement.body:
-        if isinstance(small, cst.Import):
-            names = [get_full_name_for_node(alias.name) or "" for alias in small.names]
-        elif isinstance(small, cst.ImportFrom) and small.module is not None:
-            names = [get_full_name_for_node(small.module) or ""]
-        else:
-            continue
-        if any(name == package or name.startswith(package + ".") for name in names):
-            return True
-    return False
+# isort's sections, in the order isort and ruff's `I` rules write them.
+_SECTIONS = ("future", "stdlib", "third-party", "first-party", "local")
+
+
+def _section(statement: cst.BaseStatement, first_party: frozenset[str]) -> int | None:
+    """The section index of a module-level import statement, else None."""
+    if not (
+        isinstance(statement, cst.SimpleStatementLine) and len(statement.body) == 1
+    ):
+        return None
+    small = statement.body[0]
+    if isinstance(small, cst.Import):
+        module = get_full_name_for_node(small.names[0].name) or ""
+    elif isinstance(small, cst.ImportFrom):
+        if small.relative:
+            return _SECTIONS.index("local")
+        module = get_full_name_for_node(small.module) if small.module else ""
+        module = module or ""
+    else:
+        return None
+    return _section_of(module, first_party)
+
+
+def _section_of(module: str, first_party: frozenset[str]) -> int:
+    top = module.partition(".")[0]
+    if top == "__future__":
+        return _SECTIONS.index("future")
+    if top in first_party:
+        return _SECTIONS.index("first-party")
+    if top in STDLIB:
+        return _SECTIONS.index("stdlib")
+    return _SECTIONS.index("third-party")
+
+
+def _sort_key(statement: cst.SimpleStatementLine) -> tuple[int, str]:
+    """isort's order within a section: `import x` lines before `from x import`
+    lines, each by module name, ignoring case."""
+    small = statement.body[0]
+    if isinstance(small, cst.Import):
+        return 0, (get_full_name_for_node(small.names[0].name) or "").lower()
+    assert isinstance(small, cst.ImportFrom)
+    module = get_full_name_for_node(small.module) if small.module else ""
+    return 1, (module or "").lower()
 
 
 def _is_docstring(statement: cst.BaseStatement) -> bool:
@@ -340,37 +368,51 @@ def _is_docstring(statement: cst.BaseStatement) -> bool:
 
 
 def add_import(
-    module: cst.Module, code: str, next_to: str | tuple[str, ...]
+    module: cst.Module, code: str, first_party: frozenset[str] = frozenset()
 ) -> cst.Module:
-    """Insert the statement `code` (e.g. ``import arrayfield as af``).
+    """Insert the statement `code` (``import arrayfield as af``) where isort and
+    ruff's `I` rules would put it.
 
-    It goes just above the first top-level import of `next_to`, taking over
-    the comments and blank lines above it: that keeps it in the same isort
-    section and, for ``arrayfield`` above ``equinox``, in sorted order. Without
-    such an import it goes after the leading docstring and imports. Given
-    several packages, the first one the file imports is used.
+    In the file's first block of imports: in the section of `arrayfield`
+    (third-party, unless `first_party` names it), before the first statement
+    of that section that sorts after it, taking over the comments and blank
+    lines above that statement; a section of its own, between blank lines, if
+    the file has none. Without imports it goes after the leading docstring.
     """
     body = list(module.body)
     new = cst.parse_statement(code + module.default_newline)
     assert isinstance(new, cst.SimpleStatementLine)
-    for package in (next_to,) if isinstance(next_to, str) else next_to:
-        for index, statement in enumerate(body):
-            if _imports_module(statement, package):
-                assert isinstance(statement, cst.SimpleStatementLine)
-                body[index] = statement.with_changes(leading_lines=[])
-                body.insert(
-                    index, new.with_changes(leading_lines=statement.leading_lines)
-                )
-                return module.with_changes(body=body)
-    position = 0
-    import_lines = set(_import_lines_in(body))
-    for index, statement in enumerate(body):
-        if index in import_lines or (index == 0 and _is_docstring(statement)):
-            position = index + 1
-        else:
+    start = 1 if body and _is_docstring(body[0]) else 0
+    block: list[tuple[int, int]] = []  # (index in body, section)
+    for index in range(start, len(body)):
+        section = _section(body[index], first_party)
+        if section is None:
             break
-    if position == 1 and _is_docstring(body[0]):
-        # Only a docstring above: separate the import from it like isort does.
-        new = new.with_changes(leading_lines=[cst.EmptyLine()])
-    body.insert(position, new)
+        block.append((index, section))
+    if not block:
+        if start == 1:
+            # Only a docstring above: separate the import from it like isort does.
+            new = new.with_changes(leading_lines=[cst.EmptyLine()])
+        body.insert(start, new)
+        return module.with_changes(body=body)
+
+    mine = _section_of("arrayfield", first_party)
+    key = _sort_key(new)
+    same = [(index, section) for index, section in block if section == mine]
+    for index, section in block:
+        statement = body[index]
+        assert isinstance(statement, cst.SimpleStatementLine)
+        if section < mine or (section == mine and _sort_key(statement) < key):
+            continue
+        if section == mine or not same:
+            # Before it, in its place: it keeps the lines above, the new one
+            # takes them; a new section also needs a blank line after it.
+            lines = [cst.EmptyLine()] if section != mine else []
+            body[index] = statement.with_changes(leading_lines=lines)
+            body.insert(index, new.with_changes(leading_lines=statement.leading_lines))
+            return module.with_changes(body=body)
+        break
+    last = same[-1][0] if same else block[-1][0]
+    leading = [] if same else [cst.EmptyLine()]
+    body.insert(last + 1, new.with_changes(leading_lines=leading))
     return module.with_changes(body=body)

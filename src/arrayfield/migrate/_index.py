@@ -1,22 +1,22 @@
-"""The project index: every class of the migrated tree, read with `ast`.
+"""The project index: every indexed file's facts, with names resolved across
+modules.
 
-`arrayfield migrate` works in two phases. This module is the first: a cheap
-pass over every relevant file that records which names each module binds, the
-bases of each class, and how each class's methods use and assign `self.<attr>`.
-`ProjectIndex` then resolves bases across modules (absolute and relative
-imports, `import x as y`, re-exports through `__init__.py`, aliases such as
-`Base = eqx.Module`), so that the per-file rewrite (`_transform`) knows every
-descendant of `eqx.Module`, wherever it is defined, and what its subclasses do
-with its fields. `ast` is used rather than libcst because it is several times
-faster and the index needs no source positions beyond line numbers.
+`arrayfield migrate` works in two phases. The first reads each relevant file's
+facts (`_facts`); `ProjectIndex` then resolves bases across modules (absolute
+and relative imports, `import x as y`, re-exports through `__init__.py`,
+aliases such as `Base = eqx.Module`), so that the per-file rewrite
+(`_transform`) knows every descendant of `eqx.Module`, wherever it is defined,
+and what its subclasses do with its fields: a `FileContext` per file.
 """
 
 from __future__ import annotations
 
-import ast
 import dataclasses
 from collections.abc import Iterable
 from pathlib import Path
+
+from ._facts import OBJECT, SHAPE_VALUE, ClassFacts, FileFacts
+from ._lint import STDLIB, LintConfig
 
 # What every Module class descends from.
 ROOTS = frozenset(
@@ -44,391 +44,11 @@ _VALUE_BASES = frozenset(
     }
 )
 
-# Functions whose positional arguments are shapes, sizes or axes.
-_SHAPE_FUNCTIONS = frozenset(
-    {
-        "zeros",
-        "ones",
-        "empty",
-        "full",
-        "reshape",
-        "broadcast_to",
-        "arange",
-        "eye",
-        "identity",
-        "tile",
-        "resize",
-        "range",
-        "tri",
-    }
-)
-# Keywords that take shapes, sizes or axes, whatever the function.
-_SHAPE_KEYWORDS = frozenset(
-    {"shape", "s", "size", "num", "length", "n", "axis", "axes", "new_sizes"}
-)
-# Builtins that need a concrete Python value.
-# (`len` is not one: an array's length is static.)
-_CONCRETE_BUILTINS = frozenset({"int", "bool", "range", "slice"})
-
 # Classes from these packages are pytrees or arrays (jax.tree_util.Partial,
 # optax states...), not opaque objects hashed by identity.
 _PYTREE_PACKAGES = frozenset(
     {"jax", "jaxlib", "equinox", "numpy", "jaxtyping", "arrayfield", "optax"}
 )
-
-# Kinds of use, and kinds of value assigned, recorded per attribute.
-SHAPE = "shape"  # a shape, size, axis or slice bound
-CONTROL = "control"  # an `if`/`while`/`assert` test, `int(...)`, `bool(...)`
-PARAM = "param"  # a parameter of the method that assigns it
-LAMBDA = "lambda"
-PARTIAL = "partial"
-STRING = "string"  # an f-string or a string built from parameters
-OBJECT = "object"  # an instance of a class that is not a Module
-
-
-@dataclasses.dataclass
-class ClassFacts:
-    """What one class statement says, before bases are resolved.
-
-    **Fields:**
-
-    - `qualname`: `Outer.Inner`; a class in a function by its own name, as
-        arrayfield's errors name it.
-    - `line`: the line of the `class` keyword.
-    - `bases`: the bases as written (`eqx.Module`, `base.Module`, `Base`).
-    - `has_init`: whether the class defines `__init__`.
-    - `value_eq`: whether it defines `__eq__` or has a decorator (a dataclass
-        compares by value), so its instances may not be hashed by identity.
-    - `uses`: attribute -> kind (`SHAPE`, `CONTROL`) -> first line using it so.
-    - `assigns`: attribute -> kind (`PARAM`, `LAMBDA`...) -> first line; also
-        `OBJECT` records the class called, in `objects`.
-    - `objects`: attribute -> dotted name of the class instantiated into it.
-    - `fields`: annotated names in the class body -> (line, column), 1-based,
-        the column counted in characters as libcst and editors count it.
-    """
-
-    qualname: str
-    line: int
-    bases: list[str]
-    has_init: bool = False
-    # Defines __eq__ or is decorated (a dataclass, say): maybe compared by value.
-    value_eq: bool = False
-    uses: dict[str, dict[str, int]] = dataclasses.field(default_factory=dict)
-    assigns: dict[str, dict[str, int]] = dataclasses.field(default_factory=dict)
-    objects: dict[str, str] = dataclasses.field(default_factory=dict)
-    fields: dict[str, tuple[int, int]] = dataclasses.field(default_factory=dict)
-
-
-@dataclasses.dataclass
-class FileFacts:
-    """What one file says: its module name, bindings and classes.
-
-    **Fields:**
-
-    - `path`: the file, as given on the command line or found in a directory.
-    - `module`: its dotted module name, from the `__init__.py` files above it.
-    - `is_package`: whether it is an `__init__.py`.
-    - `imports`: local name -> qualified name it is imported as.
-    - `aliases`: module-level `Name = dotted.name` assignments, as written.
-    - `classes`: qualname -> `ClassFacts`.
-    - `tree_at`: attribute names replaced through `eqx.tree_at(lambda m: m.x, ...)`,
-        with the first line doing so.
-    """
-
-    path: str
-    module: str
-    is_package: bool
-    imports: dict[str, str] = dataclasses.field(default_factory=dict)
-    aliases: dict[str, str] = dataclasses.field(default_factory=dict)
-    classes: dict[str, ClassFacts] = dataclasses.field(default_factory=dict)
-    tree_at: dict[str, int] = dataclasses.field(default_factory=dict)
-
-    def imports_equinox(self) -> bool:
-        return any(
-            target == "equinox" or target.startswith("equinox.")
-            for target in self.imports.values()
-        )
-
-
-def module_name(path: Path) -> tuple[str, bool]:
-    """The dotted module name of a file, and whether it is a package's
-    `__init__.py`: the package is every directory above it holding one."""
-    path = path.resolve()
-    is_package = path.name == "__init__.py"
-    parts = [] if is_package else [path.stem]
-    directory = path.parent
-    while (directory / "__init__.py").is_file():
-        parts.append(directory.name)
-        directory = directory.parent
-    return ".".join(reversed(parts)) or path.stem, is_package
-
-
-def dotted(node: ast.expr) -> str | None:
-    if isinstance(node, ast.Name):
-        return node.id
-    if isinstance(node, ast.Attribute):
-        head = dotted(node.value)
-        return None if head is None else f"{head}.{node.attr}"
-    return None
-
-
-def _self_attr(node: ast.expr, self_name: str) -> str | None:
-    """`f` for `self.f`, `self.f[...]`, `tuple(self.f)`, `*self.f`."""
-    if isinstance(node, ast.Starred):
-        return _self_attr(node.value, self_name)
-    if isinstance(node, ast.Subscript):
-        return _self_attr(node.value, self_name)
-    if (
-        isinstance(node, ast.Call)
-        and dotted(node.func) in ("tuple", "list", "int")
-        and len(node.args) == 1
-    ):
-        return _self_attr(node.args[0], self_name)
-    if (
-        isinstance(node, ast.Attribute)
-        and isinstance(node.value, ast.Name)
-        and node.value.id == self_name
-    ):
-        return node.attr
-    return None
-
-
-def _bare_attrs_in(node: ast.expr, self_name: str) -> Iterable[str]:
-    """The fields whose own value an expression needs as a Python value:
-    `self.f`, `self.f[0]`, `self.f + 1`, `not self.f`. `self.f.shape`,
-    `self.f.ndim`, `len(self.f)` and `self.f is None` are static for an array
-    too, so they do not count."""
-    if isinstance(node, ast.BoolOp):
-        for value in node.values:
-            yield from _bare_attrs_in(value, self_name)
-    elif isinstance(node, ast.UnaryOp):
-        yield from _bare_attrs_in(node.operand, self_name)
-    elif isinstance(node, ast.BinOp):
-        yield from _bare_attrs_in(node.left, self_name)
-        yield from _bare_attrs_in(node.right, self_name)
-    elif isinstance(node, ast.Compare):
-        if not all(isinstance(op, ast.Is | ast.IsNot) for op in node.ops):
-            for side in (node.left, *node.comparators):
-                yield from _bare_attrs_in(side, self_name)
-    else:
-        attr = _self_attr(node, self_name)
-        if attr is not None:
-            yield attr
-
-
-class _MethodReader(ast.NodeVisitor):
-    """Uses and assignments of `self.<attr>` in one method."""
-
-    def __init__(self, facts: ClassFacts, self_name: str, params: set[str]) -> None:
-        self.facts = facts
-        self.self_name = self_name
-        self.params = params
-
-    def _use(self, attr: str | None, kind: str, line: int) -> None:
-        if attr is not None:
-            self.facts.uses.setdefault(attr, {}).setdefault(kind, line)
-
-    def visit_ClassDef(self, node: ast.ClassDef) -> None:
-        return  # a nested class has its own `self`
-
-    def visit_Call(self, node: ast.Call) -> None:
-        name = dotted(node.func) or ""
-        last = name.rpartition(".")[2]
-        if last in _SHAPE_FUNCTIONS:
-            # x.reshape(self.f) / jnp.zeros(self.f): every positional argument of
-            # reshape is a size; the first of the others is the shape.
-            args = node.args if last in ("reshape", "range") else node.args[:1]
-            for arg in args:
-                self._use(_self_attr(arg, self.self_name), SHAPE, node.lineno)
-        if name in _CONCRETE_BUILTINS and node.args:
-            kind = SHAPE if name in ("range", "slice") else CONTROL
-            self._use(_self_attr(node.args[0], self.self_name), kind, node.lineno)
-        for keyword in node.keywords:
-            if keyword.arg in _SHAPE_KEYWORDS:
-                attr = _self_attr(keyword.value, self.self_name)
-                self._use(attr, SHAPE, node.lineno)
-        self.generic_visit(node)
-
-    def visit_Slice(self, node: ast.Slice) -> None:
-        for bound in (node.lower, node.upper, node.step):
-            if bound is not None:
-                for attr in _bare_attrs_in(bound, self.self_name):
-                    self._use(attr, SHAPE, getattr(bound, "lineno", 0))
-        self.generic_visit(node)
-
-    def _test(self, test: ast.expr) -> None:
-        for attr in _bare_attrs_in(test, self.self_name):
-            self._use(attr, CONTROL, test.lineno)
-
-    def visit_If(self, node: ast.If) -> None:
-        self._test(node.test)
-        self.generic_visit(node)
-
-    def visit_While(self, node: ast.While) -> None:
-        self._test(node.test)
-        self.generic_visit(node)
-
-    def visit_IfExp(self, node: ast.IfExp) -> None:
-        self._test(node.test)
-        self.generic_visit(node)
-
-    def visit_Assert(self, node: ast.Assert) -> None:
-        self._test(node.test)
-        self.generic_visit(node)
-
-    def _value_kind(self, value: ast.expr) -> tuple[str, str | None] | None:
-        if isinstance(value, ast.Name) and value.id in self.params:
-            return PARAM, None
-        if isinstance(value, ast.Lambda):
-            return LAMBDA, None
-        if isinstance(value, ast.JoinedStr):
-            return STRING, None
-        if isinstance(value, ast.BinOp) and any(
-            isinstance(side, ast.Constant) and isinstance(side.value, str)
-            for side in (value.left, value.right)
-        ):
-            return STRING, None
-        if isinstance(value, ast.Call):
-            name = dotted(value.func) or ""
-            last = name.rpartition(".")[2]
-            if last == "partial":
-                return PARTIAL, None
-            if last[:1].isupper():
-                return OBJECT, name
-        return None
-
-    def _assign(self, target: ast.expr, value: ast.expr, line: int) -> None:
-        if not (
-            isinstance(target, ast.Attribute)
-            and isinstance(target.value, ast.Name)
-            and target.value.id == self.self_name
-        ):
-            return
-        kind = self._value_kind(value)
-        if kind is None:
-            return
-        self.facts.assigns.setdefault(target.attr, {}).setdefault(kind[0], line)
-        if kind[1] is not None:
-            self.facts.objects.setdefault(target.attr, kind[1])
-
-    def visit_Assign(self, node: ast.Assign) -> None:
-        for target in node.targets:
-            self._assign(target, node.value, node.lineno)
-        self.generic_visit(node)
-
-    def visit_AnnAssign(self, node: ast.AnnAssign) -> None:
-        if node.value is not None:
-            self._assign(node.target, node.value, node.lineno)
-        self.generic_visit(node)
-
-
-def _resolve_relative(module: str, is_package: bool, level: int, name: str) -> str:
-    parts = module.split(".")
-    if not is_package:
-        parts = parts[:-1]
-    if level > 1:
-        parts = parts[: len(parts) - (level - 1)]
-    return ".".join([*parts, name] if name else parts)
-
-
-class _FileReader(ast.NodeVisitor):
-    def __init__(self, facts: FileFacts, lines: list[bytes]) -> None:
-        self.facts = facts
-        self.lines = lines
-        self.scopes: list[str | None] = []
-
-    def _column(self, node: ast.expr) -> int:
-        """ast counts columns in UTF-8 bytes; this counts characters, from 1."""
-        prefix = self.lines[node.lineno - 1][: node.col_offset]
-        return len(prefix.decode("utf-8", errors="replace")) + 1
-
-    def visit_Import(self, node: ast.Import) -> None:
-        for alias in node.names:
-            if alias.asname is not None:
-                self.facts.imports[alias.asname] = alias.name
-            else:
-                head = alias.name.split(".")[0]
-                self.facts.imports[head] = head
-
-    def visit_ImportFrom(self, node: ast.ImportFrom) -> None:
-        module = node.module or ""
-        if node.level:
-            module = _resolve_relative(
-                self.facts.module, self.facts.is_package, node.level, module
-            )
-        for alias in node.names:
-            if alias.name != "*":
-                local = alias.asname or alias.name
-                self.facts.imports[local] = f"{module}.{alias.name}"
-
-    def visit_Assign(self, node: ast.Assign) -> None:
-        if not self.scopes and len(node.targets) == 1:
-            target, value = node.targets[0], dotted(node.value)
-            if isinstance(target, ast.Name) and value is not None:
-                self.facts.aliases[target.id] = value
-        self.generic_visit(node)
-
-    def visit_Call(self, node: ast.Call) -> None:
-        if (dotted(node.func) or "").endswith("tree_at") and node.args:
-            where = node.args[0]
-            if isinstance(where, ast.Lambda) and where.args.args:
-                param = where.args.args[0].arg
-                for sub in ast.walk(where.body):
-                    if (
-                        isinstance(sub, ast.Attribute)
-                        and param in (dotted(sub) or "").split(".")[:1]
-                    ):
-                        self.facts.tree_at.setdefault(sub.attr, node.lineno)
-        self.generic_visit(node)
-
-    def _function(self, node: ast.FunctionDef | ast.AsyncFunctionDef) -> None:
-        self.scopes.append(None)
-        self.generic_visit(node)
-        self.scopes.pop()
-
-    visit_FunctionDef = _function
-    visit_AsyncFunctionDef = _function
-
-    def visit_ClassDef(self, node: ast.ClassDef) -> None:
-        outer = self.scopes[-1] if self.scopes else None
-        qualname = node.name if outer is None else f"{outer}.{node.name}"
-        # `Parent[int]`: a generic class subscripted is still `Parent`.
-        written = [b.value if isinstance(b, ast.Subscript) else b for b in node.bases]
-        bases = [name for name in map(dotted, written) if name is not None]
-        facts = ClassFacts(qualname, node.lineno, bases)
-        facts.value_eq = bool(node.decorator_list)
-        self.facts.classes.setdefault(qualname, facts)
-        for statement in node.body:
-            if isinstance(statement, ast.AnnAssign) and isinstance(
-                statement.target, ast.Name
-            ):
-                target = statement.target
-                facts.fields[target.id] = (target.lineno, self._column(target))
-            if isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef)):
-                if statement.name == "__init__":
-                    facts.has_init = True
-                if statement.name == "__eq__":
-                    facts.value_eq = True
-                arguments = statement.args
-                positional = [*arguments.posonlyargs, *arguments.args]
-                if not positional:
-                    continue
-                params = {a.arg for a in [*positional[1:], *arguments.kwonlyargs]}
-                reader = _MethodReader(facts, positional[0].arg, params)
-                for inner in statement.body:
-                    reader.visit(inner)
-        self.scopes.append(qualname)
-        self.generic_visit(node)
-        self.scopes.pop()
-
-
-def read_file(path: str, source: bytes) -> FileFacts:
-    """Index one file. Raises `SyntaxError` (or `ValueError` for null bytes)."""
-    module, is_package = module_name(Path(path))
-    tree = ast.parse(source, filename=path)
-    facts = FileFacts(path, module, is_package)
-    _FileReader(facts, source.splitlines()).visit(tree)
-    return facts
 
 
 @dataclasses.dataclass(frozen=True)
@@ -444,6 +64,12 @@ class ClassContext:
     - `init_from_args`: no class in its MRO defines `__init__`, so every field
         is set from a constructor argument.
     - `fields`: the positions of the class's own annotated fields.
+    - `maybe_pytree`: attributes of `objects` whose class is defined outside
+        the tree, so the index cannot tell whether it is a pytree node.
+    - `helpers`: attribute -> the function (as written) whose list of ints is
+        assigned to it (`SHAPE_VALUE` in `assigns`).
+    - `from_equinox`: it derives from equinox's Module and not through
+        `af.ArrayModule`: migrating it changes what its fields hold.
     """
 
     uses: dict[str, dict[str, str]]
@@ -451,6 +77,9 @@ class ClassContext:
     objects: dict[str, str]
     init_from_args: bool
     fields: dict[str, tuple[int, int]] = dataclasses.field(default_factory=dict)
+    maybe_pytree: frozenset[str] = frozenset()
+    helpers: dict[str, str] = dataclasses.field(default_factory=dict)
+    from_equinox: bool = False
 
 
 @dataclasses.dataclass(frozen=True)
@@ -469,6 +98,8 @@ class FileContext:
         reached through other modules of the tree.
     - `exported`: names other files of the tree import from this module: their
         imports stay even when this file stops using them.
+    - `lint`: the lint settings that apply to the file (`_lint`), with the
+        tree's own top-level packages among its first-party modules.
     """
 
     classes: dict[str, ClassContext]
@@ -477,11 +108,17 @@ class FileContext:
     bases: frozenset[str] = frozenset()
     equinox_bases: frozenset[str] = frozenset()
     exported: frozenset[str] = frozenset()
+    lint: LintConfig = dataclasses.field(default_factory=LintConfig)
 
 
 # How many directories without `__init__.py` above a package may be namespace
 # packages (`src/acme/` is one).
 _NAMESPACE_DEPTH = 2
+
+
+# Standard-library classes JAX registers as pytree nodes (other standard-library
+# classes are not pytrees, and are hashed by identity or by their __hash__).
+_STDLIB_PYTREES = frozenset({"collections.OrderedDict", "collections.defaultdict"})
 
 
 def _is_top(directory: Path) -> bool:
@@ -532,6 +169,14 @@ class ProjectIndex:
         self._module_cache: dict[str, bool] = {}
         self._children: dict[str, list[tuple[str, ClassFacts]]] | None = None
         self._imported: dict[str, set[str]] | None = None
+        self._registrations: frozenset[str] | None = None
+
+    def top_level_modules(self) -> frozenset[str]:
+        """The first component of every indexed module name: the project's own
+        packages and modules, first-party to isort."""
+        return frozenset(
+            facts.module.partition(".")[0] for facts in self.files.values()
+        )
 
     def key(self, facts: FileFacts) -> str:
         """The file's module name, made unique across import roots."""
@@ -553,7 +198,7 @@ class ProjectIndex:
     def qualify(self, facts: FileFacts, name: str, depth: int = 0) -> str | None:
         """The qualified name a dotted name written in `facts`'s file refers to."""
         head, _, rest = name.partition(".")
-        if head in facts.classes:
+        if head in facts.classes or head in facts.int_list_functions:
             target: str | None = f"{self.key(facts)}.{head}"
         elif head in facts.imports:
             target = self._rooted(facts.imports[head], self._root[facts.path])
@@ -576,7 +221,11 @@ class ProjectIndex:
             if facts is None:
                 continue
             rest = ".".join(parts[cut:])
-            if rest in facts.classes or parts[cut] in facts.classes:
+            if (
+                rest in facts.classes
+                or parts[cut] in facts.classes
+                or rest in facts.int_list_functions
+            ):
                 # A class, or an attribute of one: nothing to follow. Named by
                 # the module's key, whichever namespace spelling reached it.
                 return f"{self.key(facts)}.{rest}"
@@ -680,6 +329,8 @@ class ProjectIndex:
             uses: dict[str, dict[str, str]] = {}
             assigns: dict[str, dict[str, str]] = {}
             objects: dict[str, str] = {}
+            maybe_pytree: set[str] = set()
+            helpers: dict[str, str] = {}
             for where, member in self._descendants(qualified):
                 for table, mine in ((uses, member.uses), (assigns, member.assigns)):
                     for attr, kinds in mine.items():
@@ -693,13 +344,33 @@ class ProjectIndex:
                         self.is_module(resolved)
                         or resolved.split(".")[0] in _PYTREE_PACKAGES
                         or self._by_value(resolved)
+                        or resolved in self._registered()
+                        or resolved in _STDLIB_PYTREES
                     ):
                         objects.setdefault(attr, called)
+                        if (
+                            self.class_facts(resolved) is None
+                            and resolved.partition(".")[0] not in STDLIB
+                        ):
+                            maybe_pytree.add(attr)
+                for attr, (called, line) in member.calls.items():
+                    resolved = self.qualify(self.files[where], called)
+                    if resolved is not None and self._is_int_list_function(resolved):
+                        kinds = assigns.setdefault(attr, {})
+                        kinds.setdefault(SHAPE_VALUE, f"{where}:{line}")
+                        helpers.setdefault(attr, called)
             for attr in [a for a in assigns if OBJECT in assigns[a]]:
                 if attr not in objects:
                     del assigns[attr][OBJECT]  # it was a Module after all
             classes[cls.qualname] = ClassContext(
-                uses, assigns, objects, self._init_from_args(qualified), cls.fields
+                uses,
+                assigns,
+                objects,
+                self._init_from_args(qualified),
+                cls.fields,
+                frozenset(maybe_pytree & set(objects)),
+                helpers,
+                self._from_equinox(qualified),
             )
         tree_at = {
             attr: f"{other.path}:{line}"
@@ -717,6 +388,35 @@ class ProjectIndex:
         )
         exported = frozenset(self._imported_names().get(self.key(facts), ()))
         return FileContext(classes, tree_at, plain, bases, equinox_bases, exported)
+
+    def _from_equinox(self, qualified: str, depth: int = 0) -> bool:
+        """Whether a class reaches equinox's Module other than through
+        `af.ArrayModule` (a class outside the tree counts as not)."""
+        if qualified in _EQUINOX_MODULE:
+            return True
+        found = self.class_facts(qualified)
+        if found is None or depth > 50:
+            return False
+        facts, cls = found
+        return any(
+            self._from_equinox(base, depth + 1) for base in self.base_names(facts, cls)
+        )
+
+    def _registered(self) -> frozenset[str]:
+        """The qualified names of the tree's classes registered as pytree nodes,
+        wherever the registration is."""
+        if self._registrations is None:
+            self._registrations = frozenset(
+                self.qualify(facts, name) or name
+                for facts in self.files.values()
+                for name in facts.registered
+            )
+        return self._registrations
+
+    def _is_int_list_function(self, qualified: str) -> bool:
+        module, _, name = qualified.rpartition(".")
+        facts = self._module(module)
+        return facts is not None and name in facts.int_list_functions
 
     def _imported_equinox_module(
         self, facts: FileFacts, name: str, depth: int = 0
@@ -777,8 +477,10 @@ class ProjectIndex:
             if self.is_module(qualified):
                 modules.add(local)
                 continue
-            if self.class_facts(qualified) is not None and not self._by_value(
-                qualified
+            if (
+                self.class_facts(qualified) is not None
+                and not self._by_value(qualified)
+                and qualified not in self._registered()
             ):
                 plain.add(local)
         return frozenset(plain), frozenset(modules)

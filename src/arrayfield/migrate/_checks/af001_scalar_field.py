@@ -1,0 +1,68 @@
+"""AF001: a field annotated with a Python number type that gets new values.
+
+Each new float in a non-static field is a new static part of the model, so a
+jitted function that receives the model compiles again; an array annotation
+makes arrayfield store it as a traced array instead.
+"""
+
+from __future__ import annotations
+
+from .._annotations import scalar_annotation
+from .._diagnostics import Diagnostic
+from .._facts import CONTROL, PARAM, SHAPE
+from .._site import FieldSite
+
+CODE = "AF001"
+
+_JAXTYPING_NAMES = {"complex": "Complex", "int": "Int"}
+
+
+# Ruff and pyflakes read the string of `Float[Array, ""]` as a forward reference.
+F722_NOTE = (
+    " Your lint configuration does not ignore F722, which ruff and flake8 report "
+    'for the "" of that annotation (a jaxtyping shape, not a forward '
+    'reference): add "F722" to the ignore list of [tool.ruff.lint] (or of '
+    "flake8), as jaxtyping's documentation advises."
+)
+
+
+def message(
+    cls: str, field: str, type_name: str, evidence: str = "", f722: bool = False
+) -> str:
+    """`evidence` says where the field gets new values, e.g. "it is replaced
+    with eqx.tree_at at fit.py:12", or is empty; `f722` adds `F722_NOTE`."""
+    jaxtyping_name = _JAXTYPING_NAMES.get(type_name, "Float")
+    because = f" ({evidence})" if evidence else ""
+    return (
+        f"field '{cls}.{field}' is annotated `{type_name}`; every new value "
+        f"recompiles a jitted function that receives the model{because}. "
+        f'Annotate it `{field}: {jaxtyping_name}[Array, ""]` so arrayfield turns '
+        "it into a traced array, or declare it static=True if it is configuration."
+        + (F722_NOTE if f722 else "")
+    )
+
+
+def check(site: FieldSite) -> Diagnostic | None:
+    """For a field that is not an array, not static and has no array converter."""
+    scalar = scalar_annotation(site.annotation, site.imports, ("int",))
+    if scalar is None:
+        return None
+    uses = site.uses()
+    if SHAPE in uses or CONTROL in uses:
+        return None  # a size or a flag: it must stay a Python number
+    evidence = ""
+    replaced = site.file.tree_at.get(site.name) if site.file else None
+    assigned = site.assigns().get(PARAM)
+    if replaced is not None:
+        evidence = f"it is replaced with eqx.tree_at at {replaced}"
+    elif assigned is not None:
+        evidence = f"it is set from an `__init__` argument at {assigned}"
+    elif site.context is not None and site.context.init_from_args:
+        evidence = "it is set from a constructor argument"
+    if scalar == "int" and replaced is None:
+        return None  # ints are mostly sizes, counts and ids
+    line, col = site.position(site.target)
+    lint = site.file.lint if site.file else None
+    f722 = lint is not None and lint.found and not lint.ignores_f722
+    text = message(site.cls, site.name, scalar, evidence, f722)
+    return Diagnostic(line, col, CODE, text)

@@ -1,0 +1,78 @@
+"""AF002: an array-annotated field that holds a shape, a size or a flag.
+
+arrayfield would store it as an array, and an array cannot be a shape or a
+Python condition under jit; `af.field(convert=False)` keeps it a Python value.
+"""
+
+from __future__ import annotations
+
+from .._annotations import looks_like_shape
+from .._diagnostics import Diagnostic
+from .._facts import CONTROL, SHAPE, SHAPE_VALUE
+from .._site import FieldSite, snippet
+
+CODE = "AF002"
+
+
+def shape_like_message(cls: str, field: str, value: str, line: int | None) -> str:
+    """`line` is where the value is assigned, None for the class default."""
+    if line is None:
+        where = f"defaults to `{value}`"
+    else:
+        where = f"is assigned `{value}` on line {line}"
+    return (
+        f"field '{cls}.{field}' is annotated as an array but {where}. "
+        "If it holds a shape or indices, declare "
+        "it `af.field(convert=False)` so it stays a Python value under jit; "
+        "if it really is data, leave it."
+    )
+
+
+def shape_used_message(cls: str, field: str, use: str, where: str) -> str:
+    """`use` is "a shape or size" or "a Python condition"; `where` is path:line."""
+    return (
+        f"field '{cls}.{field}' is annotated as an array but used as {use} at "
+        f"{where}; arrayfield would store it as an array, which fails there under "
+        "jit. Declare it `af.field(convert=False)` (--fix does) or static=True, "
+        "or annotate the Python type it holds (e.g. `tuple[int, ...]`)."
+    )
+
+
+def helper_message(cls: str, field: str, helper: str, where: str) -> str:
+    """`helper` returns a list of ints that is assigned to the field at `where`."""
+    return (
+        f"field '{cls}.{field}' is annotated as an array but is assigned the list "
+        f"of ints that `{helper}(...)` returns ({where}): a shape. arrayfield "
+        "would store it as an int32 array, which fails under jit wherever it is "
+        "used as a shape or size. Declare it `af.field(convert=False)` (--fix "
+        "does) or static=True, or annotate the Python type it holds (e.g. "
+        "`tuple[int, ...]`)."
+    )
+
+
+def check(site: FieldSite) -> Diagnostic | None:
+    """For an array-annotated field that is converted. The diagnostic is
+    `fixable` (by `af.field(convert=False)`) when the field is used so, or
+    assigned a helper's list of ints."""
+    uses = site.uses()
+    for kind, use in ((SHAPE, "a shape or size"), (CONTROL, "a Python condition")):
+        if kind in uses:
+            line, col = site.position(site.target)
+            text = shape_used_message(site.cls, site.name, use, uses[kind])
+            return Diagnostic(line, col, CODE, text, fixable=True)
+    helper = site.context.helpers.get(site.name) if site.context else None
+    if helper is not None:
+        where = site.assigns()[SHAPE_VALUE]
+        text = helper_message(site.cls, site.name, helper, where)
+        return Diagnostic(*site.position(site.target), CODE, text, fixable=True)
+    default = site.default
+    evidence = [(default, site.node)] if default is not None else []
+    evidence += [
+        (value, node) for attr, value, node in site.assignments if attr == site.name
+    ]
+    for value, node in evidence:
+        if looks_like_shape(value):
+            line = None if node is site.node else site.position(node)[0]
+            text = shape_like_message(site.cls, site.name, snippet(value), line)
+            return Diagnostic(*site.position(site.target), CODE, text)
+    return None

@@ -1,0 +1,42 @@
+"""AF004: a converter that makes the other kind of array than the annotation.
+
+Under `af.ArrayModule` the annotation decides what a field holds, so the
+codemod keeps such a converter rather than silently change the array type.
+"""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from .._annotations import ArrayKind
+from .._diagnostics import Diagnostic
+from .._site import FieldSite, snippet
+
+CODE = "AF004"
+
+
+def message(cls: str, field: str, converter: str, kind: ArrayKind) -> str:
+    """`kind` is the annotation's array kind, "jax" or "numpy"."""
+    if kind == "jax":
+        return (
+            f"field '{cls}.{field}' is annotated as a JAX array but "
+            f"`converter={converter}` makes NumPy arrays. Under af.ArrayModule the "
+            "annotation wins and the field will hold a JAX array: annotate it "
+            "`np.ndarray` to keep NumPy, or delete the converter."
+        )
+    return (
+        f"field '{cls}.{field}' is annotated `np.ndarray` but "
+        f"`converter={converter}` makes JAX arrays, so it still holds JAX "
+        "arrays. Annotate it `jax.Array` and delete the converter to let "
+        "arrayfield do the conversion."
+    )
+
+
+def check(
+    site: FieldSite, converter: cst.Arg, makes: ArrayKind, kind: ArrayKind
+) -> Diagnostic | None:
+    """For a field of array kind `kind` whose `converter` makes `makes` arrays."""
+    if makes == kind:
+        return None
+    text = message(site.cls, site.name, snippet(converter.value), kind)
+    return Diagnostic(*site.position(converter), CODE, text)

@@ -1,0 +1,99 @@
+"""AF007: a numeric constant in an array-annotated field becomes trainable.
+
+Under `eqx.Module` a Python float in a field stays a Python float, which
+`eqx.filter(model, eqx.is_inexact_array)` leaves out of gradients and optimizer
+state. `af.ArrayModule` stores it as a floating array leaf, so `jax.grad`
+differentiates it and optax updates it: a behaviour change the rewrite cannot
+see from the code, and a human decides about.
+"""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from .._diagnostics import Diagnostic
+from .._site import FieldSite, snippet
+
+CODE = "AF007"
+
+# jaxtyping dtypes whose arrays are floating: an int constant becomes a float.
+_FLOATING = frozenset({"Float", "BFloat", "Complex", "Inexact"})
+# jaxtyping dtypes whose arrays are never floating: nothing becomes trainable.
+_NOT_FLOATING = frozenset({"Int", "UInt", "Integer", "Bool", "Key"})
+
+
+def message(cls: str, field: str, value: str, line: int | None) -> str:
+    """`line` is where `value` is assigned in a method, None for the default."""
+    where = (
+        f"defaults to `{value}`"
+        if line is None
+        else (f"is set to `{value}` on line {line}")
+    )
+    return (
+        f"field '{cls}.{field}' is annotated as an array and {where}: under "
+        "eqx.Module it stayed a Python number, which eqx.filter(model, "
+        "eqx.is_inexact_array) leaves out of gradients and optimizer state; "
+        "under af.ArrayModule it is a floating array leaf that jax.grad "
+        "differentiates and optax updates. If it is configuration, annotate it "
+        "`float` and declare it static=True; to keep it a Python number, declare "
+        "it `af.field(convert=False)`; to keep it an array that is not trained, "
+        "wrap its uses in `jax.lax.stop_gradient`."
+    )
+
+
+def _number(expr: cst.BaseExpression) -> type | None:
+    """`float`, `int` or `complex` for a number literal (signed), else None."""
+    if isinstance(expr, cst.UnaryOperation) and isinstance(
+        expr.operator, cst.Minus | cst.Plus
+    ):
+        expr = expr.expression
+    if isinstance(expr, cst.Float):
+        return float
+    if isinstance(expr, cst.Imaginary):
+        return complex
+    if isinstance(expr, cst.Integer):
+        return int
+    return None
+
+
+def _dtype_name(site: FieldSite) -> str | None:
+    """`Float` for `Float[Array, ""]` (any import spelling), else None."""
+    annotation = site.annotation
+    if not isinstance(annotation, cst.Subscript):
+        return None
+    resolved = site.imports.resolve(annotation.value) or ""
+    if not resolved.startswith("jaxtyping."):
+        return None
+    return resolved.rpartition(".")[2].rstrip("0123456789")
+
+
+def _trainable(site: FieldSite, value: cst.BaseExpression) -> bool:
+    kind = _number(value)
+    if kind is None:
+        return False
+    dtype = _dtype_name(site)
+    if dtype in _NOT_FLOATING:
+        return False
+    return kind is not int or dtype in _FLOATING
+
+
+def check(site: FieldSite) -> Diagnostic | None:
+    """For an array-annotated field that is converted and holds no shape: a
+    numeric class default, or a number literal assigned in a method. A field
+    with a converter is left alone: `converter=jnp.asarray` made it an array
+    (and trainable) under eqx.Module already."""
+    if "converter" in site.keywords:
+        return None
+    default = site.default
+    candidates: list[tuple[cst.BaseExpression, cst.CSTNode | None]] = []
+    if default is not None:
+        candidates.append((default, None))
+    candidates += [
+        (value, node) for attr, value, node in site.assignments if attr == site.name
+    ]
+    for value, node in candidates:
+        if _trainable(site, value):
+            line = None if node is None else site.position(node)[0]
+            text = message(site.cls, site.name, snippet(value), line)
+            return Diagnostic(*site.position(site.target), CODE, text)
+    return None

@@ -1,0 +1,535 @@
+"""The facts of one file, read with `ast`: what the project index is built from.
+
+`read_file` records which names a module binds (imports, aliases such as
+`Base = eqx.Module`), the bases of each class as written, and how each class's
+methods use and assign `self.<attr>`. Nothing is resolved across files here;
+that is `_index`'s job. `ast` is used rather than libcst because it is several
+times faster and the index needs no source positions beyond line numbers.
+"""
+
+from __future__ import annotations
+
+import ast
+import dataclasses
+from collections.abc import Iterable
+from pathlib import Path
+
+from ._names import dotted_name
+
+# Functions whose positional arguments are shapes, sizes or axes, by position
+# (None: every positional argument, as for `x.reshape(2, 3)`).
+_SHAPE_ARGS: dict[str, tuple[int, ...] | None] = {
+    "zeros": (0,),
+    "ones": (0,),
+    "empty": (0,),
+    "full": (0,),
+    "reshape": None,
+    "range": None,
+    "broadcast_to": (0, 1),
+    "arange": (0, 1, 2),
+    "eye": (0, 1),
+    "identity": (0,),
+    "tile": (0, 1),
+    "resize": (0, 1),
+    "tri": (0, 1),
+    "linspace": (2,),
+    # jnp.fft: the size of the transform and its axes.
+    "fftfreq": (0,),
+    "rfftfreq": (0,),
+    **dict.fromkeys(("fft", "ifft", "rfft", "irfft", "hfft", "ihfft"), (1, 2)),
+    **dict.fromkeys(
+        ("fft2", "ifft2", "rfft2", "irfft2", "fftn", "ifftn", "rfftn", "irfftn"),
+        (1, 2),
+    ),
+    # lax: the sizes of a slice are static, its start indices are not.
+    "dynamic_slice": (2,),
+    "dynamic_slice_in_dim": (2, 3),
+}
+# Keywords that take shapes, sizes or axes, whatever the function; and any
+# keyword whose name ends so (`fft_shape=`, `kernel_size=`, `batch_axes=`).
+_SHAPE_KEYWORDS = frozenset(
+    {"shape", "s", "size", "num", "length", "n", "axis", "axes", "new_sizes"}
+)
+_SHAPE_KEYWORD_ENDINGS = ("shape", "_size", "_sizes", "_axis", "_axes", "_dims")
+# Registering a class as a pytree node: its instances are flattened, not hashed.
+_REGISTRATIONS = frozenset(
+    {
+        "register_pytree_node",
+        "register_pytree_with_keys",
+        "register_pytree_node_class",
+        "register_pytree_with_keys_class",
+        "register_dataclass",
+    }
+)
+
+
+def is_shape_keyword(name: str | None) -> bool:
+    """Whether a keyword argument named so takes a shape, a size or an axis."""
+    return name is not None and (
+        name in _SHAPE_KEYWORDS or name.endswith(_SHAPE_KEYWORD_ENDINGS)
+    )
+
+
+# Builtins that need a concrete Python value.
+# (`len` is not one: an array's length is static.)
+_CONCRETE_BUILTINS = frozenset({"int", "bool", "range", "slice"})
+
+# Kinds of use, and kinds of value assigned, recorded per attribute.
+SHAPE = "shape"  # a shape, size, axis or slice bound
+CONTROL = "control"  # an `if`/`while`/`assert` test, `int(...)`, `bool(...)`
+PARAM = "param"  # a parameter of the method that assigns it
+LAMBDA = "lambda"
+PARTIAL = "partial"
+SHAPE_VALUE = "shape_value"  # the result of a helper that returns a list of ints
+STRING = "string"  # an f-string or a string built from parameters
+OBJECT = "object"  # an instance of a class that is not a Module
+
+
+@dataclasses.dataclass
+class ClassFacts:
+    """What one class statement says, before bases are resolved.
+
+    **Fields:**
+
+    - `qualname`: `Outer.Inner`; a class in a function by its own name, as
+        arrayfield's errors name it.
+    - `line`: the line of the `class` keyword.
+    - `bases`: the bases as written (`eqx.Module`, `base.Module`, `Base`).
+    - `has_init`: whether the class defines `__init__`.
+    - `value_eq`: whether it defines `__eq__` or has a decorator (a dataclass
+        compares by value), so its instances may not be hashed by identity.
+    - `uses`: attribute -> kind (`SHAPE`, `CONTROL`) -> first line using it so.
+    - `assigns`: attribute -> kind (`PARAM`, `LAMBDA`...) -> first line; also
+        `OBJECT` records the class called, in `objects`.
+    - `objects`: attribute -> dotted name of the class instantiated into it.
+    - `calls`: attribute -> (dotted name of the function called, line) for an
+        attribute assigned the result of a function call (`_get_shape(...)`).
+    - `fields`: annotated names in the class body -> (line, column), 1-based,
+        the column counted in characters as libcst and editors count it.
+    """
+
+    qualname: str
+    line: int
+    bases: list[str]
+    has_init: bool = False
+    # Defines __eq__ or is decorated (a dataclass, say): maybe compared by value.
+    value_eq: bool = False
+    uses: dict[str, dict[str, int]] = dataclasses.field(default_factory=dict)
+    assigns: dict[str, dict[str, int]] = dataclasses.field(default_factory=dict)
+    objects: dict[str, str] = dataclasses.field(default_factory=dict)
+    calls: dict[str, tuple[str, int]] = dataclasses.field(default_factory=dict)
+    fields: dict[str, tuple[int, int]] = dataclasses.field(default_factory=dict)
+
+
+@dataclasses.dataclass
+class FileFacts:
+    """What one file says: its module name, bindings and classes.
+
+    **Fields:**
+
+    - `path`: the file, as given on the command line or found in a directory.
+    - `module`: its dotted module name, from the `__init__.py` files above it.
+    - `is_package`: whether it is an `__init__.py`.
+    - `imports`: local name -> qualified name it is imported as.
+    - `aliases`: module-level `Name = dotted.name` assignments, as written.
+    - `classes`: qualname -> `ClassFacts`.
+    - `tree_at`: attribute names replaced through `eqx.tree_at(lambda m: m.x, ...)`,
+        with the first line doing so.
+    - `registered`: names, as written, of classes registered as pytree nodes
+        (`jax.tree_util.register_pytree_node(SourceList, ...)`, or a class
+        decorated `@register_pytree_node_class`), with the line.
+    - `int_list_functions`: module-level functions that return a list or tuple
+        of ints (a shape): a literal of ints, or a display or comprehension in a
+        function annotated `-> list[int]` or named for a shape or size.
+    """
+
+    path: str
+    module: str
+    is_package: bool
+    imports: dict[str, str] = dataclasses.field(default_factory=dict)
+    aliases: dict[str, str] = dataclasses.field(default_factory=dict)
+    classes: dict[str, ClassFacts] = dataclasses.field(default_factory=dict)
+    tree_at: dict[str, int] = dataclasses.field(default_factory=dict)
+    registered: dict[str, int] = dataclasses.field(default_factory=dict)
+    int_list_functions: set[str] = dataclasses.field(default_factory=set)
+
+    def imports_equinox(self) -> bool:
+        return any(
+            target == "equinox" or target.startswith("equinox.")
+            for target in self.imports.values()
+        )
+
+
+def module_name(path: Path) -> tuple[str, bool]:
+    """The dotted module name of a file, and whether it is a package's
+    `__init__.py`: the package is every directory above it holding one."""
+    path = path.resolve()
+    is_package = path.name == "__init__.py"
+    parts = [] if is_package else [path.stem]
+    directory = path.parent
+    while (directory / "__init__.py").is_file():
+        parts.append(directory.name)
+        directory = directory.parent
+    return ".".join(reversed(parts)) or path.stem, is_package
+
+
+def _self_attr(node: ast.expr, self_name: str) -> str | None:
+    """`f` for `self.f`, `self.f[...]`, `tuple(self.f)`, `*self.f`."""
+    if isinstance(node, ast.Starred):
+        return _self_attr(node.value, self_name)
+    if isinstance(node, ast.Subscript):
+        return _self_attr(node.value, self_name)
+    if (
+        isinstance(node, ast.Call)
+        and dotted_name(node.func) in ("tuple", "list", "int")
+        and len(node.args) == 1
+    ):
+        return _self_attr(node.args[0], self_name)
+    if (
+        isinstance(node, ast.Attribute)
+        and isinstance(node.value, ast.Name)
+        and node.value.id == self_name
+    ):
+        return node.attr
+    return None
+
+
+def _bare_attrs_in(node: ast.expr, self_name: str) -> Iterable[str]:
+    """The fields whose own value an expression needs as a Python value:
+    `self.f`, `self.f[0]`, `self.f + 1`, `not self.f`. `self.f.shape`,
+    `self.f.ndim`, `len(self.f)` and `self.f is None` are static for an array
+    too, so they do not count."""
+    if isinstance(node, ast.BoolOp):
+        for value in node.values:
+            yield from _bare_attrs_in(value, self_name)
+    elif isinstance(node, ast.UnaryOp):
+        yield from _bare_attrs_in(node.operand, self_name)
+    elif isinstance(node, ast.BinOp):
+        yield from _bare_attrs_in(node.left, self_name)
+        yield from _bare_attrs_in(node.right, self_name)
+    elif isinstance(node, ast.Compare):
+        if not all(isinstance(op, ast.Is | ast.IsNot) for op in node.ops):
+            for side in (node.left, *node.comparators):
+                yield from _bare_attrs_in(side, self_name)
+    else:
+        attr = _self_attr(node, self_name)
+        if attr is not None:
+            yield attr
+
+
+class _MethodReader(ast.NodeVisitor):
+    """Uses and assignments of `self.<attr>` in one method."""
+
+    def __init__(self, facts: ClassFacts, self_name: str, params: set[str]) -> None:
+        self.facts = facts
+        self.self_name = self_name
+        self.params = params
+
+    def _use(self, attr: str | None, kind: str, line: int) -> None:
+        if attr is not None:
+            self.facts.uses.setdefault(attr, {}).setdefault(kind, line)
+
+    def visit_ClassDef(self, node: ast.ClassDef) -> None:
+        return  # a nested class has its own `self`
+
+    def visit_Call(self, node: ast.Call) -> None:
+        name = dotted_name(node.func) or ""
+        last = name.rpartition(".")[2]
+        if last in _SHAPE_ARGS:
+            positions = _SHAPE_ARGS[last]
+            args = [
+                arg
+                for index, arg in enumerate(node.args)
+                if positions is None or index in positions
+            ]
+            for arg in args:
+                # `(self.size,)`: a shape spelled element by element.
+                parts = arg.elts if isinstance(arg, ast.Tuple | ast.List) else [arg]
+                for part in parts:
+                    self._use(_self_attr(part, self.self_name), SHAPE, node.lineno)
+        if name in _CONCRETE_BUILTINS and node.args:
+            kind = SHAPE if name in ("range", "slice") else CONTROL
+            self._use(_self_attr(node.args[0], self.self_name), kind, node.lineno)
+        for keyword in node.keywords:
+            if is_shape_keyword(keyword.arg):
+                attr = _self_attr(keyword.value, self.self_name)
+                self._use(attr, SHAPE, node.lineno)
+        self.generic_visit(node)
+
+    def visit_Slice(self, node: ast.Slice) -> None:
+        for bound in (node.lower, node.upper, node.step):
+            if bound is not None:
+                for attr in _bare_attrs_in(bound, self.self_name):
+                    self._use(attr, SHAPE, getattr(bound, "lineno", 0))
+        self.generic_visit(node)
+
+    def _test(self, test: ast.expr) -> None:
+        for attr in _bare_attrs_in(test, self.self_name):
+            self._use(attr, CONTROL, test.lineno)
+
+    def visit_If(self, node: ast.If) -> None:
+        self._test(node.test)
+        self.generic_visit(node)
+
+    def visit_While(self, node: ast.While) -> None:
+        self._test(node.test)
+        self.generic_visit(node)
+
+    def visit_IfExp(self, node: ast.IfExp) -> None:
+        self._test(node.test)
+        self.generic_visit(node)
+
+    def visit_Assert(self, node: ast.Assert) -> None:
+        self._test(node.test)
+        self.generic_visit(node)
+
+    def _value_kind(self, value: ast.expr) -> tuple[str, str | None] | None:
+        if isinstance(value, ast.Name) and value.id in self.params:
+            return PARAM, None
+        if isinstance(value, ast.Lambda):
+            return LAMBDA, None
+        if isinstance(value, ast.JoinedStr):
+            return STRING, None
+        if isinstance(value, ast.BinOp) and any(
+            isinstance(side, ast.Constant) and isinstance(side.value, str)
+            for side in (value.left, value.right)
+        ):
+            return STRING, None
+        if isinstance(value, ast.Call):
+            name = dotted_name(value.func) or ""
+            last = name.rpartition(".")[2]
+            if last == "partial":
+                return PARTIAL, None
+            if last[:1].isupper():
+                return OBJECT, name
+        return None
+
+    def _assign(self, target: ast.expr, value: ast.expr, line: int) -> None:
+        if not (
+            isinstance(target, ast.Attribute)
+            and isinstance(target.value, ast.Name)
+            and target.value.id == self.self_name
+        ):
+            return
+        kind = self._value_kind(value)
+        if kind is None:
+            if isinstance(value, ast.Call):
+                called = dotted_name(value.func)
+                if called is not None:
+                    self.facts.calls.setdefault(target.attr, (called, line))
+            return
+        self.facts.assigns.setdefault(target.attr, {}).setdefault(kind[0], line)
+        if kind[1] is not None:
+            self.facts.objects.setdefault(target.attr, kind[1])
+
+    def visit_Assign(self, node: ast.Assign) -> None:
+        for target in node.targets:
+            self._assign(target, node.value, node.lineno)
+        self.generic_visit(node)
+
+    def visit_AnnAssign(self, node: ast.AnnAssign) -> None:
+        if node.value is not None:
+            self._assign(node.target, node.value, node.lineno)
+        self.generic_visit(node)
+
+
+# The fields of compound statements that hold statements.
+_STATEMENT_FIELDS = ("body", "orelse", "handlers", "finalbody", "cases")
+
+
+def _nested(node: ast.AST) -> Iterable[ast.AST]:
+    for name in _STATEMENT_FIELDS:
+        children = getattr(node, name, None)
+        if isinstance(children, list):
+            yield from children
+
+
+def _statements_in(body: list[ast.stmt]) -> Iterable[ast.AST]:
+    """Every statement in `body` and its blocks, nested functions and classes
+    left out (their `return`s are theirs)."""
+    for statement in body:
+        yield statement
+        if not isinstance(
+            statement, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef
+        ):
+            for child in _nested(statement):
+                yield from _statements_in([child])  # type: ignore[list-item]
+
+
+def _is_int(node: ast.expr) -> bool:
+    if isinstance(node, ast.UnaryOp):
+        node = node.operand
+    return isinstance(node, ast.Constant) and type(node.value) is int
+
+
+def _says_int_list(annotation: ast.expr | None) -> bool:
+    """`list[int]`, `tuple[int, ...]`, `List[int]`, `Sequence[int]`."""
+    if not isinstance(annotation, ast.Subscript):
+        return False
+    items = annotation.slice
+    elements = items.elts if isinstance(items, ast.Tuple) else [items]
+    names = [dotted_name(element) for element in elements]
+    return (
+        bool(names)
+        and names[0] == "int"
+        and all(
+            name == "int" or isinstance(element, ast.Constant)
+            for name, element in zip(names, elements, strict=True)
+        )
+    )
+
+
+def _returns_int_list(function: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
+    """Whether a function returns a list or tuple of ints: every `return`
+    gives a display or comprehension, of int literals or in a function whose
+    annotation or name (`_get_fast_shape`, `padded_size`) says so."""
+    returns = [
+        node.value
+        for node in _statements_in(function.body)
+        if isinstance(node, ast.Return) and node.value is not None
+    ]
+    if not returns or not all(
+        isinstance(value, ast.List | ast.Tuple | ast.ListComp) for value in returns
+    ):
+        return False
+    if all(
+        isinstance(value, ast.List | ast.Tuple)
+        and value.elts
+        and all(map(_is_int, value.elts))
+        for value in returns
+    ):
+        return True
+    named = any(word in function.name.lower() for word in ("shape", "size"))
+    return named or _says_int_list(function.returns)
+
+
+def _resolve_relative(module: str, is_package: bool, level: int, name: str) -> str:
+    parts = module.split(".")
+    if not is_package:
+        parts = parts[:-1]
+    if level > 1:
+        parts = parts[: len(parts) - (level - 1)]
+    return ".".join([*parts, name] if name else parts)
+
+
+class _FileReader(ast.NodeVisitor):
+    def __init__(self, facts: FileFacts, lines: list[bytes], scan_calls: bool) -> None:
+        self.facts = facts
+        self.lines = lines
+        self.scopes: list[str | None] = []
+        # Without `tree_at` or `register_` in the file, no call matters here
+        # (methods have their own reader): statements alone are walked.
+        self.scan_calls = scan_calls
+
+    def generic_visit(self, node: ast.AST) -> None:
+        if self.scan_calls:
+            super().generic_visit(node)
+            return
+        for child in _nested(node):
+            self.visit(child)
+
+    def _column(self, node: ast.expr) -> int:
+        """ast counts columns in UTF-8 bytes; this counts characters, from 1."""
+        prefix = self.lines[node.lineno - 1][: node.col_offset]
+        return len(prefix.decode("utf-8", errors="replace")) + 1
+
+    def visit_Import(self, node: ast.Import) -> None:
+        for alias in node.names:
+            if alias.asname is not None:
+                self.facts.imports[alias.asname] = alias.name
+            else:
+                head = alias.name.split(".")[0]
+                self.facts.imports[head] = head
+
+    def visit_ImportFrom(self, node: ast.ImportFrom) -> None:
+        module = node.module or ""
+        if node.level:
+            module = _resolve_relative(
+                self.facts.module, self.facts.is_package, node.level, module
+            )
+        for alias in node.names:
+            if alias.name != "*":
+                local = alias.asname or alias.name
+                self.facts.imports[local] = f"{module}.{alias.name}"
+
+    def visit_Assign(self, node: ast.Assign) -> None:
+        if not self.scopes and len(node.targets) == 1:
+            target, value = node.targets[0], dotted_name(node.value)
+            if isinstance(target, ast.Name) and value is not None:
+                self.facts.aliases[target.id] = value
+        self.generic_visit(node)
+
+    def visit_Call(self, node: ast.Call) -> None:
+        called = (dotted_name(node.func) or "").rpartition(".")[2]
+        if called in _REGISTRATIONS and node.args:
+            registered = dotted_name(node.args[0])
+            if registered is not None:
+                self.facts.registered.setdefault(registered, node.lineno)
+        if (dotted_name(node.func) or "").endswith("tree_at") and node.args:
+            where = node.args[0]
+            if isinstance(where, ast.Lambda) and where.args.args:
+                param = where.args.args[0].arg
+                for sub in ast.walk(where.body):
+                    if (
+                        isinstance(sub, ast.Attribute)
+                        and param in (dotted_name(sub) or "").split(".")[:1]
+                    ):
+                        self.facts.tree_at.setdefault(sub.attr, node.lineno)
+        self.generic_visit(node)
+
+    def _function(self, node: ast.FunctionDef | ast.AsyncFunctionDef) -> None:
+        if not self.scopes and _returns_int_list(node):
+            self.facts.int_list_functions.add(node.name)
+        self.scopes.append(None)
+        self.generic_visit(node)
+        self.scopes.pop()
+
+    visit_FunctionDef = _function
+    visit_AsyncFunctionDef = _function
+
+    def visit_ClassDef(self, node: ast.ClassDef) -> None:
+        outer = self.scopes[-1] if self.scopes else None
+        qualname = node.name if outer is None else f"{outer}.{node.name}"
+        # `Parent[int]`: a generic class subscripted is still `Parent`.
+        written = [b.value if isinstance(b, ast.Subscript) else b for b in node.bases]
+        bases = [name for name in map(dotted_name, written) if name is not None]
+        facts = ClassFacts(qualname, node.lineno, bases)
+        facts.value_eq = bool(node.decorator_list)
+        self.facts.classes.setdefault(qualname, facts)
+        for decorator in node.decorator_list:
+            if isinstance(decorator, ast.Call):
+                decorator = decorator.func
+            if (dotted_name(decorator) or "").rpartition(".")[2] in _REGISTRATIONS:
+                self.facts.registered.setdefault(qualname, node.lineno)
+        for statement in node.body:
+            if isinstance(statement, ast.AnnAssign) and isinstance(
+                statement.target, ast.Name
+            ):
+                target = statement.target
+                facts.fields[target.id] = (target.lineno, self._column(target))
+            if isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                if statement.name == "__init__":
+                    facts.has_init = True
+                if statement.name == "__eq__":
+                    facts.value_eq = True
+                arguments = statement.args
+                positional = [*arguments.posonlyargs, *arguments.args]
+                if not positional:
+                    continue
+                params = {a.arg for a in [*positional[1:], *arguments.kwonlyargs]}
+                reader = _MethodReader(facts, positional[0].arg, params)
+                for inner in statement.body:
+                    reader.visit(inner)
+        self.scopes.append(qualname)
+        self.generic_visit(node)
+        self.scopes.pop()
+
+
+def read_file(path: str, source: bytes) -> FileFacts:
+    """Index one file. Raises `SyntaxError` (or `ValueError` for null bytes)."""
+    module, is_package = module_name(Path(path))
+    tree = ast.parse(source, filename=path)
+    facts = FileFacts(path, module, is_package)
+    scan_calls = b"tree_at" in source or b"register_" in source
+    _FileReader(facts, source.splitlines(), scan_calls).visit(tree)
+    return facts

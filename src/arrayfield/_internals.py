@@ -22,6 +22,10 @@ Four hooks:
   for `eqx.error_if`, its cache-clearing list, JAX's traceback exclusions, and
   what a `jax.jit` object wraps (its function and options).
 
+A fifth, `after_module_class`, runs a step after equinox's metaclass has made
+each Module class (how an `ArrayModule` class is finished without a metaclass
+of its own).
+
 It also holds the facts about equinox and JAX that several modules need: equinox's
 own `Module` class (captured at import, so a program that rebinds `equinox.Module`
 changes nothing here), the leaf types `eqx.is_array` accepts, JAX's concrete array
@@ -270,6 +274,41 @@ EQX_MODULE: type = equinox.Module
 def is_module(node: Any) -> bool:
     """Whether `node` is an equinox Module (of any subclass, ArrayModules included)."""
     return isinstance(node, EQX_MODULE)
+
+
+# Equinox's metaclass, and the steps to run once it has made a Module class.
+_MODULE_META: Any = type(EQX_MODULE)
+_class_steps: list[Callable[[type], None]] = []
+
+
+def after_module_class(step: Callable[[type], None]) -> None:
+    """Run `step(cls)` each time equinox's metaclass has made a Module class.
+
+    Equinox makes the dataclass (fields, the generated `__init__`) after
+    `__init_subclass__` runs, so a step that needs it cannot run there. Wrapping
+    the metaclass's `__new__` once reaches every Module class, including those of a
+    library's own metaclass derived from equinox's (distreqx's strict modules),
+    which any metaclass of arrayfield's would conflict with.
+    """
+    if not _class_steps:
+        make_class = _MODULE_META.__new__
+
+        def __new__(mcs, name, bases, namespace, /, **kwargs):
+            cls = make_class(mcs, name, bases, namespace, **kwargs)
+            if "__dataclass_fields__" not in cls.__dict__:
+                raise RuntimeError(
+                    f"{name}: equinox's metaclass no longer makes a Module class a "
+                    "dataclass in its __new__, where arrayfield finishes an "
+                    "ArrayModule class; pin equinox to a supported version."
+                )
+            for each in _class_steps:
+                each(cls)
+            return cls
+
+        __new__.__wrapped__ = make_class  # type: ignore[attr-defined]
+        __new__.__qualname__ = make_class.__qualname__
+        type.__setattr__(_MODULE_META, "__new__", staticmethod(__new__))
+    _class_steps.append(step)
 
 
 def _equinox_array_types() -> tuple[type, ...]:

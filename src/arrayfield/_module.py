@@ -11,17 +11,8 @@ either.
 
 from __future__ import annotations
 
-import dataclasses
-import sys
 from collections.abc import Callable
 from typing import Any
-
-if sys.version_info >= (3, 11):
-    from typing import dataclass_transform
-else:  # equinox depends on typing_extensions, so it is there
-    from typing_extensions import dataclass_transform
-
-import equinox as eqx
 
 from ._errors import class_name, did_you_mean
 from ._field import (
@@ -30,9 +21,8 @@ from ._field import (
     VALIDATES,
     FieldConverter,
     batch_converters,
-    field,
 )
-from ._internals import ARRAY_IMPL, EQX_MODULE
+from ._internals import ARRAY_IMPL, EQX_MODULE, after_module_class
 from ._validate import enabled_by_environment, validate
 
 
@@ -92,30 +82,7 @@ def _make_check_init(
     return __check_init__
 
 
-def _linearize(bases: tuple[type, ...]) -> list[type] | None:
-    """The MRO a class with these bases will get, without the class itself (C3).
-
-    None if there is none: creating the class then raises Python's own error.
-    """
-    sequences = [list(base.__mro__) for base in bases] + [list(bases)]
-    order: list[type] = []
-    while True:
-        sequences = [sequence for sequence in sequences if sequence]
-        if not sequences:
-            return order
-        for sequence in sequences:
-            head = sequence[0]
-            if not any(head in other[1:] for other in sequences):
-                break
-        else:
-            return None
-        order.append(head)
-        for sequence in sequences:
-            if sequence[0] is head:
-                del sequence[0]
-
-
-def _init_behind_array_module(bases: tuple[type, ...]) -> Callable | None:
+def _init_behind_array_module(cls: type) -> Callable | None:
     """The custom `__init__` that `class C(af.ArrayModule, eqx.nn.Linear)` would lose.
 
     Equinox gives a class without an `__init__` of its own a dataclass `__init__`
@@ -123,68 +90,55 @@ def _init_behind_array_module(bases: tuple[type, ...]) -> Callable | None:
     that is `ArrayModule`, whose (empty) dataclass `__init__` would also come
     before the layer's in the MRO. `ArrayModule` adds no fields, so decide as if it
     were not there: return the `__init__` the class should have, or None if the
-    dataclass one is right.
+    dataclass one is right. Asked from `__init_subclass__`, which runs before
+    equinox looks for an `__init__` in the class.
     """
-    if len(bases) < 2:
-        return None  # the one base decides, as for any Module
-    mro = _linearize(bases)
-    if mro is None:
-        return None
-    # ArrayModule itself: the most basic class with our metaclass (none while
-    # ArrayModule is being created).
-    array_module = next(
-        (klass for klass in reversed(mro) if isinstance(klass, _ArrayModuleMeta)),
-        None,
-    )
-    if array_module is None:
-        return None
+    if len(cls.__bases__) < 2 or "__init__" in cls.__dict__:
+        return None  # the one base decides, as for any Module; or its own
+    mro = cls.__mro__[1:]
     # The classes equinox asks, in order (object last, never asked).
     asked = [
         klass
         for klass in mro[:-1]
         if issubclass(klass, EQX_MODULE) or klass.__init__ is not object.__init__
     ]
-    if len(asked) < 2 or asked[0] is not array_module:
+    if len(asked) < 2 or asked[0] is not ArrayModule:
         return None
     behind = asked[1]
     if issubclass(behind, EQX_MODULE) and behind.__dataclass_params__.init:  # pyright: ignore[reportAttributeAccessIssue]
         return None
     for klass in mro:
-        if klass is not array_module and "__init__" in klass.__dict__:
+        if klass is not ArrayModule and "__init__" in klass.__dict__:
             return klass.__dict__["__init__"]
     return None
 
 
-# Static checkers read dataclass semantics off the metaclass; say it again for ours.
-@dataclass_transform(field_specifiers=(dataclasses.field, eqx.field, field))
-class _ArrayModuleMeta(type(eqx.Module)):
-    """Equinox's metaclass, plus one step once the dataclass exists.
+def _finish_class(cls: type) -> None:
+    """Finish an ArrayModule class once equinox has made it a dataclass.
 
-    `type(eqx.Module)` is equinox's public class object, not a private name.
+    It gets its converters (annotations parsed once, here), an `__init__` whose
+    annotations runtime type checkers read widened, and the `__check_init__` that
+    converts and validates. Equinox's own metaclass runs this step
+    (`after_module_class`), so ArrayModule needs no metaclass of its own, and a
+    library's metaclass derived from equinox's works with it unchanged.
     """
-
-    def __new__(mcs, name, bases, namespace, **kwargs):
-        if "__init__" not in namespace:
-            shadowed = _init_behind_array_module(bases)
-            if shadowed is not None:
-                namespace = {**namespace, "__init__": shadowed}
-        cls = super().__new__(mcs, name, bases, namespace, **kwargs)
-        converters = batch_converters(cls)
-        setattr(cls, CONVERTERS, converters)
-        # A dataclass-made __init__ is in the class dict though not in its body.
-        if "__init__" in cls.__dict__ and "__init__" not in namespace:
-            _widen_init_annotations(cls, converters)
-        validates = getattr(cls, VALIDATES, False)
-        # A class with nothing to convert or validate needs no hook: its parents'
-        # hooks skip instances of subclasses (`type(self) is cls`), so nothing is lost.
-        if converters or validates:
-            own_check = cls.__dict__.get("__check_init__")
-            hook = _make_check_init(cls, converters, validates, own_check)
-            type.__setattr__(cls, "__check_init__", hook)
-        return cls
+    if ArrayModule not in cls.__mro__[1:]:
+        return  # a plain Module, or ArrayModule itself
+    converters = batch_converters(cls)
+    setattr(cls, CONVERTERS, converters)
+    if cls.__dataclass_params__.init:  # pyright: ignore[reportAttributeAccessIssue]
+        # Equinox made this class a dataclass `__init__` of its own.
+        _widen_init_annotations(cls, converters)
+    validates = getattr(cls, VALIDATES, False)
+    # A class with nothing to convert or validate needs no hook: its parents'
+    # hooks skip instances of subclasses (`type(self) is cls`), so nothing is lost.
+    if converters or validates:
+        own_check = cls.__dict__.get("__check_init__")
+        hook = _make_check_init(cls, converters, validates, own_check)
+        type.__setattr__(cls, "__check_init__", hook)
 
 
-class ArrayModule(eqx.Module, metaclass=_ArrayModuleMeta):
+class ArrayModule(EQX_MODULE):
     """`eqx.Module`, with array-annotated fields stored as strongly typed arrays.
 
     Subclass it instead of `eqx.Module`. After any `__init__` (the dataclass one or
@@ -203,7 +157,8 @@ class ArrayModule(eqx.Module, metaclass=_ArrayModuleMeta):
     - A JAX array or tracer with an allowed dtype is kept as is (same object, weak
       stays weak).
     - `None`, `jax.ShapeDtypeStruct` and pytrees that are not arrays (equinox's
-      loop buffers, quax-style values) are stored unchanged.
+      loop buffers, quax-style values) are stored unchanged; with `check=True`,
+      only those that stand in for arrays (`.shape` and `.dtype`) pass.
     - Anything else, and any conversion that would change a value, raises
       `af.ConversionError` naming the class, the field, the annotation and the value.
 
@@ -246,10 +201,16 @@ class ArrayModule(eqx.Module, metaclass=_ArrayModuleMeta):
         if kwargs:
             _reject_unknown_class_keywords(cls, kwargs)
         super().__init_subclass__(**kwargs)
+        shadowed = _init_behind_array_module(cls)
+        if shadowed is not None:
+            type.__setattr__(cls, "__init__", shadowed)  # before equinox looks
         if check if check is not None else enabled_by_environment():
             setattr(cls, VALIDATES, True)  # inherited: subclasses validate too
         elif check is False:
             setattr(cls, VALIDATES, False)
+
+
+after_module_class(_finish_class)
 
 
 def _reject_unknown_class_keywords(cls: type, kwargs: dict[str, Any]) -> None:

@@ -321,8 +321,12 @@ def _jax_twin(member: type) -> type:
 
 
 def _admits_scalar(dims: str) -> bool:
-    """Whether a jaxtyping dimension string matches shape `()`, by jaxtyping's rules."""
-    scalar_shaped: Any = jaxtyping.Shaped[np.ndarray, dims]  # a class at runtime
+    """Whether a jaxtyping dimension string matches shape `()`, by jaxtyping's rules.
+
+    A `?` (a size that may differ across the leaves of a structured `PyTree`) is
+    only valid inside one and has no bearing on shape `()`: it is dropped here.
+    """
+    scalar_shaped: Any = jaxtyping.Shaped[np.ndarray, dims.replace("?", "")]
     return isinstance(np.empty(()), scalar_shaped)
 
 
@@ -339,6 +343,17 @@ def init_annotation(annotation: Any) -> Any:
     shapes and named dimensions are still checked), containers of arrays to the
     same container of widened elements, and every other member is kept.
     """
+    return _widen(annotation, in_pytree=False)
+
+
+def _widen(annotation: Any, in_pytree: bool) -> Any:
+    """`init_annotation`; `in_pytree` for the leaf type of a `PyTree[...]`.
+
+    A `PyTree` takes every value its leaf type admits as one leaf, so a leaf type
+    widened with `list | tuple` would make a tuple one leaf and change the
+    structure its name binds. Inside a `PyTree` only scalars are added, which are
+    leaves anyway; arrayfield converts a list there leaf by leaf, as structure.
+    """
     members = union_members(annotation)
     if len(members) <= 2:
         container = _widen_container(members)
@@ -353,7 +368,8 @@ def init_annotation(annotation: Any) -> Any:
         widened.append(jaxtyping.Shaped[jaxtyping.ArrayLike, dims])
         if _admits_scalar(dims):
             widened.extend(_NUMBER_INPUTS)
-        widened.extend([list, tuple])
+        if not in_pytree:
+            widened.extend([list, tuple])
     widened = list(dict.fromkeys(widened))
     return widened[0] if len(widened) == 1 else Union[tuple(widened)]  # noqa: UP007
 
@@ -365,7 +381,11 @@ def _widen_container(members: list[Any]) -> Any:
         return None
     member = others[0]
     if isinstance(member, type) and issubclass(member, jaxtyping.PyTree):
-        widened: Any = jaxtyping.PyTree[init_annotation(member.leaftype)]  # type: ignore[attr-defined]
+        # The structure name (`PyTree[X, "S"]`) binds across fields: keep it.
+        leaf = _widen(member.leaftype, in_pytree=True)  # type: ignore[attr-defined]
+        structure = member.structure  # type: ignore[attr-defined]
+        named = leaf if structure is None else (leaf, structure)
+        widened: Any = jaxtyping.PyTree[named]
     else:
         origin: Any = typing.get_origin(member)  # list, tuple or dict
         keys_kept = 1 if origin is dict else 0

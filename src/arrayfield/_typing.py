@@ -7,9 +7,10 @@ also takes the numbers, NumPy arrays and nested lists arrayfield converts; for a
 `dataclass_transform` class, pyright and mypy type an `__init__` parameter from
 `__set__` and an attribute from `__get__`.
 
-mypy cannot read a class whose metaclass derives from `type(eqx.Module)` (it gives
-up on its `__init__` altogether), so checkers are shown the `ArrayModule` declared
-here: an `eqx.Module` subclass that names `af.field` as a field specifier.
+The runtime `ArrayModule` subclasses equinox's Module as captured at import (a
+variable to a checker) and says nothing of `af.field`, so checkers are shown the
+`ArrayModule` declared here: an `eqx.Module` subclass that names `af.field` as a
+field specifier.
 """
 
 from __future__ import annotations

@@ -9,7 +9,9 @@ field (`list[Float[Array, "n"]]`, `dict[str, ...]`, `PyTree[...]`): dtype
 category, shape, and named dimensions shared across the fields of one instance.
 The checking itself is jaxtyping's: `isinstance(value, Float[Array, "n"])` inside
 one `jaxtyped` context, so dimension names bind across fields (and the elements of
-a container) exactly as they do across function arguments.
+a container) exactly as they do across function arguments. A value that is not an
+array fails as well, unless the annotation admits it or it stands in for an array
+(`_stands_in_for_an_array`); docs/rules.md lists which.
 """
 
 from __future__ import annotations
@@ -46,6 +48,7 @@ class _Check:
     annotation: Any  # resolved, for the message
     types: tuple[type, ...]  # what isinstance must accept (union members)
     allow_none: bool
+    passthrough: tuple[type, ...]  # the union's other members: stored as they are
 
 
 @dataclasses.dataclass(frozen=True)
@@ -59,7 +62,9 @@ class _ContainerCheck:
 
 def _check_for(spec: FieldSpec, annotation: Any) -> _Check | _ContainerCheck:
     if isinstance(spec, ArraySpec):
-        return _Check(annotation, array_types(annotation), spec.allow_none)
+        return _Check(
+            annotation, array_types(annotation), spec.allow_none, spec.passthrough
+        )
     elements = tuple(
         _check_for(element, element_annotation)
         for element, element_annotation in zip(
@@ -114,8 +119,17 @@ def _stored_arrays(
 
 
 def _is_checkable(value: Any) -> bool:
-    # Pytrees admitted by a Union (Modules...) and ShapeDtypeStructs carry no data.
     return isinstance(value, (jax.Array, np.ndarray))
+
+
+def _stands_in_for_an_array(value: Any) -> bool:
+    """A value that takes an array's place on purpose, and is stored unchecked.
+
+    `jax.ShapeDtypeStruct`, and pytrees that describe themselves with `.shape` and
+    `.dtype` as arrays do: equinox's loop buffers, quax-style array values.
+    (Tracers are `jax.Array`s, checked as arrays.)
+    """
+    return hasattr(value, "shape") and hasattr(value, "dtype")
 
 
 def _matches(value: Any, types: tuple[type, ...]) -> bool:
@@ -157,6 +171,16 @@ def validate(module: Any) -> None:
                 )
             if _is_checkable(value):
                 pairs.append((where, check, value))
+            elif not (
+                isinstance(value, check.passthrough) or _stands_in_for_an_array(value)
+            ):
+                raise ValidationError(
+                    f"{owner}.{where}: expected "
+                    f"{format_annotation(check.annotation)}, got "
+                    f"{short_repr(value)} ({type(value).__name__}), which is not an "
+                    "array. Pass an array, or name the type in the annotation "
+                    "if the field may hold it."
+                )
     failed = _first_mismatch(pairs)
     if failed is None:
         return

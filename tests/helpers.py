@@ -1,4 +1,5 @@
-"""Running Python, a script or the `arrayfield` command in a fresh process.
+"""Running Python, a script or the `arrayfield` command in a fresh process, and
+importing a script (a benchmark) that is not a package module.
 
 Tests use a subprocess where the rule is about a whole process: what importing
 arrayfield loads, environment switches read at import, warnings at interpreter
@@ -7,10 +8,13 @@ of them see the same interpreter (this checkout's arrayfield), JAX on the CPU an
 text output.
 """
 
+import contextlib
+import importlib.util
 import os
 import subprocess
 import sys
-from collections.abc import Mapping
+import types
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 
 # The environment every subprocess starts from; JAX must not probe for GPUs.
@@ -56,3 +60,21 @@ def run_code(code: str, **options: object) -> subprocess.CompletedProcess[str]:
 def run_cli(*args: str | Path, **options: object) -> subprocess.CompletedProcess[str]:
     """`python -m arrayfield ARGS`: the command line as users run it."""
     return python("-m", "arrayfield", *args, **options)  # type: ignore[arg-type]
+
+
+@contextlib.contextmanager
+def script_module(path: Path, name: str) -> Iterator[types.ModuleType]:
+    """Import the script at `path` as module `name` for the `with` block.
+
+    It is registered in `sys.modules` while the block runs (classes defined in it
+    resolve their annotations there) and removed afterwards.
+    """
+    spec = importlib.util.spec_from_file_location(name, path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    try:
+        spec.loader.exec_module(module)
+        yield module
+    finally:
+        del sys.modules[name]

@@ -1,25 +1,19 @@
 """The trace counts `benchmarks/run.py --quick` relies on; no timing is asserted."""
 
-import importlib.util
 import sys
 from pathlib import Path
 
 import pytest
+
+from helpers import script_module
 
 RUN_PY = Path(__file__).resolve().parent.parent / "benchmarks" / "run.py"
 
 
 @pytest.fixture(scope="module")
 def bench():
-    spec = importlib.util.spec_from_file_location("_arrayfield_bench_run", RUN_PY)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    try:
-        spec.loader.exec_module(module)
+    with script_module(RUN_PY, "_arrayfield_bench_run") as module:
         yield module
-    finally:
-        del sys.modules[spec.name]
 
 
 def test_seed_loop_on_array_module_traces_once_in_100_steps(bench):
@@ -55,12 +49,7 @@ def test_quick_mode_judges_no_timing_target_and_full_mode_does(bench):
 
 def test_dispatch_benchmark_traces_each_jit_once():
     path = RUN_PY.parent / "dispatch.py"
-    spec = importlib.util.spec_from_file_location("_arrayfield_bench_dispatch", path)
-    assert spec is not None and spec.loader is not None
-    dispatch = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = dispatch  # its classes resolve annotations there
-    try:
-        spec.loader.exec_module(dispatch)
+    with script_module(path, "_arrayfield_bench_dispatch") as dispatch:
         found = dispatch._case(
             lambda: (dispatch.SeedScene(x=0), 1),
             dispatch.seed_step,
@@ -68,8 +57,6 @@ def test_dispatch_benchmark_traces_each_jit_once():
             number=20,
             rounds=3,
         )
-    finally:
-        del sys.modules[spec.name]
     assert found["traces"] == {"af": 1, "eqx": 1, "jax": 1}
     assert set(found["us"]) == {"af", "eqx", "jax"}
 

@@ -8,13 +8,13 @@ with what the pages show (`benchmarks/publish.py --check` does the same).
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import re
-import sys
 from pathlib import Path
 
 import pytest
+
+from helpers import script_module
 
 ROOT = Path(__file__).resolve().parent.parent
 PUBLISH = ROOT / "benchmarks" / "publish.py"
@@ -34,15 +34,8 @@ FIGURE = re.compile(r"\b\d[\d,]*(\.\d+)?\s?(us|µs|ms|x)\b")
 
 @pytest.fixture(scope="module")
 def publish():
-    spec = importlib.util.spec_from_file_location("_arrayfield_publish", PUBLISH)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    try:
-        spec.loader.exec_module(module)
+    with script_module(PUBLISH, "_arrayfield_publish") as module:
         yield module
-    finally:
-        del sys.modules[spec.name]
 
 
 def test_every_published_table_and_plot_matches_the_results_file(publish):
@@ -95,20 +88,12 @@ def test_rewrite_fills_a_marked_block_and_names_an_unknown_table(publish):
 
 def test_a_new_case_reaches_a_page_through_the_results_file(publish, tmp_path):
     # What adding a case takes: a @case function filling a Table, one marked block.
-    spec = importlib.util.spec_from_file_location(
-        "_arrayfield_bench_run_publish", PUBLISH.parent / "run.py"
-    )
-    assert spec is not None and spec.loader is not None
-    run = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = run
-    try:
-        spec.loader.exec_module(run)
+    run_py = PUBLISH.parent / "run.py"
+    with script_module(run_py, "_arrayfield_bench_run_publish") as run:
         results = run.Results(quick=True)
         results.tables["many_fields"] = run.Table(["fields", "us"], [["100", "1.5"]])
         results.raw["series"] = [0.1, 0.2]
         text = run.dumps(run.to_json(results, seconds=1.0))
-    finally:
-        del sys.modules[spec.name]
     written = json.loads(text)
     assert written["raw"] == {"series": [0.1, 0.2]}
     page = "<!-- results:many_fields -->\n<!-- /results -->\n"

@@ -231,9 +231,24 @@ def test_leaves_of_jax_literal_array_types_are_traced_as_equinox_traces_them(lea
 
 
 def test_filter_jit_traces_exactly_the_leaf_types_eqx_is_array_accepts():
-    from equinox import _filters
+    from arrayfield.diagnostics._paths import is_array
 
-    assert set(_internals.EQX_ARRAY_TYPES) == set(_filters._ARRAY_TYPES)
+    leaves = [
+        *_literal_leaves(),
+        np.ones(2),
+        np.float32(1.0),
+        jnp.ones(2),
+        1,
+        1.0,
+        True,
+        "a",
+        None,
+        jax.ShapeDtypeStruct((2,), jnp.float32),
+    ]
+    for leaf in leaves:
+        expected = eqx.is_array(leaf)
+        assert isinstance(leaf, _internals.EQX_ARRAY_TYPES) == expected, leaf
+        assert is_array(leaf) == expected, leaf
 
 
 def test_none_callables_and_static_leaves_in_fields():

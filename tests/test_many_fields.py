@@ -21,7 +21,15 @@ import numpy as np
 import pytest
 
 import arrayfield as af
+from arrayfield import _callable_key
 from many_fields import ALL_FIXES, NO_FIXES, Fixes, fit_fields
+
+# On equinox 0.12 (or a JAX whose jax.jit hides its function) af.filter_jit keys
+# callables exactly as equinox does: there is nothing to share (test_jit.py covers it).
+pytestmark = pytest.mark.skipif(
+    not _callable_key.SUPPORTED,
+    reason="callable sharing needs equinox >= 0.13 and jax.jit's parts readable",
+)
 
 K = 8
 STEPS = 3

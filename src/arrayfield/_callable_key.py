@@ -50,6 +50,9 @@ import numpy as np
 
 from . import _internals
 
+# Whether the callable keys work on this equinox and JAX; where they do not,
+# `af.filter_jit` keys callables as equinox does (nothing is shared, nothing lost).
+SUPPORTED: bool = _internals.can_share_callables()
 _FUNCTION = types.FunctionType
 _PARTIAL = functools.partial
 _METHOD = types.MethodType
@@ -458,10 +461,10 @@ def _swap_tree(treedef: Any, pairs: Counterparts) -> Any:
         return treedef
     kind, aux = node
     new_aux = swap(aux, pairs)
-    children = treedef.children()
+    children = treedef.children()  # pyright: ignore[reportAttributeAccessIssue]
     new_children = [_swap_tree(c, pairs) for c in children]
     if new_aux is aux and all(map(operator.is_, new_children, children)):
         return treedef
-    return _TREEDEF.from_node_data_and_children(
+    return _TREEDEF.from_node_data_and_children(  # pyright: ignore[reportAttributeAccessIssue]
         jtu.default_registry, (kind, new_aux), new_children
     )

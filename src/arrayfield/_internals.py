@@ -403,6 +403,27 @@ def jit_parts(jitted: Any) -> tuple[Any, Any] | None:
     return fun, tuple(info)
 
 
+def can_share_callables() -> bool:
+    """Whether this equinox and JAX expose what `af.filter_jit`'s callable keys
+    read: a `jax.jit` object's function and options, and a Module's static fields
+    as a plain tuple in its treedef (equinox 0.13 and later; 0.12 wraps them in an
+    object that compares them by `==`)."""
+
+    return jit_parts(jax.jit(_identity)) is not None and _static_fields_in_a_tuple()
+
+
+def _static_fields_in_a_tuple() -> bool:
+    class _Probe(EQX_MODULE):
+        fn: Any = equinox.field(static=True)
+
+    node = jax.tree_util.tree_structure(_Probe(abs)).node_data()  # pyright: ignore[reportCallIssue]
+    return node is not None and type(node[1]) is tuple
+
+
+def _identity(x: Any) -> Any:
+    return x
+
+
 def register_cache_clear(clear: Callable[[], None]) -> None:
     """Have `eqx.clear_caches()` clear `clear`'s cache too, as it clears its own."""
     from equinox._caches import cache_clears
@@ -450,7 +471,8 @@ def check_compatible() -> None:
         )
     from equinox import _filters
 
-    if getattr(_filters, "_ARRAY_TYPES", None) != EQX_ARRAY_TYPES:
+    # Older equinox (0.12) has no _ARRAY_TYPES: its is_array is the fallback's.
+    if getattr(_filters, "_ARRAY_TYPES", EQX_ARRAY_TYPES) != EQX_ARRAY_TYPES:
         raise RuntimeError(
             "equinox._filters._ARRAY_TYPES (what eqx.is_array accepts) moved: "
             "af.filter_jit and the diagnostics cannot tell which leaves "
@@ -466,7 +488,11 @@ def check_compatible() -> None:
             "pin equinox and JAX to supported versions."
         ) from None
     jitted = jax.jit(abs)
-    if not hasattr(jitted, "_fun") or not hasattr(jitted, "_jit_info"):
+    # Where equinox keeps static fields as it did before 0.13, callable sharing is
+    # off anyway (can_share_callables); from 0.13 on, a JAX that hides these parts
+    # would switch it off silently, so say so.
+    readable = hasattr(jitted, "_fun") and hasattr(jitted, "_jit_info")
+    if _static_fields_in_a_tuple() and not readable:
         raise RuntimeError(
             "jax.jit objects no longer have _fun and _jit_info: af.filter_jit "
             "cannot see what a jax.jit wraps, so it shares no program between two "

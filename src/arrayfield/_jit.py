@@ -748,7 +748,9 @@ def filter_jit(
     - `donate`: `"all"`, `"all-except-first"`, `"warn"`, `"warn-except-first"` or
         `"none"` (the default), as for `eqx.filter_jit`.
     - `share_callables`: compare callables by what they trace to (the default),
-        or by identity as `eqx.filter_jit` does (`False`).
+        or by identity as `eqx.filter_jit` does (`False`). Sharing needs equinox
+        0.13 or later (and a JAX whose `jax.jit` objects show what they wrap);
+        on older versions callables are keyed as `eqx.filter_jit` keys them.
 
     **Returns:** the compiled version of `fun`.
 
@@ -795,8 +797,9 @@ def filter_jit(
         except Exception:
             pass  # equinox raises when called: every call goes to it
         else:
+            share = share_callables and _callable_key.SUPPORTED
             layout = _layout_for(
-                fun, names, static_fun, (donate_first, donate_rest), share_callables
+                fun, names, static_fun, (donate_first, donate_rest), share
             )
     wrapper = _FilterJit(
         _fallback=fallback,

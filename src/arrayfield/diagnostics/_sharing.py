@@ -23,7 +23,17 @@ from .._errors import short_repr
 
 _JIT = _internals.JIT_FUNCTION
 equal_value = _callable_key.same_value
-shares_trace = _callable_key.same_static
+
+
+def shares_trace(a: Any, b: Any) -> bool:
+    """Whether `af.filter_jit` runs one program for static leaves `a` and `b`: by
+    its callable keys where this equinox and JAX support them, else by `==`."""
+    if _callable_key.SUPPORTED:
+        return _callable_key.same_static(a, b)
+    try:
+        return a is b or bool(a == b)
+    except Exception:
+        return False
 
 
 def comparable(a: Any, b: Any) -> bool:

@@ -27,11 +27,15 @@ from pathlib import Path
 import pytest
 
 import arrayfield
+from arrayfield import _callable_key
 from helpers import run_code
 
 ROOT = Path(__file__).resolve().parent.parent
 PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
 
+# Examples that show af.filter_jit sharing callables, which it does not do on the
+# oldest supported equinox (docs/many_fields.md says why): skipped there only.
+NEEDS_SHARING = {"docs/diagnostics.md:350", "docs/many_fields.md:42", "af.audit"}
 CONTINUE = "<!-- docs-test: continue -->"
 SUBPROCESS = "<!-- docs-test: subprocess -->"
 _FENCE = re.compile(r"^(?P<indent>[ \t]*)```(?P<lang>[\w-]*)[ \t]*$")
@@ -155,6 +159,8 @@ def _page_chains() -> list[list[Block]]:
 
 @pytest.mark.parametrize("chain", _page_chains(), ids=lambda chain: chain[0].where)
 def test_markdown_python_block_runs(chain: list[Block]):
+    if chain[0].where in NEEDS_SHARING and not _callable_key.SUPPORTED:
+        pytest.skip("shows af.filter_jit sharing callables: needs equinox >= 0.13")
     if chain[0].marker == SUBPROCESS:
         run_in_subprocess(chain[0])
     else:
@@ -184,6 +190,8 @@ def test_public_name_has_equinox_style_docstring_with_example(name: str):
 
 @pytest.mark.parametrize("name", public_names())
 def test_public_docstring_examples_run(name: str):
+    if f"af.{name}" in NEEDS_SHARING and not _callable_key.SUPPORTED:
+        pytest.skip("shows af.filter_jit sharing callables: needs equinox >= 0.13")
     doc = inspect.getdoc(getattr(arrayfield, name)) or ""
     blocks = python_blocks(doc, f"af.{name}")
     if not blocks:

@@ -981,10 +981,13 @@ def test_only_programs_that_call_back_return_a_marker():
     for fn, wanted in ((plain, []), (printing, [True])):
         f = af.filter_jit(fn)
         f(jnp.ones(2))
-        dynamic_fun = getattr(f._fallback, _internals.DYNAMIC_FUN)
+        # A plain function holds no arrays: its programs take the leaves alone.
+        assert f._plan.layout.fun_at is None
         markers = []
         for compiled in f._plan.layout.jits.values():
-            marker, *_ = compiled.jitted(dynamic_fun, [jnp.ones(2)])
+            result = compiled.jitted([jnp.ones(2)])
+            # Without a marker a program returns its output alone.
+            marker = result.parts[0] if type(result) is _jit._Marked else None
             markers += [] if marker is None else [bool(_jit._concrete(marker))]
         assert markers == wanted
 
@@ -1120,3 +1123,24 @@ def test_a_static_leaf_whose_eq_raises_gives_a_value_error_as_in_eqx():
         f(jnp.ones(2), Uncomparable())  # nothing to compare with yet
         with pytest.raises(ValueError):
             f(jnp.ones(2), Uncomparable())
+
+
+def test_a_call_with_keywords_never_shares_a_program_with_positional_lookalikes():
+    # Calls without keywords are keyed by their positional arguments alone. The
+    # keyword call below binds to `((x,), {"k": y})`, exactly the positional
+    # arguments of the first call: each must still run its own program.
+    def g(a, b=None, *, k=None):
+        if k is None:
+            return a[0] * 10.0 + b["k"]
+        return a * 100.0 + k
+
+    x, y = jnp.array(1.0), jnp.array(2.0)
+    for first_positional in (True, False):
+        ours, theirs = af.filter_jit(g), eqx.filter_jit(g)
+        calls = [lambda f: f((x,), {"k": y}), lambda f: f(x, k=y)]
+        if not first_positional:
+            calls.reverse()
+        for call in calls:
+            assert float(call(ours)) == float(call(theirs))
+        assert float(ours((x,), {"k": y})) == 12.0
+        assert float(ours(x, k=y)) == 102.0

@@ -22,6 +22,7 @@ import functools
 import inspect
 import itertools
 import logging
+import struct
 import threading
 import types
 import warnings
@@ -44,6 +45,7 @@ Donate = Literal["all", "all-except-first", "warn", "warn-except-first", "none"]
 _ARRAY_TYPES = _internals.EQX_ARRAY_TYPES
 _ARRAY_IMPL = _internals.ARRAY_IMPL  # JAX's own arrays: an exact type test is enough
 _NOT_ARRAYS = frozenset({*_internals.PYTHON_NUMBERS, str, bytes})
+_ONLY_ARRAY_IMPL = frozenset({_ARRAY_IMPL})
 _Tracer = jax.core.Tracer  # pyright: ignore[reportAttributeAccessIssue]
 _get = object.__getattribute__  # skips Module.__getattribute__ on the hot path
 _flatten = jtu.default_registry.flatten  # jtu.tree_flatten without its Python frame
@@ -60,8 +62,8 @@ _DONATE = {  # option -> (filter the unusable-buffer warning, donate first, dona
 _UNUSED_DONATION = "Some donated buffers were not usable*"
 # Each call's `__equinox_jit_id__` (an `eqx.error_if` trace records the stack up
 # to the frame holding that local): equinox uses random bytes, any bytes unique
-# per call do.
-_call_ids = itertools.count()
+# per call do. One C call per call: packing a counter's next value.
+_next_call_id = map(struct.Struct("<Q").pack, itertools.count()).__next__
 # Calls whose callables differ from the tracing call's but trace alike: each
 # layout remembers this many of them by their exact key (older ones are found
 # again by `SharedKey`, at the cost of one comparison).
@@ -79,6 +81,45 @@ class _Static:
 
     def __init__(self, value: Any):
         self.value = value
+
+
+class _Marked:
+    """A program's output when it has more than arrays to give back: `(marker,
+    output or its arrays, _Static(rest) or None)`. A program whose output is arrays
+    only and that needs no marker returns the output alone, which saves JAX a
+    tuple and two empty nodes on every call; the caller tells them apart by type
+    (a user's function cannot return this private class)."""
+
+    __slots__ = ("parts",)
+
+    def __init__(self, parts: tuple[Any, Any, Any]):
+        self.parts = parts
+
+
+jtu.register_pytree_node(
+    _Marked, lambda node: (node.parts, None), lambda _, parts: _Marked(parts)
+)
+
+
+class _WithKeywords:
+    """The arguments of a call with keywords, `(args, kwargs)`, as one pytree node.
+
+    A call without keywords (the common case) is keyed by the structure of its
+    positional arguments alone, one node fewer to flatten; this node at the root
+    keeps a call with keywords from ever having the same structure as positional
+    arguments that happen to look like `(tuple, dict)`."""
+
+    __slots__ = ("parts",)
+
+    def __init__(self, parts: tuple[tuple, dict]):
+        self.parts = parts
+
+
+jtu.register_pytree_node(
+    _WithKeywords,
+    lambda node: (node.parts, None),
+    lambda _, parts: _WithKeywords(parts),
+)
 
 
 # One entry per `af.filter_jit` call in progress, in any thread (list append and
@@ -219,7 +260,9 @@ class _Layout:
     donated buffer that fits, so the order decides which input is consumed):
     `(first, fun, rest)`, all donated, for `"all"` and `"warn"`; `(fun, first,
     rest)` with `fun` and `rest` donated for the `"-except-first"` options.
-    `fun_at` is where the function's arrays go.
+    `fun_at` is where the function's arrays go; None when the function holds no
+    arrays (a plain function) and nothing is donated: calls then pass the leaves
+    alone, which saves JAX a pytree argument on every call.
     """
 
     __slots__ = (
@@ -240,7 +283,10 @@ class _Layout:
         self.static_fun = static_fun
         self.donate_first = donate_first
         self.donate_rest = donate_rest  # every donating option donates the rest
-        self.fun_at = 1 if donate_first else 0
+        fun_has_arrays = any(leaf is None for leaf in static_fun[0])
+        self.fun_at: int | None = (
+            1 if donate_first else 0 if fun_has_arrays or donate_rest else None
+        )
         self.jits: dict[tuple, _Compiled] = {}
         # With `share_callables`: each traced program by what it traces to, and the
         # exact keys of the calls sharing one (oldest first, at most
@@ -324,32 +370,37 @@ def _user_program(
     treedef: Any,
     static: tuple,
     traced: tuple[int, ...] | None,
-    fun_at: int,
+    fun_at: int | None,
     on_trace: Callable[[], None] | None = None,
 ) -> Callable[..., tuple]:
     """The user's function on flat leaves: `(*parts of the traced leaves, with the
     function's arrays at fun_at) -> (output, None)`, or `-> (output's arrays,
     _Static(rest))` when the output has leaves that are not arrays."""
+    fun_leaves, fun_tree = static_fun
 
     def run(*call_args: Any) -> tuple:
         if on_trace is not None:
             on_trace()
-        dynamic_fun = call_args[fun_at]
-        parts = call_args[:fun_at] + call_args[fun_at + 1 :]
-        fun_leaves, fun_tree = static_fun
-        fun = jtu.tree_unflatten(
-            fun_tree,
-            [
-                d if s is None else s
-                for d, s in zip(dynamic_fun, fun_leaves, strict=True)
-            ],
-        )
+        if fun_at is None:  # no arrays in the function: its static leaves are it
+            parts = call_args
+            fun = jtu.tree_unflatten(fun_tree, fun_leaves)
+        else:
+            dynamic_fun = call_args[fun_at]
+            parts = call_args[:fun_at] + call_args[fun_at + 1 :]
+            fun = jtu.tree_unflatten(
+                fun_tree,
+                [
+                    d if s is None else s
+                    for d, s in zip(dynamic_fun, fun_leaves, strict=True)
+                ],
+            )
         leaves = [x for part in parts for x in part]
         if traced is not None:  # put the traced leaves among the static ones
             dynamic, leaves = leaves, list(static)
             for i, x in zip(traced, dynamic, strict=True):
                 leaves[i] = x
-        args, kwargs = jtu.tree_unflatten(treedef, leaves)
+        tree = jtu.tree_unflatten(treedef, leaves)
+        args, kwargs = tree.parts if type(tree) is _WithKeywords else (tree, {})
         out = fun(*args, **kwargs)
         out_leaves, out_tree = jtu.tree_flatten(out)
         if all(isinstance(x, _ARRAY_TYPES) for x in out_leaves):
@@ -368,17 +419,21 @@ def _marked_program(
     run: Callable[..., tuple], always_wait: bool
 ) -> Callable[..., tuple]:
     """`run`, with a marker to wait on first when its program calls back (or
-    `always_wait`), else None (see `_Compiled`)."""
+    `always_wait`), else None (see `_Compiled`): the output alone when it is
+    arrays only and there is no marker, else a `_Marked`."""
     inner = jax.jit(run)
 
-    def flat(*call_args: Any) -> tuple:
+    def flat(*call_args: Any) -> Any:
         if _jit_disabled():  # runs eagerly: nothing to trace
-            return (jax.numpy.array(0), *run(*call_args))
+            return _Marked((jax.numpy.array(0), *run(*call_args)))
         # The one trace of the user's function; the call below reuses it.
         host_work = _has_host_work(inner.trace(*call_args).jaxpr)
         # What a call waits on, as in equinox; None costs no output buffer.
         marker = jax.numpy.array(0) if host_work or always_wait else None
-        return (marker, *inner(*call_args))
+        out, others = inner(*call_args)
+        if marker is None and others is None:
+            return out
+        return _Marked((marker, out, others))
 
     return flat
 
@@ -506,21 +561,19 @@ def _call(wrapper: _FilterJit, /, *args: Any, **kwargs: Any) -> Any:
     """A wrapper's call (its `__call__`: one Python frame less on every step)."""
     __tracebackhide__ = True
     # A trace records the stack up to the frame holding this local (eqx.error_if).
-    __equinox_jit_id__ = next(_call_ids).to_bytes(8, "little")
+    __equinox_jit_id__ = _next_call_id()
     plan: _Plan = _get(wrapper, "_plan")
-    fallback = _get(wrapper, "_fallback")
     layout = plan.layout
     if layout is None:
-        return _call_equinox(fallback, args, kwargs)
+        return _call_equinox(_get(wrapper, "_fallback"), args, kwargs)
     if kwargs or not plan.low <= len(args) <= plan.high:
         bound = plan.signature.bind(*args, **kwargs)
         args, kwargs = bound.args, bound.kwargs
-    leaves, treedef = _flatten((args, kwargs))
+    leaves, treedef = _flatten(_WithKeywords((args, kwargs)) if kwargs else args)
     # What the cache key holds of each leaf: None for arrays, else the leaf. A tree
     # of JAX arrays only is told by one pass in C; JAX's arrays and Python's
     # numbers, the common leaves, skip the slower isinstance.
-    kinds = set(map(type, leaves))
-    if len(kinds) == 1 and _ARRAY_IMPL in kinds:
+    if _ONLY_ARRAY_IMPL.issuperset(map(type, leaves)):
         static = (None,) * len(leaves)
     else:
         static = tuple(
@@ -539,7 +592,7 @@ def _call(wrapper: _FilterJit, /, *args: Any, **kwargs: Any) -> Any:
         try:
             hash(static)
         except Exception:  # an unhashable static leaf: equinox raises its own error
-            return _call_equinox(fallback, args, kwargs)
+            return _call_equinox(_get(wrapper, "_fallback"), args, kwargs)
         # Hashable, but == raised against a cached key (JAX's ValueError for it).
         raise ValueError(
             f"{plan.names[1]}: a non-array argument raised when compared with == "
@@ -552,29 +605,34 @@ def _call(wrapper: _FilterJit, /, *args: Any, **kwargs: Any) -> Any:
     traced = compiled.traced
     if traced is not None:
         leaves = [leaves[i] for i in traced]
-    dynamic_fun = _get(fallback, _internals.DYNAMIC_FUN)
-    if layout.donate_rest:  # the first argument's leaves apart (see `_Layout`)
+    if layout.fun_at is None:  # see `_Layout`
+        call_args: tuple = (leaves,)
+    elif layout.donate_rest:  # the first argument's leaves apart (see `_Layout`)
         n_first = len(jtu.tree_leaves(args[0])) if args else 0
         if traced is not None:  # the traced leaves among the first n_first
             n_first = bisect.bisect_left(traced, n_first)
         first, rest = leaves[:n_first], leaves[n_first:]
+        dynamic_fun = _get(_get(wrapper, "_fallback"), _internals.DYNAMIC_FUN)
         if layout.fun_at:
-            call_args: tuple = (first, dynamic_fun, rest)
+            call_args = (first, dynamic_fun, rest)
         else:
             call_args = (dynamic_fun, first, rest)
     else:
-        call_args = (dynamic_fun, leaves)
+        call_args = (_get(_get(wrapper, "_fallback"), _internals.DYNAMIC_FUN), leaves)
     _in_flight.append(None)  # see `_QuietCallbackFailures`
     try:
         if plan.filter_warning:
             with warnings.catch_warnings():
                 warnings.filterwarnings("ignore", message=_UNUSED_DONATION)
-                marker, arrays, others = compiled.jitted(*call_args)
+                result = compiled.jitted(*call_args)
         else:
-            marker, arrays, others = compiled.jitted(*call_args)
-        # Errors from eqx.error_if surface here, at the call, as with eqx.filter_jit.
-        if marker is not None and _concrete(marker):
-            marker.block_until_ready()
+            result = compiled.jitted(*call_args)
+        if type(result) is _Marked:
+            marker = result.parts[0]
+            # Errors from eqx.error_if surface here, at the call, as with
+            # eqx.filter_jit.
+            if marker is not None and _concrete(marker):
+                marker.block_until_ready()
     except (_internals.JaxRuntimeError, ValueError) as error:
         try:
             _internals.raise_equinox_error(error, __equinox_jit_id__)
@@ -584,6 +642,9 @@ def _call(wrapper: _FilterJit, /, *args: Any, **kwargs: Any) -> Any:
         raise
     finally:
         _in_flight.pop()
+    if type(result) is not _Marked:  # the output, arrays only
+        return result if compiled.pairs is None else compiled.own_output(result)
+    _, arrays, others = result.parts
     if others is None:
         # JAX rebuilt the output from the trace's tree: a call sharing another
         # call's program puts its own static fields back in.

@@ -29,7 +29,7 @@ from hypothesis import HealthCheck, given, settings
 from jaxtyping import Array, Float, Int
 
 import arrayfield as af
-from arrayfield import _internals, _jit
+from arrayfield import _internals, _jit, _program
 from helpers import run_code
 
 JITS = {"af": af.filter_jit, "eqx": eqx.filter_jit}
@@ -987,8 +987,8 @@ def test_only_programs_that_call_back_return_a_marker():
         for compiled in f._plan.layout.jits.values():
             result = compiled.jitted([jnp.ones(2)])
             # Without a marker a program returns its output alone.
-            marker = result.parts[0] if type(result) is _jit._Marked else None
-            markers += [] if marker is None else [bool(_jit._concrete(marker))]
+            marker = result.parts[0] if type(result) is _program.Marked else None
+            markers += [] if marker is None else [bool(_program.concrete(marker))]
         assert markers == wanted
 
 

@@ -156,17 +156,17 @@ _registered_classes: list[type] = []
 _registered_files: set[str] = set()
 
 
-def watch_jit_class(cls: type, filename: str) -> None:
+def watch_jit_class(cls: type, *filenames: str) -> None:
     """Have the call hook and `is_filter_jit` treat `cls` as `eqx.filter_jit`'s.
 
     `cls` must define `__call__` and `_cached` (the `jax.jit` holding its traces)
-    as `equinox._jit._JitWrapper` does; `filename`, the module defining it, is how
-    the diagnostics recognise its frames. A class registered while a hook is
-    installed is hooked at once.
+    as `equinox._jit._JitWrapper` does; `filenames`, the modules whose code runs
+    its calls and traces, are how the diagnostics recognise its frames. A class
+    registered while a hook is installed is hooked at once.
     """
     with _lock:
         _registered_classes.append(cls)
-        _registered_files.add(filename)
+        _registered_files.update(filenames)
         if _hook_users > 0 and _make_call is not None:
             _hook(cls, _make_call)
 

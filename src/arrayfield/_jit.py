@@ -12,6 +12,9 @@ A call whose exact key is new is looked up once more by what its callables trace
 to (`_callable_key.SharedKey`): a scene built per field with its own partials and
 lambdas then reuses the program the first field compiled. The hot path, a call
 whose exact key is known, is the same with or without that sharing.
+
+What each compiled program is (the user's function on flat leaves, the marker a
+call waits on) lives in `_program`; this module picks the program and calls it.
 """
 
 from __future__ import annotations
@@ -32,11 +35,17 @@ from typing import Any, Literal, TypeVar, overload
 
 import equinox as eqx
 import jax
-import jax.core
-import jax.extend
 import jax.tree_util as jtu
 
-from . import _callable_key, _internals
+from . import _callable_key, _internals, _program
+from ._program import (
+    Compiled,
+    Marked,
+    WithKeywords,
+    concrete,
+    marked_program,
+    user_program,
+)
 
 _F = TypeVar("_F", bound=Callable[..., Any])
 Donate = Literal["all", "all-except-first", "warn", "warn-except-first", "none"]
@@ -46,7 +55,6 @@ _ARRAY_TYPES = _internals.EQX_ARRAY_TYPES
 _ARRAY_IMPL = _internals.ARRAY_IMPL  # JAX's own arrays: an exact type test is enough
 _NOT_ARRAYS = frozenset({*_internals.PYTHON_NUMBERS, str, bytes})
 _ONLY_ARRAY_IMPL = frozenset({_ARRAY_IMPL})
-_Tracer = jax.core.Tracer  # pyright: ignore[reportAttributeAccessIssue]
 _get = object.__getattribute__  # skips Module.__getattribute__ on the hot path
 _flatten = jtu.default_registry.flatten  # jtu.tree_flatten without its Python frame
 # Equinox's own, also where a program points `eqx.filter_jit` at this one.
@@ -70,56 +78,6 @@ _next_call_id = map(struct.Struct("<Q").pack, itertools.count()).__next__
 _SHARED_CALLS_KEPT = 256
 # Equinox's error stacks skip its own frames too.
 _internals.hide_from_tracebacks(__file__)
-
-
-@jtu.register_static
-class _Static:
-    """The non-array part of an output, carried in the output's tree structure
-    (a static node: no children, so JAX rebuilds it without calling back)."""
-
-    __slots__ = ("value",)
-
-    def __init__(self, value: Any):
-        self.value = value
-
-
-class _Marked:
-    """A program's output when it has more than arrays to give back: `(marker,
-    output or its arrays, _Static(rest) or None)`. A program whose output is arrays
-    only and that needs no marker returns the output alone, which saves JAX a
-    tuple and two empty nodes on every call; the caller tells them apart by type
-    (a user's function cannot return this private class)."""
-
-    __slots__ = ("parts",)
-
-    def __init__(self, parts: tuple[Any, Any, Any]):
-        self.parts = parts
-
-
-jtu.register_pytree_node(
-    _Marked, lambda node: (node.parts, None), lambda _, parts: _Marked(parts)
-)
-
-
-class _WithKeywords:
-    """The arguments of a call with keywords, `(args, kwargs)`, as one pytree node.
-
-    A call without keywords (the common case) is keyed by the structure of its
-    positional arguments alone, one node fewer to flatten; this node at the root
-    keeps a call with keywords from ever having the same structure as positional
-    arguments that happen to look like `(tuple, dict)`."""
-
-    __slots__ = ("parts",)
-
-    def __init__(self, parts: tuple[tuple, dict]):
-        self.parts = parts
-
-
-jtu.register_pytree_node(
-    _WithKeywords,
-    lambda node: (node.parts, None),
-    lambda _, parts: _WithKeywords(parts),
-)
 
 
 # One entry per `af.filter_jit` call in progress, in any thread (list append and
@@ -148,111 +106,13 @@ class _QuietCallbackFailures(logging.Filter):
 _callback_logger.addFilter(_QuietCallbackFailures())
 
 
-class _Compiled:
-    """The `jax.jit` for one call structure.
-
-    `eqx.filter_jit` makes every program return a marker array and waits for it,
-    so that a failing `eqx.error_if` raises at the call. Only host callbacks
-    (`eqx.error_if`, `jax.debug.print`, `jax.pure_callback`, ...) run Python while
-    a program executes, so here each trace decides for its own program: the user's
-    function is traced by an inner `jax.jit`, whose jaxpr says whether it calls
-    back; only then (or when buffers are donated) does the program return a
-    marker to wait for. Other programs return no marker (an extra output costs
-    about a microsecond a call) and calls return once dispatched, like `jax.jit`.
-    """
-
-    __slots__ = ("jitted", "outputs", "pairs", "shared_key", "traced")
-
-    def __init__(self, traced: tuple[int, ...] | None):
-        self.jitted: Any = None
-        # Where the traced leaves are, when some leaves are static (calls pass only
-        # the traced ones); None when every leaf is traced.
-        self.traced = traced
-        # For a call sharing another call's program: its objects paired with those
-        # of the call that traced it, and the output's static part with its own
-        # objects in (once known). None for the call that traced the program.
-        self.pairs: _callable_key.Counterparts | None = None
-        self.outputs: tuple[Any, Any] | None = None
-        # Its key in its layout's `shared`, while other calls may still share it.
-        self.shared_key: _callable_key.SharedKey | None = None
-
-    def shared_with(self, pairs: _callable_key.Counterparts) -> _Compiled:
-        """This program, for a call whose callables `pairs` maps to this one's."""
-        shared = _Compiled(self.traced)
-        shared.jitted = self.jitted
-        shared.pairs = pairs
-        return shared
-
-    def own_outputs(self, traced_outputs: tuple[Any, Any]) -> tuple[Any, Any]:
-        """The output's static part `(treedef, values)` as the trace made it, with
-        the objects it passed through from the tracing call's input replaced by
-        this call's (a scene returned by the step keeps its own renderer)."""
-        pairs = self.pairs
-        if pairs is None:
-            return traced_outputs
-        outputs = self.outputs
-        if outputs is None or outputs[0] is not traced_outputs:
-            tree, values = traced_outputs
-            own = (
-                _callable_key.swap(tree, pairs),
-                _callable_key.swap(values, pairs),
-            )
-            outputs = self.outputs = (traced_outputs, own)
-        return outputs[1]
-
-    def own_output(self, output: Any) -> Any:
-        """An output of arrays only, with this call's objects in its static fields
-        where the trace passed the tracing call's through (see `own_outputs`)."""
-        leaves, tree = _flatten(output)
-        outputs = self.outputs
-        if outputs is None or outputs[0] != tree:
-            outputs = self.outputs = (tree, _callable_key.swap(tree, self.pairs or {}))
-        own_tree = outputs[1]
-        return (
-            output if own_tree is outputs[0] else jtu.tree_unflatten(own_tree, leaves)
-        )
-
-
-def _concrete(marker: Any) -> bool:
-    # equinox's test: an array, not a tracer (equinox issue #988)
-    return isinstance(marker, jax.Array) and not isinstance(marker, _Tracer)
-
-
-def _jit_disabled() -> bool:
-    return bool(jax.config.jax_disable_jit)  # pyright: ignore[reportAttributeAccessIssue]
-
-
-_CLOSED_JAXPR = jax.extend.core.ClosedJaxpr
-_JAXPR = jax.extend.core.Jaxpr
-
-
-def _has_host_work(closed: Any) -> bool:
-    """Whether a program has effects or calls back into Python (any depth)."""
-    if closed.effects:
-        return True
-    pending = [closed.jaxpr]
-    while pending:
-        jaxpr = pending.pop()
-        for eqn in jaxpr.eqns:
-            if "callback" in eqn.primitive.name or eqn.effects:
-                return True
-            for value in eqn.params.values():
-                values = value if isinstance(value, (tuple, list)) else (value,)
-                for v in values:
-                    if isinstance(v, _CLOSED_JAXPR):
-                        pending.append(v.jaxpr)
-                    elif isinstance(v, _JAXPR):
-                        pending.append(v)
-    return False
-
-
 class _Layout:
     """One compiled cache, shared the way `eqx.filter_jit` shares its `jax.jit`.
 
     Equinox keeps one `jax.jit` per function object (per name for other callables)
     and tells calls apart by their static parts; a `_Layout` is that for one
     `static_fun` and donation layout. `jits` maps `(treedef, static leaves)` to the
-    `_Compiled` for it, for as long as the layout lives: JAX keeps every trace of
+    `Compiled` for it, for as long as the layout lives: JAX keeps every trace of
     equinox's `jax.jit` as long, so a structure seen once never traces again.
 
     Donating calls pass the first argument's leaves apart from the rest, so that
@@ -287,19 +147,19 @@ class _Layout:
         self.fun_at: int | None = (
             1 if donate_first else 0 if fun_has_arrays or donate_rest else None
         )
-        self.jits: dict[tuple, _Compiled] = {}
+        self.jits: dict[tuple, Compiled] = {}
         # With `share_callables`: each traced program by what it traces to, and the
         # exact keys of the calls sharing one (oldest first, at most
         # _SHARED_CALLS_KEPT of them in `jits`).
         self.share = share
         self.shared: dict[
-            _callable_key.SharedKey, tuple[_callable_key.SharedKey, _Compiled]
+            _callable_key.SharedKey, tuple[_callable_key.SharedKey, Compiled]
         ] = {}
         self.shared_calls: collections.deque[tuple] = collections.deque()
 
     def find_or_compile(
         self, treedef: Any, static: tuple, names: tuple[str, str]
-    ) -> _Compiled:
+    ) -> Compiled:
         """The program for a call whose exact key is not in `jits` (under `_lock`):
         another call's that it traces alike, or a new one."""
         key = (treedef, static)
@@ -324,11 +184,11 @@ class _Layout:
             del self.jits[self.shared_calls.popleft()]
         return found
 
-    def compile(self, treedef: Any, static: tuple, names: tuple[str, str]) -> _Compiled:
+    def compile(self, treedef: Any, static: tuple, names: tuple[str, str]) -> Compiled:
         traced = tuple(i for i, x in enumerate(static) if x is None)
         mixed = len(traced) != len(static)
-        compiled = _Compiled(traced if mixed else None)
-        run = _user_program(
+        compiled = Compiled(traced if mixed else None)
+        run = user_program(
             self.static_fun,
             treedef,
             static,
@@ -339,7 +199,7 @@ class _Layout:
         # Named before jax.jit sees it: JAX's messages name the function traced.
         run.__name__, run.__qualname__ = names
         # Donating calls always wait, as in equinox.
-        flat = _marked_program(run, always_wait=self.donate_rest)
+        flat = marked_program(run, always_wait=self.donate_rest)
         flat.__name__, flat.__qualname__ = names
         donate: tuple[int, ...]
         if self.donate_first:  # flat(first, fun, rest)
@@ -352,7 +212,7 @@ class _Layout:
         self.jits[(treedef, static)] = compiled
         return compiled
 
-    def traced_again(self, compiled: _Compiled) -> None:
+    def traced_again(self, compiled: Compiled) -> None:
         """Run by every trace of `compiled` (a new shape too): once a global the
         trace reads was rebound since its key was made, its traces no longer read
         what a new call would, so no new call shares it (nor this layout)."""
@@ -363,79 +223,6 @@ class _Layout:
                 compiled.shared_key = None
                 if self.shared.get(key, (None, None))[1] is compiled:
                     del self.shared[key]
-
-
-def _user_program(
-    static_fun: Any,
-    treedef: Any,
-    static: tuple,
-    traced: tuple[int, ...] | None,
-    fun_at: int | None,
-    on_trace: Callable[[], None] | None = None,
-) -> Callable[..., tuple]:
-    """The user's function on flat leaves: `(*parts of the traced leaves, with the
-    function's arrays at fun_at) -> (output, None)`, or `-> (output's arrays,
-    _Static(rest))` when the output has leaves that are not arrays."""
-    fun_leaves, fun_tree = static_fun
-
-    def run(*call_args: Any) -> tuple:
-        if on_trace is not None:
-            on_trace()
-        if fun_at is None:  # no arrays in the function: its static leaves are it
-            parts = call_args
-            fun = jtu.tree_unflatten(fun_tree, fun_leaves)
-        else:
-            dynamic_fun = call_args[fun_at]
-            parts = call_args[:fun_at] + call_args[fun_at + 1 :]
-            fun = jtu.tree_unflatten(
-                fun_tree,
-                [
-                    d if s is None else s
-                    for d, s in zip(dynamic_fun, fun_leaves, strict=True)
-                ],
-            )
-        leaves = [x for part in parts for x in part]
-        if traced is not None:  # put the traced leaves among the static ones
-            dynamic, leaves = leaves, list(static)
-            for i, x in zip(traced, dynamic, strict=True):
-                leaves[i] = x
-        tree = jtu.tree_unflatten(treedef, leaves)
-        args, kwargs = tree.parts if type(tree) is _WithKeywords else (tree, {})
-        out = fun(*args, **kwargs)
-        out_leaves, out_tree = jtu.tree_flatten(out)
-        if all(isinstance(x, _ARRAY_TYPES) for x in out_leaves):
-            return out, None  # JAX rebuilds the output itself
-        arrays = [x if isinstance(x, _ARRAY_TYPES) else None for x in out_leaves]
-        others = [
-            None if a is not None else x
-            for a, x in zip(arrays, out_leaves, strict=True)
-        ]
-        return arrays, _Static((out_tree, others))
-
-    return run
-
-
-def _marked_program(
-    run: Callable[..., tuple], always_wait: bool
-) -> Callable[..., tuple]:
-    """`run`, with a marker to wait on first when its program calls back (or
-    `always_wait`), else None (see `_Compiled`): the output alone when it is
-    arrays only and there is no marker, else a `_Marked`."""
-    inner = jax.jit(run)
-
-    def flat(*call_args: Any) -> Any:
-        if _jit_disabled():  # runs eagerly: nothing to trace
-            return _Marked((jax.numpy.array(0), *run(*call_args)))
-        # The one trace of the user's function; the call below reuses it.
-        host_work = _has_host_work(inner.trace(*call_args).jaxpr)
-        # What a call waits on, as in equinox; None costs no output buffer.
-        marker = jax.numpy.array(0) if host_work or always_wait else None
-        out, others = inner(*call_args)
-        if marker is None and others is None:
-            return out
-        return _Marked((marker, out, others))
-
-    return flat
 
 
 # Layouts by function, then by static part and donation; other callables share one
@@ -569,7 +356,7 @@ def _call(wrapper: _FilterJit, /, *args: Any, **kwargs: Any) -> Any:
     if kwargs or not plan.low <= len(args) <= plan.high:
         bound = plan.signature.bind(*args, **kwargs)
         args, kwargs = bound.args, bound.kwargs
-    leaves, treedef = _flatten(_WithKeywords((args, kwargs)) if kwargs else args)
+    leaves, treedef = _flatten(WithKeywords((args, kwargs)) if kwargs else args)
     # What the cache key holds of each leaf: None for arrays, else the leaf. A tree
     # of JAX arrays only is told by one pass in C; JAX's arrays and Python's
     # numbers, the common leaves, skip the slower isinstance.
@@ -627,11 +414,11 @@ def _call(wrapper: _FilterJit, /, *args: Any, **kwargs: Any) -> Any:
                 result = compiled.jitted(*call_args)
         else:
             result = compiled.jitted(*call_args)
-        if type(result) is _Marked:
+        if type(result) is Marked:
             marker = result.parts[0]
             # Errors from eqx.error_if surface here, at the call, as with
             # eqx.filter_jit.
-            if marker is not None and _concrete(marker):
+            if marker is not None and concrete(marker):
                 marker.block_until_ready()
     except (_internals.JaxRuntimeError, ValueError) as error:
         try:
@@ -642,7 +429,7 @@ def _call(wrapper: _FilterJit, /, *args: Any, **kwargs: Any) -> Any:
         raise
     finally:
         _in_flight.pop()
-    if type(result) is not _Marked:  # the output, arrays only
+    if type(result) is not Marked:  # the output, arrays only
         return result if compiled.pairs is None else compiled.own_output(result)
     _, arrays, others = result.parts
     if others is None:
@@ -738,7 +525,7 @@ class _FilterJit(eqx.Module):
 
 
 # `explain_retraces` watches these calls as it watches eqx.filter_jit's.
-_internals.watch_jit_class(_FilterJit, __file__)
+_internals.watch_jit_class(_FilterJit, __file__, _program.__file__)
 
 
 @overload

@@ -555,3 +555,56 @@ def test_a_program_traced_again_after_a_rebind_is_no_longer_shared():
 
     results = agree(run)
     np.testing.assert_array_equal(results["af"][2], 2.0 * X[:2] + 1.0)
+
+
+def test_a_wrapper_made_before_a_rebind_and_first_called_after_it_reads_it():
+    # Under eqx.filter_jit the second function traces at its first call, after
+    # the rebind; sharing the first one's programs would run GAIN = 2.0.
+    def run(jit):
+        make = lambda: jit(lambda x: x * GAIN)  # noqa: E731 (a new function per call)
+        first, second = make(), make()
+        results = [first(X)]
+        set_gain(3.0)
+        results += [second(X), first(X), make()(X)]
+        return results
+
+    results = agree(run)
+    np.testing.assert_array_equal(results["af"][1], 3.0 * X)
+    np.testing.assert_array_equal(results["af"][2], 2.0 * X)  # keeps its trace
+
+
+def test_a_wrapper_given_its_own_layout_stops_comparing_equal_to_the_old_ones():
+    # A wrapper's plan is a static field, so part of every tree holding it.
+    try:
+        calls = [af.filter_jit(lambda x: x * GAIN) for _ in range(3)]
+        first, second, third = (call._plan for call in calls)
+        assert first == second == third  # equal functions: one layout
+        before = hash(first)
+        calls[0](X)
+        set_gain(3.0)
+        calls[1](X)
+        assert second != first
+        calls[2](X)  # made with the others, first called after the rebind too
+        assert third == second != first
+        assert hash(first) == hash(second) == before  # a first call keeps the hash
+    finally:
+        set_gain(2.0)
+
+
+def test_sharers_called_with_a_new_shape_after_a_rebind_read_it():
+    def run(jit):
+        make = lambda: jit(lambda x: x * GAIN)  # noqa: E731
+        first, second = make(), make()
+        results = [first(X), second(X)]  # both before the rebind: one program
+        set_gain(3.0)
+        results += [second(X[:2]), first(X[:2]), first(X), second(X)]
+        jitted = jit(lambda x, f: f(x))
+        partials = [functools.partial(gained, offset=1.0) for _ in range(2)]
+        set_gain(2.0)
+        results += [jitted(X, p) for p in partials]
+        set_gain(3.0)
+        results += [jitted(X[:2], p) for p in reversed(partials)]
+        results += [jitted(X, p) for p in partials]
+        return results
+
+    agree(run)

@@ -323,14 +323,28 @@ class _Plan:
     """What a wrapper needs per call, in one object read once (Module attribute
     reads go through `Module.__getattribute__`, which costs on a hot path)."""
 
-    __slots__ = ("filter_warning", "high", "layout", "low", "names", "signature")
+    __slots__ = (
+        "filter_warning",
+        "high",
+        "layout",
+        "low",
+        "names",
+        "signature",
+        "static_fun",
+        "unchecked",
+    )
 
-    def __init__(self, signature, names, layout, filter_warning):
+    def __init__(self, signature, names, layout, filter_warning, static_fun):
         self.signature: inspect.Signature = signature
         self.low, self.high = _arity(signature)
         self.names: tuple[str, str] = names
         self.layout: _Layout | None = layout  # None: every call goes to equinox
         self.filter_warning: bool = filter_warning
+        self.static_fun = static_fun
+        # Whether the layout came from another, equal function: its programs were
+        # traced under the globals of then, which the first call checks (see
+        # `_own_layout`).
+        self.unchecked = layout is not None and layout.static_fun != static_fun
 
     # A static field of the wrapper, so part of its tree structure: two wrappers
     # of one function must compare equal, as two `eqx.filter_jit` wrappers do.
@@ -341,7 +355,33 @@ class _Plan:
         return type(other) is _Plan and self._key() == other._key()
 
     def __hash__(self) -> int:
-        return hash(self._key()[:3])
+        # Not the layout: a wrapper's first call may give it a layout of its own.
+        return hash((self.names, self.filter_warning))
+
+
+def _own_layout(plan: _Plan) -> _Layout:
+    """The layout a wrapper's first call runs, when its function shares another's.
+
+    Under `eqx.filter_jit` a new function traces anew at its first call and reads
+    the globals of then. The shared layout's programs were traced under the
+    globals read when it was made: if one has been rebound since, this wrapper
+    gets a layout of its own (shared with later equal functions), and no longer
+    compares equal to the wrappers that keep the old one."""
+    with _lock:
+        layout = plan.layout
+        assert layout is not None
+        if plan.unchecked:
+            key = _layout_keys.get(layout)
+            if key is None or not key.reads_as_now():
+                if key is not None and _shared_layouts.get(key) is layout:
+                    del _shared_layouts[key]
+                    del _layout_keys[layout]
+                donate = (layout.donate_first, layout.donate_rest)
+                plan.layout = layout = _shared_layout(
+                    plan.names, plan.static_fun, donate, layout.share
+                )
+            plan.unchecked = False
+        return layout
 
 
 def _call(wrapper: _FilterJit, /, *args: Any, **kwargs: Any) -> Any:
@@ -353,6 +393,8 @@ def _call(wrapper: _FilterJit, /, *args: Any, **kwargs: Any) -> Any:
     layout = plan.layout
     if layout is None:
         return _call_equinox(_get(wrapper, "_fallback"), args, kwargs)
+    if plan.unchecked:
+        layout = _own_layout(plan)
     if kwargs or not plan.low <= len(args) <= plan.high:
         bound = plan.signature.bind(*args, **kwargs)
         args, kwargs = bound.args, bound.kwargs
@@ -651,7 +693,7 @@ def filter_jit(
             )
     wrapper = _FilterJit(
         _fallback=fallback,
-        _plan=_Plan(signature, names, layout, filter_warning),
+        _plan=_Plan(signature, names, layout, filter_warning, static_fun),
         _cached=_internals.cache_of(fallback) if layout is None else layout,
     )
     return eqx.module_update_wrapper(wrapper)

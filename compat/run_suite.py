@@ -23,9 +23,9 @@ once plain (`ARRAYFIELD_SWAP=0`) and once with `equinox.Module` swapped for
 Every test whose outcome differs between the two runs is printed; a difference not
 listed with its reason in `compat/expected_differences_<library>.txt` (or
 `expected_differences_jit.txt`) makes the runner exit 1, as does a file that did not
-finish within the time limit. Files too slow to run whole even plain run a `-k`
-subset, listed in SLOW_FILES below. `--subset` runs the files CI runs: those where
-the swap first made a difference.
+finish within the time limit or whose pytest was killed by a signal. Files too
+slow to run whole even plain run a `-k` subset, listed in SLOW_FILES below.
+`--subset` runs the files CI runs: those where the swap first made a difference.
 
 `--results DIR` keeps the JUnit XML and logs in DIR and skips a run whose XML is
 already there, so a plain run can be reused while arrayfield changes; `--modes`
@@ -229,6 +229,9 @@ def run_file(
         if code is None:
             xml.unlink(missing_ok=True)
             return f"TIMEOUT after {timeout:.0f} s"
+        if code < 0:  # killed by a signal (a crash in XLA's compiler, say)
+            xml.unlink(missing_ok=True)
+            return f"CRASHED (signal {-code}) after {time.monotonic() - start:.0f} s"
     seconds = time.monotonic() - start
     lines = log.read_text(errors="replace").splitlines()
     notes = [line for line in lines if line.startswith("[swap_")]
@@ -304,7 +307,7 @@ def main(argv: list[str] | None = None) -> int:
         results = args.results or Path(scratch)
         results.mkdir(parents=True, exist_ok=True)
         specs = file_specs(suite, suite_dir, args)
-        timed_out = 0
+        unfinished = 0  # files that timed out or crashed: not compared
         for requested in args.modes.split(","):
             mode = "plain" if requested == "plain-if-failed" else requested
             for spec in specs:
@@ -321,10 +324,10 @@ def main(argv: list[str] | None = None) -> int:
                     results=results,
                     timeout=args.timeout,
                 )
-                timed_out += outcome.startswith("TIMEOUT")
+                unfinished += outcome.startswith(("TIMEOUT", "CRASHED"))
                 print(f"   {outcome}", flush=True)
         code = compare(results, expected)
-    return 1 if code or timed_out else 0
+    return 1 if code or unfinished else 0
 
 
 if __name__ == "__main__":

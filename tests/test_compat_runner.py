@@ -89,3 +89,30 @@ def test_a_swapped_only_file_passes_only_if_every_test_passed(
 def test_files_may_follow_options():
     args = run_suite.parse_args(["lineax", "--modes", "swapped", "tests/test_misc.py"])
     assert args.files == ["tests/test_misc.py"] and args.modes == "swapped"
+
+
+def test_a_crashed_run_is_reported_and_leaves_no_results(tmp_path):
+    # A pytest killed by a signal (a crash in XLA's compiler, seen on lineax's
+    # test_vmap_jvp in both modes) writes no XML: the runner must not count the
+    # file as passing.
+    suite_dir = tmp_path / "crashing"
+    (suite_dir / "tests").mkdir(parents=True)
+    (suite_dir / "tests" / "test_x.py").write_text(
+        "import os, signal\n\n\ndef test_dies():\n"
+        "    os.kill(os.getpid(), signal.SIGSEGV)\n"
+    )
+    suite = run_suite.Suite(folder="crashing", tests="tests", plugin="no:doctest")
+    results = tmp_path / "results"
+    results.mkdir()
+    outcome = run_suite.run_file(
+        "tests/test_x.py",
+        "swapped",
+        suite=suite,
+        suite_dir=suite_dir,
+        plugin="no:doctest",
+        python=sys.executable,
+        results=results,
+        timeout=120,
+    )
+    assert outcome.startswith("CRASHED (signal 11)"), outcome
+    assert not (results / "swapped-test_x.xml").exists()

@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import difflib
+import importlib.util
 import os
 import sys
 import textwrap
@@ -16,6 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from . import _runner
+from ._check_ast import CheckResult
 from ._diagnostics import CODES, source_lines, suppressed
 from ._runner import FileError
 from ._write import write_atomically
@@ -212,11 +214,18 @@ def _report_error(error: FileError, outcome: _Outcome) -> None:
     outcome.errors += 1
 
 
+def _libcst_installed() -> bool:
+    """Whether libcst can be imported, without importing it: most `--check`
+    runs never need it."""
+    try:
+        return importlib.util.find_spec("libcst") is not None
+    except ModuleNotFoundError:  # a finder that hides it
+        return False
+
+
 def run(args: argparse.Namespace) -> int:
     """Run `arrayfield migrate` with parsed arguments; returns the exit status."""
-    try:
-        import libcst  # noqa: F401
-    except ModuleNotFoundError:
+    if not _libcst_installed():
         print(
             "arrayfield migrate needs libcst: pip install libcst (or install "
             "arrayfield with its migrate extra)",
@@ -234,7 +243,13 @@ def run(args: argparse.Namespace) -> int:
     work = _runner.files_to_rewrite(contents, index)
     progress = _Progress(len(work), enabled=not args.quiet)
     results = _runner.rewrite_files(
-        work, contents, index, fix=args.fix, typed=args.typed, workers=workers
+        work,
+        contents,
+        index,
+        fix=args.fix,
+        typed=args.typed,
+        text=args.diff or not args.check,
+        workers=workers,
     )
     for path, result in zip(work, results, strict=True):
         progress.step()
@@ -275,7 +290,7 @@ class _Progress:
 
 def _report_file(
     path: Path,
-    result: MigrationResult | FileError,
+    result: MigrationResult | CheckResult | FileError,
     args: argparse.Namespace,
     outcome: _Outcome,
 ) -> None:
@@ -293,6 +308,8 @@ def _report_file(
         outcome.fixable += d.fixable
     if not result.changed:
         return
+    # A changed file's text is read (with libcst) unless only --check reports.
+    assert (args.check and not args.diff) or not isinstance(result, CheckResult)
     if args.diff:
         # Only the patch goes to stdout (no `would migrate:` line in it).
         sys.stdout.flush()

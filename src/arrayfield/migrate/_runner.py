@@ -2,6 +2,11 @@
 project index until nothing new turns up, and the per-file rewrite, in worker
 processes when there are many files.
 
+Each file is first analysed from its `ast` parse (`_check_ast`), which gives its
+diagnostics and whether the rewrite changes it; libcst parses only the files
+whose new text is written or previewed (or that `ast` cannot decide), so that
+`migrate --check` never imports libcst for most trees.
+
 Nothing here prints: errors come back as `FileError`s for the command line
 (`_cli`) to report, in the order they were found.
 """
@@ -15,9 +20,11 @@ from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, TypeVar
 
+from ._check_ast import CheckResult, check_source
 from ._facts import FileFacts, module_name, read_file
 from ._index import FileContext, ProjectIndex
 from ._lint import config_for
+from ._syntax import Undecidable
 from ._walk import python_files
 
 if TYPE_CHECKING:
@@ -31,6 +38,9 @@ _T = TypeVar("_T")
 _MENTIONS = re.compile(rb"equinox|eqx|Module|register_pytree|register_dataclass")
 # Worker processes pay off from this many files to parse.
 _PARALLEL_THRESHOLD = 24
+# Whether files are analysed with `ast` first; False (for tests) reads every
+# file with libcst, the reference the `ast` reading must agree with.
+READ_WITH_AST = True
 
 
 @dataclasses.dataclass(frozen=True)
@@ -123,21 +133,22 @@ def _index_file(path: str, data: bytes) -> FileFacts | FileError:
 
 
 def _transform_file(
-    path: str, data: bytes, context: FileContext, fix: bool, typed: bool
-) -> MigrationResult | FileError:
-    """Phase 2: the rewrite and diagnostics of one file, or an error message."""
+    path: str, data: bytes, context: FileContext, fix: bool, typed: bool, text: bool
+) -> MigrationResult | CheckResult | FileError:
+    """Phase 2: the rewrite and diagnostics of one file, or an error message.
+    With `text` false, a changed file's new text is not needed."""
+    if READ_WITH_AST:
+        try:
+            checked = check_source(data, context, fix=fix, typed=typed)
+        except (Undecidable, SyntaxError, ValueError, LookupError):
+            pass  # libcst decides, and words any error as libcst sees it
+        else:
+            if not (checked.changed and text):
+                return checked
     import libcst
 
-    from ._outline import needs_full_parse, outline_diagnostics
-    from ._transform import MigrationResult, migrate_source
+    from ._transform import migrate_source
 
-    if not needs_full_parse(data, context, fix=fix, typed=typed):
-        try:
-            text, encoding, diagnostics = outline_diagnostics(data, context)
-        except (LookupError, libcst.ParserSyntaxError):
-            pass  # the whole file, below
-        else:
-            return MigrationResult(text, text, encoding, tuple(diagnostics))
     try:
         return migrate_source(data, context, fix=fix, typed=typed)
     except libcst.ParserSyntaxError as exc:
@@ -224,14 +235,16 @@ def rewrite_files(
     *,
     fix: bool,
     typed: bool,
+    text: bool,
     workers: int,
-) -> list[MigrationResult | FileError]:
-    """Phase 2 for each file of `work`, in order."""
+) -> list[MigrationResult | CheckResult | FileError]:
+    """Phase 2 for each file of `work`, in order; `text` says whether the new
+    text of changed files is needed (to write or preview it)."""
     project = index.top_level_modules()
     jobs = []
     for path in work:
         config = config_for(path.resolve().parent)
         lint = dataclasses.replace(config, first_party=config.first_party | project)
         context = dataclasses.replace(index.context(str(path)), lint=lint)
-        jobs.append((str(path), contents[path], context, fix, typed))
+        jobs.append((str(path), contents[path], context, fix, typed, text))
     return pool_map(_transform_file, jobs, workers)

@@ -7,6 +7,7 @@ dependency becomes a one-line message instead of a traceback.
 from __future__ import annotations
 
 import argparse
+import ast
 import dataclasses
 import difflib
 import importlib.util
@@ -237,7 +238,8 @@ def run(args: argparse.Namespace) -> int:
     files, errors = _runner.find_files(args.paths, args.exclude)
     contents, read_errors = _runner.read_files(files)
     workers = args.jobs or os.cpu_count() or 1
-    index, index_errors = _runner.index_project(contents, workers)
+    trees: dict[Path, ast.Module] = {}
+    index, index_errors = _runner.index_project(contents, workers, trees)
     for error in [*errors, *read_errors, *index_errors]:
         _report_error(error, outcome)
     work = _runner.files_to_rewrite(contents, index)
@@ -250,6 +252,7 @@ def run(args: argparse.Namespace) -> int:
         typed=args.typed,
         text=args.diff or not args.check,
         workers=workers,
+        trees=trees,
     )
     for path, result in zip(work, results, strict=True):
         progress.step()

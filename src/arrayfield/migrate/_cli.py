@@ -311,8 +311,10 @@ def _report_file(
         outcome.fixable += d.fixable
     if not result.changed:
         return
-    # A changed file's text is read (with libcst) unless only --check reports.
-    assert (args.check and not args.diff) or not isinstance(result, CheckResult)
+    if isinstance(result, CheckResult):  # --check alone: the text is not read
+        print(f"would migrate: {name}")
+        outcome.changed.append(name)
+        return
     if args.diff:
         # Only the patch goes to stdout (no `would migrate:` line in it).
         sys.stdout.flush()

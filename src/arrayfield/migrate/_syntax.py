@@ -165,7 +165,7 @@ def is_subscript(node: Any) -> bool:
 def subscript_items(node: Any) -> list[Any]:
     """The index expressions of a subscript, slices left out: `[Array, "n"]`
     for `Float[Array, "n"]`."""
-    if isinstance(node, ast.AST):
+    if isinstance(node, ast.Subscript):
         items = node.slice.elts if isinstance(node.slice, ast.Tuple) else [node.slice]
         return [item for item in items if not isinstance(item, ast.Slice)]
     return [
@@ -198,7 +198,7 @@ def call_arguments(node: Any) -> list[Any]:
     """The arguments of a call in source order, each with a `.value`: libcst
     `Arg`s, or `ast` nodes (a `Starred`, a `keyword` or a plain expression,
     which `argument_value` reads)."""
-    if not isinstance(node, ast.AST):
+    if not isinstance(node, ast.Call):
         return list(node.args)
     arguments: list[Any] = [*node.args, *node.keywords]
     if node.keywords and node.args:
@@ -224,6 +224,6 @@ def is_plain_positional(argument: Any) -> bool:
 
 def call_keywords(node: Any) -> dict[str, Any]:
     """Keyword name -> its argument (with a `.value`) for a call."""
-    if isinstance(node, ast.AST):
+    if isinstance(node, ast.Call):
         return {kw.arg: kw for kw in node.keywords if kw.arg is not None}
     return {arg.keyword.value: arg for arg in node.args if arg.keyword}

@@ -15,7 +15,7 @@ from typing import Any
 from ._names import dotted_name
 
 # Where statements nest, in the order the libcst walk (`_statements`) visits.
-_NESTED_BODIES = ("body", "orelse", "handlers", "finalbody", "cases")
+NESTED_BODIES = ("body", "orelse", "handlers", "finalbody", "cases")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -91,7 +91,7 @@ def _imports_in(body: Iterable[Any]) -> Iterable[ast.Import | ast.ImportFrom]:
         if isinstance(node, ast.Import | ast.ImportFrom):
             yield node
             continue
-        for name in _NESTED_BODIES:
+        for name in NESTED_BODIES:
             nested = getattr(node, name, None)
             if isinstance(nested, list):
                 yield from _imports_in(nested)

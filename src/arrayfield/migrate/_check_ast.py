@@ -22,14 +22,12 @@ from io import BytesIO
 from typing import Any
 
 from . import _syntax as syntax
-from ._bindings import ImportMap
+from ._bindings import NESTED_BODIES, ImportMap
 from ._diagnostics import Diagnostic
 from ._index import FileContext
 from ._plan import Plan
 from ._site import Assignment, FieldSite, shorten
 
-# Where statements nest, in the order the libcst walk (`_statements`) visits.
-_NESTED_BODIES = ("body", "orelse", "handlers", "finalbody", "cases")
 _FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
 # Identifier characters, and brackets that end what a call's `(` follows.
 _CALLEE_END = frozenset(
@@ -57,7 +55,7 @@ class CheckResult:
 
 def _nested(node: ast.AST) -> Iterable[ast.AST]:
     """The statements (and handlers, cases) directly inside a compound statement."""
-    for name in _NESTED_BODIES:
+    for name in NESTED_BODIES:
         nested = getattr(node, name, None)
         if isinstance(nested, list):
             yield from nested
@@ -67,7 +65,7 @@ def _small_statements(body: Iterable[ast.AST]) -> Iterable[ast.AST]:
     """Every simple statement in a body, at any depth, in libcst's walk order."""
     for node in body:
         if isinstance(node, ast.stmt) and not any(
-            isinstance(getattr(node, name, None), list) for name in _NESTED_BODIES
+            isinstance(getattr(node, name, None), list) for name in NESTED_BODIES
         ):
             yield node
         else:

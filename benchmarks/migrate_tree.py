@@ -5,8 +5,9 @@ them with equinox Module classes (a project base class and subclasses), the
 rest plain Python. Both tools run as fresh processes, interleaved round by
 round, with the side that goes first alternating; the table gives medians and
 the median of the per-round ratios (wall and CPU). Target: migrate within 5x of
-ruff. The 30 subclass files need no rewrite, so they are outlined, not parsed
-whole by libcst (`arrayfield.migrate._outline`).
+ruff. `--check` reads the 31 Module files from the `ast` trees the index parsed
+(`arrayfield.migrate._check_ast`) and never imports libcst; arrayfield runs
+byte-compiled, as an installed copy does.
 
     python benchmarks/migrate_tree.py [--files 300] [--rounds 7]
 
@@ -121,6 +122,9 @@ def main() -> int:
     args = parser.parse_args()
 
     env = {**os.environ, "PYTHONPATH": str(SRC)}
+    # Byte-compiled, as an installed arrayfield runs (pip compiles the wheel):
+    # with PYTHONDONTWRITEBYTECODE set, every run would time the compiler too.
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
     migrate = [sys.executable, "-m", "arrayfield", "migrate", "--check", "-q", "proj"]
     ruff = [RUFF, "check", "--no-cache", "--quiet", "--exit-zero", "proj"]
     with tempfile.TemporaryDirectory() as directory:

@@ -237,7 +237,7 @@ def test_codemod_reads_annotations_as_the_base_class_does(
     import numpy as np
 
     from arrayfield.migrate._annotations import array_kind
-    from arrayfield.migrate._imports import ImportMap
+    from arrayfield.migrate._bindings import ImportMap
 
     header = (
         "from typing import Annotated, Optional, Union\n"

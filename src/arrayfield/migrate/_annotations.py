@@ -3,17 +3,16 @@
 `arrayfield.ArrayModule` decides at class creation which fields are arrays by
 evaluating their annotations; the codemod has to make the same call from the
 syntax alone, so it recognises the spellings people write for JAX, NumPy and
-jaxtyping array types.
+jaxtyping array types. Every reader takes an `ast` or a libcst node (`_syntax`).
 """
 
 from __future__ import annotations
 
 import re
-from typing import Literal
+from typing import Any, Literal
 
-import libcst as cst
-
-from ._imports import ImportMap
+from . import _syntax as syntax
+from ._bindings import ImportMap
 from ._names import dotted_name
 
 ArrayKind = Literal["jax", "numpy"]
@@ -44,7 +43,7 @@ _JAXTYPING_DTYPE = re.compile(
 _TYPING_MODULES = ("typing", "typing_extensions")
 
 
-def _typing_form(expr: cst.BaseExpression, imports: ImportMap) -> str | None:
+def _typing_form(expr: Any, imports: ImportMap) -> str | None:
     """`"Optional"` for `Optional`, `typing.Optional`, `t.Optional`..."""
     qualified = imports.resolve(expr)
     if qualified is None:
@@ -53,47 +52,31 @@ def _typing_form(expr: cst.BaseExpression, imports: ImportMap) -> str | None:
     return name if module in _TYPING_MODULES else None
 
 
-def _subscript_items(node: cst.Subscript) -> list[cst.BaseExpression]:
-    return [
-        element.slice.value
-        for element in node.slice
-        if isinstance(element.slice, cst.Index)
-    ]
-
-
-def _parse_string(expr: cst.SimpleString) -> cst.BaseExpression | None:
-    value = expr.evaluated_value
-    if not isinstance(value, str):
+def _parse_string(expr: Any) -> Any | None:
+    value = syntax.string_value(expr)
+    if value is None:
         return None
-    try:
-        return cst.parse_expression(value.strip())
-    except cst.ParserSyntaxError:
-        return None
+    return syntax.parse_expression(value.strip(), expr)
 
 
-def alternatives(
-    annotation: cst.BaseExpression, imports: ImportMap
-) -> list[cst.BaseExpression]:
+def alternatives(annotation: Any, imports: ImportMap) -> list[Any]:
     """The types an annotation allows, `None` left out.
 
     String annotations are parsed, and `Optional[...]`, `Union[...]`,
     `X | Y` and `Annotated[X, ...]` are unwrapped, so
     `"Optional[Float[Array, 'n']]"` gives `[Float[Array, 'n']]`.
     """
-    if isinstance(annotation, cst.SimpleString):
+    if syntax.string_value(annotation) is not None:
         parsed = _parse_string(annotation)
         return [annotation] if parsed is None else alternatives(parsed, imports)
-    if isinstance(annotation, cst.Name) and annotation.value == "None":
+    if syntax.identifier(annotation) == "None":
         return []
-    if isinstance(annotation, cst.BinaryOperation) and isinstance(
-        annotation.operator, cst.BitOr
-    ):
-        return alternatives(annotation.left, imports) + alternatives(
-            annotation.right, imports
-        )
-    if isinstance(annotation, cst.Subscript):
+    union = syntax.union_operands(annotation)
+    if union is not None:
+        return alternatives(union[0], imports) + alternatives(union[1], imports)
+    if syntax.is_subscript(annotation):
         form = _typing_form(annotation.value, imports)
-        items = _subscript_items(annotation)
+        items = syntax.subscript_items(annotation)
         if form in ("Optional", "Union"):
             return [alt for item in items for alt in alternatives(item, imports)]
         if form == "Annotated" and items:
@@ -103,18 +86,18 @@ def alternatives(
     return [annotation]
 
 
-def is_field_wrapped(annotation: cst.BaseExpression, imports: ImportMap) -> bool:
+def is_field_wrapped(annotation: Any, imports: ImportMap) -> bool:
     """Whether an annotation is `af.Field[...]` (the annotation inside, at runtime)."""
     return (
-        isinstance(annotation, cst.Subscript)
+        syntax.is_subscript(annotation)
         and imports.resolve(annotation.value) == "arrayfield.Field"
     )
 
 
-def _array_type_kind(expr: cst.BaseExpression, imports: ImportMap) -> ArrayKind | None:
-    if isinstance(expr, cst.Subscript):
+def _array_type_kind(expr: Any, imports: ImportMap) -> ArrayKind | None:
+    if syntax.is_subscript(expr):
         dtype_form = imports.resolve(expr.value)
-        items = _subscript_items(expr)
+        items = syntax.subscript_items(expr)
         if (
             dtype_form is None
             or not _JAXTYPING_DTYPE.fullmatch(dtype_form)
@@ -125,7 +108,7 @@ def _array_type_kind(expr: cst.BaseExpression, imports: ImportMap) -> ArrayKind 
     return ARRAY_TYPES.get(imports.resolve(expr) or "")
 
 
-def array_kind(annotation: cst.BaseExpression, imports: ImportMap) -> ArrayKind | None:
+def array_kind(annotation: Any, imports: ImportMap) -> ArrayKind | None:
     """What arrayfield turns Python numbers in a field with this annotation into.
 
     `"jax"` for `jax.Array`, `Float[Array, "n"]`, `Optional[jax.Array]`...,
@@ -148,35 +131,34 @@ def array_kind(annotation: cst.BaseExpression, imports: ImportMap) -> ArrayKind 
     return "jax" if "jax" in kinds else "numpy"
 
 
-def _names_numbers(member: cst.BaseExpression, imports: ImportMap) -> bool:
-    if isinstance(member, cst.Name) and member.value not in imports.bindings:
-        return member.value in _NUMBER_TYPES
-    if isinstance(member, cst.Subscript):  # Float[ArrayLike, ""]
-        items = _subscript_items(member)
+def _names_numbers(member: Any, imports: ImportMap) -> bool:
+    name = syntax.identifier(member)
+    if name is not None and name not in imports.bindings:
+        return name in _NUMBER_TYPES
+    if syntax.is_subscript(member):  # Float[ArrayLike, ""]
+        items = syntax.subscript_items(member)
         return bool(items) and _names_numbers(items[0], imports)
     return (imports.resolve(member) or "") in _NAMES_NUMBERS
 
 
 def scalar_annotation(
-    annotation: cst.BaseExpression, imports: ImportMap, types: tuple[str, ...] = ()
+    annotation: Any, imports: ImportMap, types: tuple[str, ...] = ()
 ) -> str | None:
     """`"float"` or `"complex"` (or one of `types`, e.g. `"int"`, `"str"`) when
     that builtin is all the annotation allows."""
     members = alternatives(annotation, imports)
-    if len(members) != 1 or not isinstance(members[0], cst.Name):
-        return None
-    name = members[0].value
+    name = syntax.identifier(members[0]) if len(members) == 1 else None
     if name in ("float", "complex", *types) and name not in imports.bindings:
         return name
     return None
 
 
-def is_class_var(annotation: cst.BaseExpression, imports: ImportMap) -> bool:
+def is_class_var(annotation: Any, imports: ImportMap) -> bool:
     """ClassVar and InitVar annotations do not declare instance fields."""
     target = annotation
-    if isinstance(target, cst.SimpleString):
+    if syntax.string_value(target) is not None:
         target = _parse_string(target) or target
-    if isinstance(target, cst.Subscript):
+    if syntax.is_subscript(target):
         target = target.value
     qualified = imports.resolve(target) or ""
     return qualified in (
@@ -186,42 +168,47 @@ def is_class_var(annotation: cst.BaseExpression, imports: ImportMap) -> bool:
     )
 
 
-def _is_int_like(expr: cst.BaseExpression) -> bool:
-    if isinstance(expr, cst.Integer):
+def _is_int_like(expr: Any) -> bool:
+    if syntax.number_type(expr) is int:
         return True
-    if isinstance(expr, cst.UnaryOperation) and isinstance(expr.operator, cst.Minus):
-        return _is_int_like(expr.expression)
-    if isinstance(expr, cst.Name):
-        return expr.value not in ("True", "False", "None")
-    if isinstance(expr, cst.Attribute):
+    signed = syntax.unary(expr)
+    if signed is not None:
+        return signed[0] == "-" and _is_int_like(signed[1])
+    name = syntax.identifier(expr)
+    if name is not None:
+        return name not in ("True", "False", "None")
+    if syntax.attribute_name(expr) is not None:
         return True
-    if isinstance(expr, cst.Subscript):
+    if syntax.is_subscript(expr):
         return looks_like_shape(expr.value)
-    if isinstance(expr, cst.Call):
+    if syntax.is_call(expr):
         return dotted_name(expr.func) in ("len", "int")
     return False
 
 
-def looks_like_shape(expr: cst.BaseExpression) -> bool:
+def looks_like_shape(expr: Any) -> bool:
     """Whether a value reads like a shape or index list rather than data.
 
     Matches non-empty list/tuple displays of integers and names (`[1, 2]`,
     `(n, n)`), `x.shape`, slices of it and `tuple(x.shape)`. A display with a
     float literal in it is data.
     """
-    if isinstance(expr, (cst.Tuple, cst.List)):
-        if not expr.elements:
+    elements = syntax.display_elements(expr)
+    if elements is not None:
+        if not elements:
             return False
         return all(
-            looks_like_shape(element.value)
-            if isinstance(element, cst.StarredElement)
-            else _is_int_like(element.value)
-            for element in expr.elements
+            looks_like_shape(value) if starred else _is_int_like(value)
+            for starred, value in elements
         )
-    if isinstance(expr, cst.Attribute):
-        return expr.attr.value == "shape"
-    if isinstance(expr, cst.Subscript):
+    attribute = syntax.attribute_name(expr)
+    if attribute is not None:
+        return attribute == "shape"
+    if syntax.is_subscript(expr):
         return looks_like_shape(expr.value)
-    if isinstance(expr, cst.Call) and dotted_name(expr.func) in ("tuple", "list"):
-        return len(expr.args) == 1 and looks_like_shape(expr.args[0].value)
+    if syntax.is_call(expr) and dotted_name(expr.func) in ("tuple", "list"):
+        arguments = syntax.call_arguments(expr)
+        return len(arguments) == 1 and looks_like_shape(
+            syntax.argument_value(arguments[0])
+        )
     return False

@@ -7,8 +7,10 @@ dependency becomes a one-line message instead of a traceback.
 from __future__ import annotations
 
 import argparse
+import ast
 import dataclasses
 import difflib
+import importlib.util
 import os
 import sys
 import textwrap
@@ -16,6 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from . import _runner
+from ._check_ast import CheckResult
 from ._diagnostics import CODES, source_lines, suppressed
 from ._runner import FileError
 from ._write import write_atomically
@@ -212,11 +215,18 @@ def _report_error(error: FileError, outcome: _Outcome) -> None:
     outcome.errors += 1
 
 
+def _libcst_installed() -> bool:
+    """Whether libcst can be imported, without importing it: most `--check`
+    runs never need it."""
+    try:
+        return importlib.util.find_spec("libcst") is not None
+    except ModuleNotFoundError:  # a finder that hides it
+        return False
+
+
 def run(args: argparse.Namespace) -> int:
     """Run `arrayfield migrate` with parsed arguments; returns the exit status."""
-    try:
-        import libcst  # noqa: F401
-    except ModuleNotFoundError:
+    if not _libcst_installed():
         print(
             "arrayfield migrate needs libcst: pip install libcst (or install "
             "arrayfield with its migrate extra)",
@@ -228,13 +238,21 @@ def run(args: argparse.Namespace) -> int:
     files, errors = _runner.find_files(args.paths, args.exclude)
     contents, read_errors = _runner.read_files(files)
     workers = args.jobs or os.cpu_count() or 1
-    index, index_errors = _runner.index_project(contents, workers)
+    trees: dict[Path, ast.Module] = {}
+    index, index_errors = _runner.index_project(contents, workers, trees)
     for error in [*errors, *read_errors, *index_errors]:
         _report_error(error, outcome)
     work = _runner.files_to_rewrite(contents, index)
     progress = _Progress(len(work), enabled=not args.quiet)
     results = _runner.rewrite_files(
-        work, contents, index, fix=args.fix, typed=args.typed, workers=workers
+        work,
+        contents,
+        index,
+        fix=args.fix,
+        typed=args.typed,
+        text=args.diff or not args.check,
+        workers=workers,
+        trees=trees,
     )
     for path, result in zip(work, results, strict=True):
         progress.step()
@@ -275,7 +293,7 @@ class _Progress:
 
 def _report_file(
     path: Path,
-    result: MigrationResult | FileError,
+    result: MigrationResult | CheckResult | FileError,
     args: argparse.Namespace,
     outcome: _Outcome,
 ) -> None:
@@ -292,6 +310,10 @@ def _report_file(
         outcome.diagnostics.append((name, d.line, d.col, d.format(name)))
         outcome.fixable += d.fixable
     if not result.changed:
+        return
+    if isinstance(result, CheckResult):  # --check alone: the text is not read
+        print(f"would migrate: {name}")
+        outcome.changed.append(name)
         return
     if args.diff:
         # Only the patch goes to stdout (no `would migrate:` line in it).

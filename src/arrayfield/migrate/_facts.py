@@ -525,10 +525,12 @@ class _FileReader(ast.NodeVisitor):
         self.scopes.pop()
 
 
-def read_file(path: str, source: bytes) -> FileFacts:
-    """Index one file. Raises `SyntaxError` (or `ValueError` for null bytes)."""
+def read_file(path: str, source: bytes, tree: ast.Module | None = None) -> FileFacts:
+    """Index one file, from its parse `tree` when the caller has one. Raises
+    `SyntaxError` (or `ValueError` for null bytes)."""
     module, is_package = module_name(Path(path))
-    tree = ast.parse(source, filename=path)
+    if tree is None:
+        tree = ast.parse(source, filename=path)
     facts = FileFacts(path, module, is_package)
     scan_calls = b"tree_at" in source or b"register_" in source
     _FileReader(facts, source.splitlines(), scan_calls).visit(tree)

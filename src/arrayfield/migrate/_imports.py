@@ -10,7 +10,6 @@ where it cannot change what another reference in the file means.
 
 from __future__ import annotations
 
-import dataclasses
 import re
 from collections.abc import Iterable, Sequence
 from typing import TypeVar
@@ -20,7 +19,6 @@ from libcst.helpers import get_full_name_for_node
 from libcst.metadata import ImportAssignment, MetadataWrapper, ScopeProvider
 
 from ._lint import STDLIB
-from ._names import dotted_name
 from ._statements import small_statements
 
 _Item = TypeVar("_Item", cst.ImportAlias, cst.BaseSmallStatement, cst.Arg)
@@ -37,65 +35,18 @@ def binding_name(alias: cst.ImportAlias) -> str:
     return full.split(".")[0]
 
 
-@dataclasses.dataclass(frozen=True)
-class ImportMap:
-    """Local names bound by import statements, mapped to what they refer to.
-
-    `import jax.numpy as jnp` gives ``{"jnp": "jax.numpy"}``,
-    `from equinox import Module as M` gives ``{"M": "equinox.Module"}``.
-
-    **Fields:**
-
-    - `bindings`: the imports anywhere in the file, for reading names: a class
-        in a function that imports equinox locally is still a Module class.
-    - `module_level`: the imports written directly in the module body, which
-        run before any code below them. Only these can be reused for new code;
-        one under `if TYPE_CHECKING:`, in a `try` block or in a function may not
-        have run, or binds a name that module-level code cannot see.
-    """
-
-    bindings: dict[str, str]
-    module_level: dict[str, str]
-
-    @classmethod
-    def from_module(cls, module: cst.Module) -> ImportMap:
-        everywhere = _ImportCollector()
-        for small in small_statements(module.body):
-            if isinstance(small, (cst.Import, cst.ImportFrom)):
-                small.visit(everywhere)
-        unconditional = _ImportCollector()
-        for statement in module.body:
-            if isinstance(statement, cst.SimpleStatementLine):
-                for small in statement.body:
-                    small.visit(unconditional)
-        return cls(everywhere.bindings, unconditional.bindings)
-
-    def resolve(self, expr: cst.BaseExpression) -> str | None:
-        """The qualified name an expression such as `eqx.Module` refers to."""
-        dotted = dotted_name(expr)
-        if dotted is None:
-            return None
-        head, _, rest = dotted.partition(".")
-        target = self.bindings.get(head)
-        if target is None:
-            return None
-        return f"{target}.{rest}" if rest else target
-
-    def local_name_for(self, qualified: str) -> str | None:
-        """An expression, as source text, that refers to `qualified` in this file.
-
-        `arrayfield.ArrayModule` is found as `ArrayModule` after
-        `from arrayfield import ArrayModule`, or as `af.ArrayModule` after
-        `import arrayfield as af`; only module-level imports count.
-        """
-        module, _, attr = qualified.rpartition(".")
-        for local, target in self.module_level.items():
-            if target == qualified:
-                return local
-        for local, target in self.module_level.items():
-            if target == module:
-                return f"{local}.{attr}"
-        return None
+def import_bindings(module: cst.Module) -> tuple[dict[str, str], dict[str, str]]:
+    """`ImportMap`'s `bindings` and `module_level` for a libcst module."""
+    everywhere = _ImportCollector()
+    for small in small_statements(module.body):
+        if isinstance(small, (cst.Import, cst.ImportFrom)):
+            small.visit(everywhere)
+    unconditional = _ImportCollector()
+    for statement in module.body:
+        if isinstance(statement, cst.SimpleStatementLine):
+            for small in statement.body:
+                small.visit(unconditional)
+    return everywhere.bindings, unconditional.bindings
 
 
 class _ImportCollector(cst.CSTVisitor):

@@ -11,8 +11,9 @@ from collections.abc import Mapping
 
 import libcst as cst
 
-from ._analysis import SPECIFIERS, Analysis, FieldEdit
-from ._imports import ImportMap
+from ._analysis import Analysis
+from ._bindings import ImportMap
+from ._plan import SPECIFIERS, FieldEdit
 
 # Legacy annotations: functions, not types; `ndarray` is the type each stands for.
 _LEGACY_ANNOTATIONS = frozenset({"numpy.array", "jax.numpy.array"})

@@ -2,6 +2,11 @@
 project index until nothing new turns up, and the per-file rewrite, in worker
 processes when there are many files.
 
+Each file is first analysed from its `ast` parse (`_check_ast`), which gives its
+diagnostics and whether the rewrite changes it; libcst parses only the files
+whose new text is written or previewed (or that `ast` cannot decide), so that
+`migrate --check` never imports libcst for most trees.
+
 Nothing here prints: errors come back as `FileError`s for the command line
 (`_cli`) to report, in the order they were found.
 """
@@ -15,9 +20,11 @@ from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, TypeVar
 
+from ._check_ast import CheckResult, check_source
 from ._facts import FileFacts, module_name, read_file
 from ._index import FileContext, ProjectIndex
 from ._lint import config_for
+from ._syntax import Undecidable
 from ._walk import python_files
 
 if TYPE_CHECKING:
@@ -29,8 +36,12 @@ _T = TypeVar("_T")
 # subclasses one found elsewhere, which `index_project` searches for by name;
 # the last two find where classes are registered as pytree nodes.
 _MENTIONS = re.compile(rb"equinox|eqx|Module|register_pytree|register_dataclass")
-# Worker processes pay off from this many files to parse.
-_PARALLEL_THRESHOLD = 24
+# Worker processes pay off from this many bytes to parse: forking two and
+# sending them the jobs costs about what analysing this much with `ast` does.
+_PARALLEL_BYTES = 2_000_000
+# Whether files are analysed with `ast` first; False (for tests) reads every
+# file with libcst, the reference the `ast` reading must agree with.
+READ_WITH_AST = True
 
 
 @dataclasses.dataclass(frozen=True)
@@ -76,13 +87,19 @@ def read_files(files: Iterable[Path]) -> tuple[dict[Path, bytes], list[FileError
     return contents, errors
 
 
+def worth_forking(sizes: Iterable[int], workers: int) -> bool:
+    """Whether jobs of these sizes (bytes of source) go to worker processes."""
+    return workers > 1 and sum(sizes) >= _PARALLEL_BYTES
+
+
 def pool_map(function: Callable[..., _T], jobs: list[tuple], workers: int) -> list[_T]:
-    """`function(*job)` for every job, in worker processes when there are many.
+    """`function(*job)` for every job, in `workers` worker processes (in this
+    one for `workers <= 1`; see `worth_forking`).
 
     Workers are forked: a spawned one would import the `arrayfield` package
     afresh, and forking skips the start-up of a new interpreter.
     """
-    if workers <= 1 or len(jobs) < _PARALLEL_THRESHOLD:
+    if workers <= 1 or len(jobs) < 2:
         return [function(*job) for job in jobs]
     import concurrent.futures
     import multiprocessing
@@ -111,10 +128,14 @@ def _syntax_error(data: bytes, exc: Exception) -> tuple[int, int, str]:
     return line, column, message
 
 
-def _index_file(path: str, data: bytes) -> FileFacts | FileError:
-    """Phase 1: the file's facts, or why it does not parse."""
+def _index_file(
+    path: str, data: bytes, keep_tree: bool
+) -> tuple[FileFacts, ast.Module | None] | FileError:
+    """Phase 1: the file's facts, and with `keep_tree` its parse (for phase 2
+    in this process), or why it does not parse."""
     try:
-        return read_file(path, data)
+        tree = ast.parse(data, filename=path)
+        return read_file(path, data, tree), tree if keep_tree else None
     except SyntaxError as exc:
         message = f"cannot parse: {exc.msg}"
         return FileError(path, message, exc.lineno or 1, exc.offset or 1)
@@ -123,21 +144,29 @@ def _index_file(path: str, data: bytes) -> FileFacts | FileError:
 
 
 def _transform_file(
-    path: str, data: bytes, context: FileContext, fix: bool, typed: bool
-) -> MigrationResult | FileError:
-    """Phase 2: the rewrite and diagnostics of one file, or an error message."""
+    path: str,
+    data: bytes,
+    tree: ast.Module | None,
+    context: FileContext,
+    fix: bool,
+    typed: bool,
+    text: bool,
+) -> MigrationResult | CheckResult | FileError:
+    """Phase 2: the rewrite and diagnostics of one file (whose parse `tree` is
+    given when phase 1 kept it), or an error message. With `text` false, a
+    changed file's new text is not needed."""
+    if READ_WITH_AST:
+        try:
+            checked = check_source(data, context, fix=fix, typed=typed, tree=tree)
+        except (Undecidable, SyntaxError, ValueError, LookupError):
+            pass  # libcst decides, and words any error as libcst sees it
+        else:
+            if not (checked.changed and text):
+                return checked
     import libcst
 
-    from ._outline import needs_full_parse, outline_diagnostics
-    from ._transform import MigrationResult, migrate_source
+    from ._transform import migrate_source
 
-    if not needs_full_parse(data, context, fix=fix, typed=typed):
-        try:
-            text, encoding, diagnostics = outline_diagnostics(data, context)
-        except (LookupError, libcst.ParserSyntaxError):
-            pass  # the whole file, below
-        else:
-            return MigrationResult(text, text, encoding, tuple(diagnostics))
     try:
         return migrate_source(data, context, fix=fix, typed=typed)
     except libcst.ParserSyntaxError as exc:
@@ -148,12 +177,17 @@ def _transform_file(
 
 
 def index_project(
-    contents: dict[Path, bytes], workers: int
+    contents: dict[Path, bytes],
+    workers: int,
+    trees: dict[Path, ast.Module] | None = None,
 ) -> tuple[ProjectIndex, list[FileError]]:
     """Index the files that mention equinox, then, until nothing new turns up,
     those that mention a Module class found so far (a subclass in a file that
     imports only the project's own base class) and the modules that files with
-    Module classes import from (where the types of their fields are defined)."""
+    Module classes import from (where the types of their fields are defined).
+
+    The parses made in this process (not in workers) go into `trees`, if given,
+    so that phase 2 need not parse those files again."""
     facts: list[FileFacts] = []
     errors: list[FileError] = []
     pending = dict(contents)
@@ -165,15 +199,19 @@ def index_project(
     while found:
         for path in found:
             del pending[path]
-        jobs = [(str(path), contents[path]) for path in found]
+        forking = worth_forking((len(contents[path]) for path in found), workers)
+        keep = trees is not None and not forking
+        jobs = [(str(path), contents[path], keep) for path in found]
         new: list[FileFacts] = []
-        for path, result in zip(
-            found, pool_map(_index_file, jobs, workers), strict=True
-        ):
+        results = pool_map(_index_file, jobs, workers if forking else 1)
+        for path, result in zip(found, results, strict=True):
             if isinstance(result, FileError):
                 errors.append(dataclasses.replace(result, path=path))
-            else:
-                new.append(result)
+                continue
+            file_facts, tree = result
+            new.append(file_facts)
+            if trees is not None and tree is not None:
+                trees[path] = tree
         facts.extend(new)
         index = ProjectIndex(facts)
         if not pending:
@@ -224,14 +262,21 @@ def rewrite_files(
     *,
     fix: bool,
     typed: bool,
+    text: bool,
     workers: int,
-) -> list[MigrationResult | FileError]:
-    """Phase 2 for each file of `work`, in order."""
+    trees: dict[Path, ast.Module] | None = None,
+) -> list[MigrationResult | CheckResult | FileError]:
+    """Phase 2 for each file of `work`, in order; `text` says whether the new
+    text of changed files is needed (to write or preview it), `trees` holds
+    the parses phase 1 kept."""
+    forking = worth_forking((len(contents[path]) for path in work), workers)
+    kept = {} if trees is None or forking else trees  # not sent to workers
     project = index.top_level_modules()
     jobs = []
     for path in work:
         config = config_for(path.resolve().parent)
         lint = dataclasses.replace(config, first_party=config.first_party | project)
         context = dataclasses.replace(index.context(str(path)), lint=lint)
-        jobs.append((str(path), contents[path], context, fix, typed))
-    return pool_map(_transform_file, jobs, workers)
+        tree = kept.get(path)
+        jobs.append((str(path), contents[path], tree, context, fix, typed, text))
+    return pool_map(_transform_file, jobs, workers if forking else 1)

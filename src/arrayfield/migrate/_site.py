@@ -1,17 +1,21 @@
-"""What a check is given about one annotated field of a Module class."""
+"""What a check is given about one annotated field of a Module class.
+
+The same description comes from both front ends, libcst (`_analysis`) and
+`ast` (`_check_ast`): its nodes are of either kind, read through `_syntax`.
+"""
 
 from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable
+from typing import Any
 
-import libcst as cst
-
-from ._imports import ImportMap
+from . import _syntax as syntax
+from ._bindings import ImportMap
 from ._index import ClassContext, FileContext
 
 # `self.<attr> = value` in a method of the class: (attr, value, statement).
-Assignment = tuple[str, cst.BaseExpression, cst.CSTNode]
+Assignment = tuple[str, Any, Any]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -21,43 +25,43 @@ class FieldSite:
     **Fields:**
 
     - `cls`: the class's qualified name, `Scene.Config`.
-    - `node`: the statement.
+    - `node`: the statement (its `.target` is a name, its `.value` the value).
+    - `annotation`: the statement's annotation expression.
     - `call`: `value` when it is a field specifier (`eqx.field(...)`,
         `af.field(...)`, `dataclasses.field(...)`), else None.
-    - `keywords`: the keyword arguments of `call`.
+    - `keywords`: the keyword arguments of `call`, each with a `.value`.
     - `assignments`: the `self.<attr> = value` statements of the class's methods.
     - `context`: what the project index knows about the class (None without one).
     - `file`: what the project index knows about the file (None without one).
     - `imports`: the file's import map.
     - `position`: line and column (1-based) of a node of the file.
+    - `snippet`: a node's source on one line, cut to 40 characters.
     """
 
     cls: str
-    node: cst.AnnAssign
-    call: cst.Call | None
-    keywords: dict[str, cst.Arg]
+    node: Any
+    annotation: Any
+    call: Any | None
+    keywords: dict[str, Any]
     assignments: list[Assignment]
     context: ClassContext | None
     file: FileContext | None
     imports: ImportMap
-    position: Callable[[cst.CSTNode], tuple[int, int]]
+    position: Callable[[Any], tuple[int, int]]
+    snippet: Callable[[Any], str]
 
     @property
     def name(self) -> str:
-        assert isinstance(self.node.target, cst.Name)
-        return self.node.target.value
+        name = syntax.identifier(self.node.target)
+        assert name is not None
+        return name
 
     @property
-    def target(self) -> cst.Name:
-        assert isinstance(self.node.target, cst.Name)
+    def target(self) -> Any:
         return self.node.target
 
     @property
-    def annotation(self) -> cst.BaseExpression:
-        return self.node.annotation.annotation
-
-    @property
-    def default(self) -> cst.BaseExpression | None:
+    def default(self) -> Any | None:
         """The class default: the value, or a specifier's `default=`."""
         if self.call is None:
             return self.node.value
@@ -75,12 +79,12 @@ class FieldSite:
         return self.context.assigns.get(self.name, {})
 
 
-def is_name(expr: cst.BaseExpression | None, value: str) -> bool:
+def is_name(expr: Any | None, value: str) -> bool:
     """Whether `expr` is the bare name `value` (`True`, `False`)."""
-    return isinstance(expr, cst.Name) and expr.value == value
+    return expr is not None and syntax.identifier(expr) == value
 
 
-def snippet(node: cst.CSTNode, limit: int = 40) -> str:
-    """The node's source on one line, cut to `limit` characters."""
-    text = " ".join(cst.Module(body=[]).code_for_node(node).split())
+def shorten(text: str, limit: int = 40) -> str:
+    """Source text on one line, cut to `limit` characters."""
+    text = " ".join(text.split())
     return text if len(text) <= limit else text[: limit - 3] + "..."

@@ -18,10 +18,12 @@ from collections.abc import Sequence
 import libcst as cst
 from libcst.metadata import MetadataWrapper
 
-from ._analysis import Analysis, FieldEdit
+from ._analysis import Analysis
+from ._bindings import ImportMap
 from ._diagnostics import Diagnostic
-from ._imports import ImportMap, add_import, can_bind, remove_unused_imports
+from ._imports import add_import, can_bind, remove_unused_imports
 from ._index import FileContext
+from ._plan import FieldEdit
 from ._rewrite import Rewriter
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 from .._annotations import looks_like_shape
 from .._diagnostics import Diagnostic
 from .._facts import CONTROL, SHAPE, SHAPE_VALUE
-from .._site import FieldSite, snippet
+from .._site import FieldSite
 
 CODE = "AF002"
 
@@ -73,6 +73,6 @@ def check(site: FieldSite) -> Diagnostic | None:
     for value, node in evidence:
         if looks_like_shape(value):
             line = None if node is site.node else site.position(node)[0]
-            text = shape_like_message(site.cls, site.name, snippet(value), line)
+            text = shape_like_message(site.cls, site.name, site.snippet(value), line)
             return Diagnostic(*site.position(site.target), CODE, text)
     return None

@@ -6,11 +6,11 @@ codemod keeps such a converter rather than silently change the array type.
 
 from __future__ import annotations
 
-import libcst as cst
+from typing import Any
 
 from .._annotations import ArrayKind
 from .._diagnostics import Diagnostic
-from .._site import FieldSite, snippet
+from .._site import FieldSite
 
 CODE = "AF004"
 
@@ -33,10 +33,11 @@ def message(cls: str, field: str, converter: str, kind: ArrayKind) -> str:
 
 
 def check(
-    site: FieldSite, converter: cst.Arg, makes: ArrayKind, kind: ArrayKind
+    site: FieldSite, converter: Any, makes: ArrayKind, kind: ArrayKind
 ) -> Diagnostic | None:
-    """For a field of array kind `kind` whose `converter` makes `makes` arrays."""
+    """For a field of array kind `kind` whose `converter` argument (with a
+    `.value`) makes `makes` arrays."""
     if makes == kind:
         return None
-    text = message(site.cls, site.name, snippet(converter.value), kind)
+    text = message(site.cls, site.name, site.snippet(converter.value), kind)
     return Diagnostic(*site.position(converter), CODE, text)

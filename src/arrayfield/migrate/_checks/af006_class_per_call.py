@@ -6,11 +6,11 @@ of such a function makes models that compile again.
 
 from __future__ import annotations
 
-import libcst as cst
+from typing import Any
 
+from .. import _syntax as syntax
 from .._diagnostics import Diagnostic
 from .._names import dotted_name
-from .._site import snippet
 
 CODE = "AF006"
 
@@ -25,15 +25,15 @@ def message(name: str) -> str:
     )
 
 
-def is_cache(decorator: cst.Decorator) -> bool:
-    """`@functools.cache`, `@lru_cache(maxsize=None)` and the like."""
-    expr = decorator.decorator
-    if isinstance(expr, cst.Call):
+def is_cache(expr: Any) -> bool:
+    """`@functools.cache`, `@lru_cache(maxsize=None)` and the like: a
+    decorator's expression."""
+    if syntax.is_call(expr):
         expr = expr.func
     return (dotted_name(expr) or "").rpartition(".")[2] in ("cache", "lru_cache")
 
 
-def check(call: cst.Call, position: tuple[int, int]) -> Diagnostic:
+def check(name: str, position: tuple[int, int]) -> Diagnostic:
     """For a `type(name, bases, namespace)` call, deriving a Module class, in a
-    function that is not cached."""
-    return Diagnostic(*position, CODE, message(snippet(call.args[0].value)))
+    function that is not cached; `name` is the source of its first argument."""
+    return Diagnostic(*position, CODE, message(name))

@@ -9,10 +9,11 @@ see from the code, and a human decides about.
 
 from __future__ import annotations
 
-import libcst as cst
+from typing import Any
 
+from .. import _syntax as syntax
 from .._diagnostics import Diagnostic
-from .._site import FieldSite, snippet
+from .._site import FieldSite
 
 CODE = "AF007"
 
@@ -41,25 +42,16 @@ def message(cls: str, field: str, value: str, line: int | None) -> str:
     )
 
 
-def _number(expr: cst.BaseExpression) -> type | None:
+def _number(expr: Any) -> type | None:
     """`float`, `int` or `complex` for a number literal (signed), else None."""
-    if isinstance(expr, cst.UnaryOperation) and isinstance(
-        expr.operator, cst.Minus | cst.Plus
-    ):
-        expr = expr.expression
-    if isinstance(expr, cst.Float):
-        return float
-    if isinstance(expr, cst.Imaginary):
-        return complex
-    if isinstance(expr, cst.Integer):
-        return int
-    return None
+    signed = syntax.unary(expr)
+    return syntax.number_type(expr if signed is None else signed[1])
 
 
 def _dtype_name(site: FieldSite) -> str | None:
     """`Float` for `Float[Array, ""]` (any import spelling), else None."""
     annotation = site.annotation
-    if not isinstance(annotation, cst.Subscript):
+    if not syntax.is_subscript(annotation):
         return None
     resolved = site.imports.resolve(annotation.value) or ""
     if not resolved.startswith("jaxtyping."):
@@ -67,7 +59,7 @@ def _dtype_name(site: FieldSite) -> str | None:
     return resolved.rpartition(".")[2].rstrip("0123456789")
 
 
-def _trainable(site: FieldSite, value: cst.BaseExpression) -> bool:
+def _trainable(site: FieldSite, value: Any) -> bool:
     kind = _number(value)
     if kind is None:
         return False
@@ -85,7 +77,7 @@ def check(site: FieldSite) -> Diagnostic | None:
     if "converter" in site.keywords:
         return None
     default = site.default
-    candidates: list[tuple[cst.BaseExpression, cst.CSTNode | None]] = []
+    candidates: list[tuple[Any, Any | None]] = []
     if default is not None:
         candidates.append((default, None))
     candidates += [
@@ -94,6 +86,6 @@ def check(site: FieldSite) -> Diagnostic | None:
     for value, node in candidates:
         if _trainable(site, value):
             line = None if node is None else site.position(node)[0]
-            text = message(site.cls, site.name, snippet(value), line)
+            text = message(site.cls, site.name, site.snippet(value), line)
             return Diagnostic(*site.position(site.target), CODE, text)
     return None

@@ -1,0 +1,111 @@
+"""Which names a file's import statements bind, read from `ast` or libcst.
+
+Resolution is per file and ignores shadowing: a codemod only needs to recognise
+`eqx.Module`, `jnp.asarray`, `Float[...]` and friends in the spellings people
+write, and a file that rebinds `eqx` to something else is out of scope.
+"""
+
+from __future__ import annotations
+
+import ast
+import dataclasses
+from collections.abc import Iterable
+from typing import Any
+
+from ._names import dotted_name
+
+# Where statements nest, in the order the libcst walk (`_statements`) visits.
+NESTED_BODIES = ("body", "orelse", "handlers", "finalbody", "cases")
+
+
+@dataclasses.dataclass(frozen=True)
+class ImportMap:
+    """Local names bound by import statements, mapped to what they refer to.
+
+    `import jax.numpy as jnp` gives ``{"jnp": "jax.numpy"}``,
+    `from equinox import Module as M` gives ``{"M": "equinox.Module"}``.
+
+    **Fields:**
+
+    - `bindings`: the imports anywhere in the file, for reading names: a class
+        in a function that imports equinox locally is still a Module class.
+    - `module_level`: the imports written directly in the module body, which
+        run before any code below them. Only these can be reused for new code;
+        one under `if TYPE_CHECKING:`, in a `try` block or in a function may not
+        have run, or binds a name that module-level code cannot see.
+    """
+
+    bindings: dict[str, str]
+    module_level: dict[str, str]
+
+    @classmethod
+    def from_module(cls, module: Any) -> ImportMap:
+        """The imports of a libcst module."""
+        from ._imports import import_bindings
+
+        return cls(*import_bindings(module))
+
+    @classmethod
+    def from_ast(cls, tree: ast.Module) -> ImportMap:
+        """The imports of an `ast` module, as `from_module` reads them."""
+        everywhere: dict[str, str] = {}
+        for statement in _imports_in(tree.body):
+            _bind(statement, everywhere)
+        module_level: dict[str, str] = {}
+        for statement in tree.body:
+            if isinstance(statement, ast.Import | ast.ImportFrom):
+                _bind(statement, module_level)
+        return cls(everywhere, module_level)
+
+    def resolve(self, expr: Any) -> str | None:
+        """The qualified name an expression such as `eqx.Module` refers to."""
+        dotted = dotted_name(expr)
+        if dotted is None:
+            return None
+        head, _, rest = dotted.partition(".")
+        target = self.bindings.get(head)
+        if target is None:
+            return None
+        return f"{target}.{rest}" if rest else target
+
+    def local_name_for(self, qualified: str) -> str | None:
+        """An expression, as source text, that refers to `qualified` in this file.
+
+        `arrayfield.ArrayModule` is found as `ArrayModule` after
+        `from arrayfield import ArrayModule`, or as `af.ArrayModule` after
+        `import arrayfield as af`; only module-level imports count.
+        """
+        module, _, attr = qualified.rpartition(".")
+        for local, target in self.module_level.items():
+            if target == qualified:
+                return local
+        for local, target in self.module_level.items():
+            if target == module:
+                return f"{local}.{attr}"
+        return None
+
+
+def _imports_in(body: Iterable[Any]) -> Iterable[ast.Import | ast.ImportFrom]:
+    """The import statements of a body at any depth, in the libcst walk's order."""
+    for node in body:
+        if isinstance(node, ast.Import | ast.ImportFrom):
+            yield node
+            continue
+        for name in NESTED_BODIES:
+            nested = getattr(node, name, None)
+            if isinstance(nested, list):
+                yield from _imports_in(nested)
+
+
+def _bind(statement: ast.Import | ast.ImportFrom, bindings: dict[str, str]) -> None:
+    if isinstance(statement, ast.Import):
+        for alias in statement.names:
+            local = alias.asname or alias.name.split(".")[0]
+            bindings[local] = alias.name if alias.asname is not None else local
+        return
+    if statement.level or statement.module is None:
+        return
+    for alias in statement.names:
+        if alias.name == "*":
+            return
+        bindings[alias.asname or alias.name] = f"{statement.module}.{alias.name}"

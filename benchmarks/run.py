@@ -6,7 +6,8 @@ interleaved round by round, and reports medians: timings are reported, never
 asserted. Trace counts are exact: if one is wrong the script exits with status 1.
 `dispatch.py` adds the per-step cost of `af.filter_jit` (issue 13), and
 `field_compiles.py` K fields of a sky-fitting job under the three jits, with
-JAX's persistent compilation cache across processes (issue 20).
+JAX's persistent compilation cache across processes (issue 20), and
+`migrate_tree.py` `arrayfield migrate --check` against `ruff check` (issue 21).
 
 Every number arrayfield publishes comes from the one file a run writes:
 `benchmarks/results/results.json` (a full run; `--quick` writes
@@ -746,6 +747,45 @@ def many_fields_case(results: Results) -> None:
         {k: m[k] for k in ("jit", "fields", "steps", "traces", "compile_s", "step_ms")}
         for m in measured
     ]
+
+
+# -- migrate --check against ruff (benchmarks/migrate_tree.py) -----------------------
+
+
+@case
+def migrate_case(results: Results) -> None:
+    sys.path.insert(0, str(HERE))
+    try:
+        import migrate_tree  # pyright: ignore[reportMissingImports]
+    finally:
+        sys.path.remove(str(HERE))
+    found = migrate_tree.measure(300, 3 if results.quick else 9)
+    seconds, ratio = found["seconds"], found["ratio"]
+    results.rows.append(
+        Row(
+            "arrayfield migrate --check, 300-file tree (s, subprocess, wall)",
+            f"{seconds['ruff']:.3f} (ruff check)",
+            f"{seconds['migrate']:.3f}",
+            f"{ratio['wall']:.1f}x ruff",
+            "<= 5x ruff",
+            _status(ratio["wall"] <= 5, results.quick),
+        )
+    )
+    results.tables["migrate"] = Table(
+        ["", "wall (s)", "CPU (s)"],
+        [
+            [label, f"{seconds[key]:.3f}", f"{seconds[key + ' cpu']:.3f}"]
+            for label, key in (
+                ("`arrayfield migrate --check`", "migrate"),
+                ("`ruff check --no-cache`", "ruff"),
+            )
+        ]
+        + [["migrate / ruff", f"{ratio['wall']:.1f}x", f"{ratio['cpu']:.1f}x"]],
+        f"{found['files']} files, {found['lines']:,} lines, {found['module_files']}"
+        " with Module classes (`benchmarks/migrate_tree.py`): both tools as fresh"
+        " processes, interleaved; medians, ratios the median of per-round ratios.",
+    )
+    results.raw["migrate"] = found
 
 
 # -- report --------------------------------------------------------------------

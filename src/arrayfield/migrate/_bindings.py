@@ -18,6 +18,14 @@ from ._names import dotted_name
 NESTED_BODIES = ("body", "orelse", "handlers", "finalbody", "cases")
 
 
+def nested_statements(node: ast.AST) -> Iterable[ast.AST]:
+    """The statements (and handlers, cases) directly inside a compound statement."""
+    for name in NESTED_BODIES:
+        nested = getattr(node, name, None)
+        if isinstance(nested, list):
+            yield from nested
+
+
 @dataclasses.dataclass(frozen=True)
 class ImportMap:
     """Local names bound by import statements, mapped to what they refer to.
@@ -91,10 +99,7 @@ def _imports_in(body: Iterable[Any]) -> Iterable[ast.Import | ast.ImportFrom]:
         if isinstance(node, ast.Import | ast.ImportFrom):
             yield node
             continue
-        for name in NESTED_BODIES:
-            nested = getattr(node, name, None)
-            if isinstance(nested, list):
-                yield from _imports_in(nested)
+        yield from _imports_in(nested_statements(node))
 
 
 def _bind(statement: ast.Import | ast.ImportFrom, bindings: dict[str, str]) -> None:

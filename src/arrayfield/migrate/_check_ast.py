@@ -22,7 +22,7 @@ from io import BytesIO
 from typing import Any
 
 from . import _syntax as syntax
-from ._bindings import NESTED_BODIES, ImportMap
+from ._bindings import NESTED_BODIES, ImportMap, nested_statements
 from ._diagnostics import Diagnostic
 from ._index import FileContext
 from ._plan import Plan
@@ -53,14 +53,6 @@ class CheckResult:
     changed: bool
 
 
-def _nested(node: ast.AST) -> Iterable[ast.AST]:
-    """The statements (and handlers, cases) directly inside a compound statement."""
-    for name in NESTED_BODIES:
-        nested = getattr(node, name, None)
-        if isinstance(nested, list):
-            yield from nested
-
-
 def _small_statements(body: Iterable[ast.AST]) -> Iterable[ast.AST]:
     """Every simple statement in a body, at any depth, in libcst's walk order."""
     for node in body:
@@ -69,7 +61,7 @@ def _small_statements(body: Iterable[ast.AST]) -> Iterable[ast.AST]:
         ):
             yield node
         else:
-            yield from _small_statements(_nested(node))
+            yield from _small_statements(nested_statements(node))
 
 
 def _self_assignments(
@@ -150,7 +142,7 @@ class AstAnalysis(Plan):
                 self._definitions(node.body)
                 self._leave(node)
             elif isinstance(node, ast.stmt | ast.excepthandler | ast.match_case):
-                self._definitions(_nested(node))
+                self._definitions(nested_statements(node))
 
     def _enter(
         self, node: ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef

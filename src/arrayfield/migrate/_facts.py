@@ -14,6 +14,7 @@ import dataclasses
 from collections.abc import Iterable
 from pathlib import Path
 
+from ._bindings import nested_statements
 from ._names import dotted_name
 
 # Functions whose positional arguments are shapes, sizes or axes, by position
@@ -333,17 +334,6 @@ class _MethodReader(ast.NodeVisitor):
         self.generic_visit(node)
 
 
-# The fields of compound statements that hold statements.
-_STATEMENT_FIELDS = ("body", "orelse", "handlers", "finalbody", "cases")
-
-
-def _nested(node: ast.AST) -> Iterable[ast.AST]:
-    for name in _STATEMENT_FIELDS:
-        children = getattr(node, name, None)
-        if isinstance(children, list):
-            yield from children
-
-
 def _statements_in(body: list[ast.stmt]) -> Iterable[ast.AST]:
     """Every statement in `body` and its blocks, nested functions and classes
     left out (their `return`s are theirs)."""
@@ -352,7 +342,7 @@ def _statements_in(body: list[ast.stmt]) -> Iterable[ast.AST]:
         if not isinstance(
             statement, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef
         ):
-            for child in _nested(statement):
+            for child in nested_statements(statement):
                 yield from _statements_in([child])  # type: ignore[list-item]
 
 
@@ -425,7 +415,7 @@ class _FileReader(ast.NodeVisitor):
         if self.scan_calls:
             super().generic_visit(node)
             return
-        for child in _nested(node):
+        for child in nested_statements(node):
             self.visit(child)
 
     def _column(self, node: ast.expr) -> int:

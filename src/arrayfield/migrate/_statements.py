@@ -11,13 +11,12 @@ from collections.abc import Callable, Iterable, Sequence
 
 import libcst as cst
 
-# The attributes of compound statements that hold statements.
-_NESTED_BODIES = ("body", "orelse", "handlers", "finalbody", "cases")
+from ._bindings import NESTED_BODIES
 
 
 def _nested(node: cst.CSTNode) -> Iterable[cst.CSTNode | Sequence[cst.CSTNode]]:
     """The statement bodies inside a compound statement or a suite."""
-    for name in _NESTED_BODIES:
+    for name in NESTED_BODIES:
         nested = getattr(node, name, None)
         if isinstance(nested, cst.CSTNode | list | tuple):
             yield nested

@@ -1,12 +1,14 @@
 """The project-wide analysis of `arrayfield migrate`: bases resolved across
 modules, diagnostics from how fields are used anywhere in the tree, `# noqa`.
-Each test writes a small package and runs the CLI as a real subprocess."""
+Each test writes a small package and runs the CLI as a real subprocess, except
+the last, which checks which files the index reads."""
 
 from __future__ import annotations
 
 import subprocess
 from pathlib import Path
 
+from arrayfield.migrate import _runner
 from helpers import python
 from migrate_helpers import codes, migrate, write_tree
 
@@ -659,3 +661,30 @@ def test_subscripted_generic_bases_are_followed(tmp_path):
     text = (tmp_path / "pkg/gen.py").read_text()
     assert "    shape: jax.Array = af.field(convert=False)\n" in text
     assert "class Near(Parent[int]):\n    scale: af.Field[jax.Array]\n" in text
+
+
+def test_files_are_read_when_they_name_a_module_class_as_a_whole_word(tmp_path):
+    """A file that imports no equinox is indexed when it names a Module class
+    found elsewhere (its subclass may be there), and only then: the names are
+    searched as whole words, a name that begins another (`Part`, `Parts`),
+    with non-ASCII letters, at the start and end of the file."""
+    module_classes = ["Part", "Parts", "Ünit", "Base"]
+    files = {
+        "pkg/base.py": "import equinox as eqx\n\n"
+        + "".join(f"class {name}(eqx.Module):\n    pass\n" for name in module_classes),
+        "pkg/first.py": "Part",  # the whole file
+        "pkg/second.py": "x = Parts\n",
+        "pkg/third.py": "from .base import Ünit\n",
+        "pkg/fourth.py": "y = (Base)",
+        "pkg/not_1.py": "MyBase = 1\nBase_ = 2\nPartsX = 3\nPar = 4\n",
+        "pkg/not_2.py": "Ünits = 'Bases'\nxÜnit = 0\n",
+        "pkg/not_3.py": "import math\n",
+    }
+    write_tree(tmp_path, files)
+    contents = {
+        tmp_path / name: (tmp_path / name).read_bytes() for name in sorted(files)
+    }
+    index, errors = _runner.index_project(contents)
+    assert not errors
+    indexed = {Path(name).name for name in index.files}
+    assert indexed == {"base.py", "first.py", "second.py", "third.py", "fourth.py"}

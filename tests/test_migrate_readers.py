@@ -231,7 +231,7 @@ def _decided(root: Path) -> tuple[int, list[str]]:
     names of those it leaves to libcst."""
     files, _ = _runner.find_files([str(root)], [])
     contents, _ = _runner.read_files(files)
-    index, errors = _runner.index_project(contents, workers=1)
+    index, errors = _runner.index_project(contents)
     assert not errors
     decided, undecided = 0, []
     for path in _runner.files_to_rewrite(contents, index):

@@ -11,8 +11,10 @@ from __future__ import annotations
 
 import ast
 import dataclasses
-from collections.abc import Iterable
+import functools
+from collections.abc import Callable, Iterable
 from pathlib import Path
+from typing import Any
 
 from ._bindings import nested_statements
 from ._names import dotted_name
@@ -166,12 +168,20 @@ def module_name(path: Path) -> tuple[str, bool]:
     `__init__.py`: the package is every directory above it holding one."""
     path = path.resolve()
     is_package = path.name == "__init__.py"
-    parts = [] if is_package else [path.stem]
-    directory = path.parent
-    while (directory / "__init__.py").is_file():
-        parts.append(directory.name)
-        directory = directory.parent
-    return ".".join(reversed(parts)) or path.stem, is_package
+    package = package_of(path.parent)
+    parts = package if is_package else (*package, path.stem)
+    return ".".join(parts) or path.stem, is_package
+
+
+@functools.cache
+def package_of(directory: Path) -> tuple[str, ...]:
+    """The names of the packages a resolved directory is in, outermost first:
+    asked once per directory rather than once per file, as a tree's files
+    share their directories (`index_project` clears it, as files change
+    between runs)."""
+    if directory.parent == directory or not (directory / "__init__.py").is_file():
+        return ()
+    return (*package_of(directory.parent), directory.name)
 
 
 def _self_attr(node: ast.expr, self_name: str) -> str | None:
@@ -218,7 +228,37 @@ def _bare_attrs_in(node: ast.expr, self_name: str) -> Iterable[str]:
             yield attr
 
 
-class _MethodReader(ast.NodeVisitor):
+class _Visitor(ast.NodeVisitor):
+    """`ast.NodeVisitor`, with each visit method looked up once per class of
+    node rather than by name on every node: the index visits every node of
+    every method, and the lookup was a quarter of its time."""
+
+    _methods: dict[type, Callable[[Any, Any], None]]
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        cls._methods = {}
+
+    def visit(self, node: ast.AST) -> None:
+        method = self._methods.get(type(node))
+        if method is None:
+            name = "visit_" + type(node).__name__
+            method = getattr(type(self), name, type(self).generic_visit)
+            self._methods[type(node)] = method
+        method(self, node)
+
+    def generic_visit(self, node: ast.AST) -> None:
+        for name in node._fields:
+            value = getattr(node, name, None)
+            if type(value) is list:
+                for item in value:
+                    if isinstance(item, ast.AST):
+                        self.visit(item)
+            elif isinstance(value, ast.AST):
+                self.visit(value)
+
+
+class _MethodReader(_Visitor):
     """Uses and assignments of `self.<attr>` in one method."""
 
     def __init__(self, facts: ClassFacts, self_name: str, params: set[str]) -> None:
@@ -402,7 +442,7 @@ def _resolve_relative(module: str, is_package: bool, level: int, name: str) -> s
     return ".".join([*parts, name] if name else parts)
 
 
-class _FileReader(ast.NodeVisitor):
+class _FileReader(_Visitor):
     def __init__(self, facts: FileFacts, lines: list[bytes], scan_calls: bool) -> None:
         self.facts = facts
         self.lines = lines

@@ -167,6 +167,7 @@ class ProjectIndex:
                 if name not in self.modules:
                     self._namespace.setdefault(name, facts)
         self._module_cache: dict[str, bool] = {}
+        self._qualified: dict[tuple[str, str], str | None] = {}
         self._children: dict[str, list[tuple[str, ClassFacts]]] | None = None
         self._imported: dict[str, set[str]] | None = None
         self._registrations: frozenset[str] | None = None
@@ -197,6 +198,16 @@ class ProjectIndex:
 
     def qualify(self, facts: FileFacts, name: str, depth: int = 0) -> str | None:
         """The qualified name a dotted name written in `facts`'s file refers to."""
+        if depth:
+            return self._qualify(facts, name, depth)
+        # Each class's bases and each field's types are asked for again and
+        # again (per class, per subclass, per round of the index).
+        key = (facts.path, name)
+        if key not in self._qualified:
+            self._qualified[key] = self._qualify(facts, name, 0)
+        return self._qualified[key]
+
+    def _qualify(self, facts: FileFacts, name: str, depth: int) -> str | None:
         head, _, rest = name.partition(".")
         if head in facts.classes or head in facts.int_list_functions:
             target: str | None = f"{self.key(facts)}.{head}"

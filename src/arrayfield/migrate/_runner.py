@@ -1,6 +1,6 @@
 """Running the codemod over a tree: finding and reading the files, building the
-project index until nothing new turns up, and the per-file rewrite, in worker
-processes when there are many files.
+project index until nothing new turns up, and the per-file rewrite, shared out
+among forked copies of this process (`_workers`) when there are many files.
 
 Each file is first analysed from its `ast` parse (`_check_ast`), which gives its
 diagnostics and whether the rewrite changes it; libcst parses only the files
@@ -16,29 +16,30 @@ from __future__ import annotations
 import ast
 import dataclasses
 import re
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, TypeVar
+from typing import TYPE_CHECKING, Any
 
 from ._check_ast import CheckResult, check_source
-from ._facts import FileFacts, module_name, read_file
+from ._facts import FileFacts, module_name, package_of, read_file
 from ._index import FileContext, ProjectIndex
 from ._lint import config_for
 from ._syntax import Undecidable
 from ._walk import python_files
+from ._workers import Workers
 
 if TYPE_CHECKING:
     from ._transform import MigrationResult
 
-_T = TypeVar("_T")
-
 # A file that mentions none of these cannot hold a Module class unless it
 # subclasses one found elsewhere, which `index_project` searches for by name;
-# the last two find where classes are registered as pytree nodes.
-_MENTIONS = re.compile(rb"equinox|eqx|Module|register_pytree|register_dataclass")
-# Worker processes pay off from this many bytes to parse: forking two and
-# sending them the jobs costs about what analysing this much with `ast` does.
-_PARALLEL_BYTES = 2_000_000
+# the last two find where classes are registered as pytree nodes. (Five
+# substring tests take a quarter of the time of one regex of the five.)
+_MENTIONS = (b"equinox", b"eqx", b"Module", b"register_pytree", b"register_dataclass")
+# Helpers pay off from this many bytes of source to parse: below it, sending
+# the facts and results through pipes costs about what sharing out the work
+# saves (measured on the tree of benchmarks/migrate_tree.py).
+PARALLEL_BYTES = 150_000
 # Whether files are analysed with `ast` first; False (for tests) reads every
 # file with libcst, the reference the `ast` reading must agree with.
 READ_WITH_AST = True
@@ -87,32 +88,6 @@ def read_files(files: Iterable[Path]) -> tuple[dict[Path, bytes], list[FileError
     return contents, errors
 
 
-def worth_forking(sizes: Iterable[int], workers: int) -> bool:
-    """Whether jobs of these sizes (bytes of source) go to worker processes."""
-    return workers > 1 and sum(sizes) >= _PARALLEL_BYTES
-
-
-def pool_map(function: Callable[..., _T], jobs: list[tuple], workers: int) -> list[_T]:
-    """`function(*job)` for every job, in `workers` worker processes (in this
-    one for `workers <= 1`; see `worth_forking`).
-
-    Workers are forked: a spawned one would import the `arrayfield` package
-    afresh, and forking skips the start-up of a new interpreter.
-    """
-    if workers <= 1 or len(jobs) < 2:
-        return [function(*job) for job in jobs]
-    import concurrent.futures
-    import multiprocessing
-
-    try:
-        context = multiprocessing.get_context("fork")
-    except ValueError:  # Windows: no fork
-        return [function(*job) for job in jobs]
-    with concurrent.futures.ProcessPoolExecutor(workers, mp_context=context) as pool:
-        chunk = max(1, len(jobs) // (4 * workers))
-        return list(pool.map(function, *zip(*jobs, strict=True), chunksize=chunk))
-
-
 def _syntax_error(data: bytes, exc: Exception) -> tuple[int, int, str]:
     """Line, column (1-based) and message of a syntax error: Python's own when it
     sees one, as it names the problem more precisely than libcst's parser does."""
@@ -128,14 +103,13 @@ def _syntax_error(data: bytes, exc: Exception) -> tuple[int, int, str]:
     return line, column, message
 
 
-def _index_file(
-    path: str, data: bytes, keep_tree: bool
-) -> tuple[FileFacts, ast.Module | None] | FileError:
-    """Phase 1: the file's facts, and with `keep_tree` its parse (for phase 2
-    in this process), or why it does not parse."""
+def _index_file(kept: dict[str, Any], path: str, data: bytes) -> FileFacts | FileError:
+    """Phase 1: the file's facts, or why it does not parse; its parse stays in
+    `kept`, for phase 2 in the same process."""
     try:
         tree = ast.parse(data, filename=path)
-        return read_file(path, data, tree), tree if keep_tree else None
+        kept[path] = tree
+        return read_file(path, data, tree)
     except SyntaxError as exc:
         message = f"cannot parse: {exc.msg}"
         return FileError(path, message, exc.lineno or 1, exc.offset or 1)
@@ -144,17 +118,18 @@ def _index_file(
 
 
 def _transform_file(
+    kept: dict[str, Any],
     path: str,
     data: bytes,
-    tree: ast.Module | None,
     context: FileContext,
     fix: bool,
     typed: bool,
     text: bool,
 ) -> MigrationResult | CheckResult | FileError:
-    """Phase 2: the rewrite and diagnostics of one file (whose parse `tree` is
-    given when phase 1 kept it), or an error message. With `text` false, a
-    changed file's new text is not needed."""
+    """Phase 2: the rewrite and diagnostics of one file (from its parse in
+    `kept`, if phase 1 made it in this process), or an error message. With
+    `text` false, a changed file's new text is not needed."""
+    tree = kept.pop(path, None)
     if READ_WITH_AST:
         try:
             checked = check_source(data, context, fix=fix, typed=typed, tree=tree)
@@ -177,9 +152,7 @@ def _transform_file(
 
 
 def index_project(
-    contents: dict[Path, bytes],
-    workers: int,
-    trees: dict[Path, ast.Module] | None = None,
+    contents: dict[Path, bytes], workers: Workers | None = None
 ) -> tuple[ProjectIndex, list[FileError]]:
     """Index the files that mention equinox, then, until nothing new turns up,
     those that mention a Module class found so far (a subclass in a file that
@@ -188,30 +161,33 @@ def index_project(
 
     The parses made in this process (not in workers) go into `trees`, if given,
     so that phase 2 need not parse those files again."""
+    workers = workers or Workers(1)
+    package_of.cache_clear()
     facts: list[FileFacts] = []
     errors: list[FileError] = []
     pending = dict(contents)
     # Module name -> the pending files of that name, one per import root.
     by_module: dict[str, list[Path]] | None = None
-    pattern: re.Pattern[bytes] | None = _MENTIONS
-    found = [path for path, data in pending.items() if pattern.search(data)]
+    found = [
+        path
+        for path, data in pending.items()
+        if any(word in data for word in _MENTIONS)
+    ]
     searched: set[str] = set()
     while found:
         for path in found:
             del pending[path]
-        forking = worth_forking((len(contents[path]) for path in found), workers)
-        keep = trees is not None and not forking
-        jobs = [(str(path), contents[path], keep) for path in found]
+        keys = [str(path) for path in found]
+        workers.place(keys, [len(contents[path]) for path in found], PARALLEL_BYTES)
+        jobs = [(key, contents[path]) for key, path in zip(keys, found, strict=True)]
         new: list[FileFacts] = []
-        results = pool_map(_index_file, jobs, workers if forking else 1)
-        for path, result in zip(found, results, strict=True):
+        for path, result in zip(
+            found, workers.map(_index_file, jobs, keys), strict=True
+        ):
             if isinstance(result, FileError):
                 errors.append(dataclasses.replace(result, path=path))
-                continue
-            file_facts, tree = result
-            new.append(file_facts)
-            if trees is not None and tree is not None:
-                trees[path] = tree
+            else:
+                new.append(result)
         facts.extend(new)
         index = ProjectIndex(facts)
         if not pending:
@@ -220,9 +196,8 @@ def index_project(
         searched |= names
         found = []
         if names:
-            words = b"|".join(re.escape(name.encode()) for name in sorted(names))
-            pattern = re.compile(rb"\b(?:" + words + rb")\b")
-            found = [path for path, data in pending.items() if pattern.search(data)]
+            pattern = re.compile(_alternatives(sorted(names)) + rb"\b")
+            found = [path for path, data in pending.items() if _mentions(pattern, data)]
         imported = {
             target
             for file in new
@@ -240,6 +215,42 @@ def index_project(
                         if path in pending and path not in found:
                             found.append(path)
     return ProjectIndex(facts), errors
+
+
+def _alternatives(names: Sequence[str]) -> bytes:
+    """A regex of the names as a trie (`Part(?:1|2)` for `Part1`, `Part2`):
+    where a plain alternation tries every name at every byte, `re` scans for
+    the first letters and follows one branch."""
+    trie: dict[str, dict] = {}
+    for name in names:
+        node = trie
+        for char in name:
+            node = node.setdefault(char, {})
+        node[""] = {}  # a name ends here
+
+    def branches(node: dict[str, dict]) -> bytes:
+        options = [
+            re.escape(char.encode()) + branches(child)
+            for char, child in node.items()
+            if char
+        ]
+        body = options[0] if len(options) == 1 else b"(?:" + b"|".join(options) + b")"
+        if options and "" in node:
+            return b"(?:" + body + b")?"
+        return body if options else b""
+
+    return branches(trie)
+
+
+def _mentions(pattern: re.Pattern[bytes], data: bytes) -> bool:
+    """Whether `pattern` (with no leading `\b`, which would stop `re` from
+    scanning ahead for its first letters) matches a whole word of `data`."""
+    for match in pattern.finditer(data):
+        start = match.start()
+        before = data[start - 1 : start]
+        if not (before.isalnum() or before == b"_"):
+            return True
+    return False
 
 
 def files_to_rewrite(contents: Iterable[Path], index: ProjectIndex) -> list[Path]:
@@ -263,20 +274,18 @@ def rewrite_files(
     fix: bool,
     typed: bool,
     text: bool,
-    workers: int,
-    trees: dict[Path, ast.Module] | None = None,
+    workers: Workers | None = None,
 ) -> list[MigrationResult | CheckResult | FileError]:
-    """Phase 2 for each file of `work`, in order; `text` says whether the new
-    text of changed files is needed (to write or preview it), `trees` holds
-    the parses phase 1 kept."""
-    forking = worth_forking((len(contents[path]) for path in work), workers)
-    kept = {} if trees is None or forking else trees  # not sent to workers
+    """Phase 2 for each file of `work`, in order, each in the process that
+    parsed it in phase 1 (`index_project` with the same `workers`); `text`
+    says whether the new text of changed files is needed (to write or preview
+    it)."""
+    workers = workers or Workers(1)
     project = index.top_level_modules()
     jobs = []
     for path in work:
         config = config_for(path.resolve().parent)
         lint = dataclasses.replace(config, first_party=config.first_party | project)
         context = dataclasses.replace(index.context(str(path)), lint=lint)
-        tree = kept.get(path)
-        jobs.append((str(path), contents[path], tree, context, fix, typed, text))
-    return pool_map(_transform_file, jobs, workers if forking else 1)
+        jobs.append((str(path), contents[path], context, fix, typed, text))
+    return workers.map(_transform_file, jobs, [str(path) for path in work])

@@ -10,13 +10,14 @@ from __future__ import annotations
 import contextlib
 import os
 import stat
-import tempfile
 from pathlib import Path
 
 
 def write_atomically(path: Path, data: bytes) -> None:
     """Replace the contents of `path` (the file a link points to, for a link)
     with `data`, keeping its permission bits. Raises `OSError`."""
+    import tempfile  # here: with random and shutil, 5 ms that --check never needs
+
     target = Path(os.path.realpath(path))
     mode = stat.S_IMODE(target.stat().st_mode)
     # Hidden, so that a file left by a killed run is skipped by the next walk.

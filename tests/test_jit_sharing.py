@@ -608,3 +608,103 @@ def test_sharers_called_with_a_new_shape_after_a_rebind_read_it():
         return results
 
     agree(run)
+
+
+# After a rebind each callable runs what its own cache would hold under
+# eqx.filter_jit: its own traces, and a new trace for a signature new to it,
+# even where another callable sharing its programs traced that signature before.
+
+
+def counting_closure(traces: list) -> Callable[[jax.Array], jax.Array]:
+    def step(x):
+        traces.append(None)  # runs only while tracing
+        return x * GAIN
+
+    return step
+
+
+def counting_gained(x, offset, traces):
+    traces.append(None)
+    return x * GAIN + offset
+
+
+def test_a_shape_another_sharer_traced_before_a_rebind_is_traced_anew():
+    def run(jit):
+        first, second = jit(counting_closure([])), jit(counting_closure([]))
+        results = [first(X), second(X), first(X[:2])]
+        set_gain(3.0)
+        # second: X[:2] is new to it (3.0) and X its own (2.0); first keeps both.
+        results += [second(X[:2]), first(X[:2]), second(X), first(X)]
+        return results
+
+    results = agree(run)
+    np.testing.assert_array_equal(results["af"][3], 3.0 * X[:2])
+    np.testing.assert_array_equal(results["af"][4], 2.0 * X[:2])
+    np.testing.assert_array_equal(results["af"][5], 2.0 * X)
+    # Shared before the rebind (second's X), traced anew after it (its X[:2]).
+    counts = {}
+    for name, jit in (("eqx", eqx.filter_jit), ("af", af.filter_jit)):
+        mine: list = []
+        first, second = jit(counting_closure(mine)), jit(counting_closure(mine))
+        try:
+            first(X), second(X), first(X[:2])
+            set_gain(3.0)
+            second(X[:2]), first(X[:2]), second(X)
+        finally:
+            set_gain(2.0)
+        counts[name] = len(mine)
+    assert counts == {"eqx": 4, "af": 3}
+
+
+def test_a_signature_traced_between_two_rebinds_serves_no_other_sharer():
+    def run(jit):
+        make = lambda: jit(lambda x: x * GAIN)  # noqa: E731 (a new function per call)
+        first, second = make(), make()
+        results = [first(X), second(X)]
+        set_gain(3.0)
+        results.append(first(X[:2]))  # first's own trace: 3.0
+        set_gain(4.0)
+        results += [second(X[:2]), first(X[:2]), make()(X[:2])]
+        set_gain(3.0)
+        results += [make()(X[:2]), second(X[:2])]
+        return results
+
+    results = agree(run)
+    gains = [2.0, 2.0, 3.0, 4.0, 3.0, 4.0, 3.0, 4.0]
+    for got, gain in zip(results["af"], gains, strict=True):
+        np.testing.assert_array_equal(got, gain * X[: got.shape[0]])
+
+
+def test_static_callables_sharing_a_program_keep_their_own_traces_past_a_rebind():
+    def run(jit):
+        jitted = jit(lambda x, f: f(x))
+        one, two = (functools.partial(gained, offset=1.0) for _ in range(2))
+        results = [jitted(X, one), jitted(X, two), jitted(X[:2], one)]
+        set_gain(3.0)
+        results += [jitted(X[:2], two), jitted(X[:2], one), jitted(X, two)]
+        set_gain(4.0)
+        three = functools.partial(gained, offset=1.0)
+        results += [jitted(X[:2], three), jitted(X, three), jitted(X[:2], two)]
+        return results
+
+    results = agree(run)
+    np.testing.assert_array_equal(results["af"][3], 3.0 * X[:2] + 1.0)
+    np.testing.assert_array_equal(results["af"][4], 2.0 * X[:2] + 1.0)
+    np.testing.assert_array_equal(results["af"][6], 4.0 * X[:2] + 1.0)
+
+    counts = {}
+    for name, jit in (("eqx", eqx.filter_jit), ("af", af.filter_jit)):
+        traces: list = []
+        jitted = jit(lambda x, f: f(x))
+        one, two = (
+            functools.partial(counting_gained, offset=1.0, traces=traces)
+            for _ in range(2)
+        )
+        try:
+            jitted(X, one), jitted(X, two), jitted(X[:2], one)
+            set_gain(3.0)
+            jitted(X[:2], two), jitted(X, two)
+        finally:
+            set_gain(2.0)
+        counts[name] = len(traces)
+    assert counts == {"eqx": 4, "af": 3}

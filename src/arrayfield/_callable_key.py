@@ -367,6 +367,12 @@ def globals_read(roots: tuple) -> Globals | None:
     return found
 
 
+def same_reads(a: Globals | None, b: Globals | None) -> bool:
+    """Whether two records of `globals_read` hold equal values (by the strict
+    rule)."""
+    return _Comparison().reads(a, b)
+
+
 class SharedKey:
     """A call's `(treedef, static leaves)`, equal to another call's when both trace
     to the same program (the rules in this module's docstring).

@@ -40,8 +40,10 @@ import jax.tree_util as jtu
 from . import _callable_key, _internals, _program
 from ._program import (
     Compiled,
+    History,
     Marked,
     WithKeywords,
+    call_signature,
     concrete,
     marked_program,
     user_program,
@@ -135,6 +137,7 @@ class _Layout:
         "shared",
         "shared_calls",
         "static_fun",
+        "users",
     )
 
     def __init__(
@@ -156,6 +159,22 @@ class _Layout:
             _callable_key.SharedKey, tuple[_callable_key.SharedKey, Compiled]
         ] = {}
         self.shared_calls: collections.deque[tuple] = collections.deque()
+        # The callables that run this layout's programs, as equinox tells them
+        # apart (a function by identity, another callable by ==): a caller's
+        # number is its place here, the layout's own function first.
+        self.users: list[Any] = [static_fun]
+
+    def user_of(self, static_fun: Any) -> int:
+        """The number of the caller whose static part is `static_fun` (under
+        `_lock`); a second caller makes every program route its calls."""
+        for number, user in enumerate(self.users):
+            if user == static_fun:
+                return number
+        self.users.append(static_fun)
+        if len(self.users) == 2:
+            for compiled in self.jits.values():
+                compiled.route_from_now()
+        return len(self.users) - 1
 
     def find_or_compile(
         self, treedef: Any, static: tuple, names: tuple[str, str]
@@ -184,10 +203,23 @@ class _Layout:
             del self.jits[self.shared_calls.popleft()]
         return found
 
-    def compile(self, treedef: Any, static: tuple, names: tuple[str, str]) -> Compiled:
+    def compile(
+        self,
+        treedef: Any,
+        static: tuple,
+        names: tuple[str, str],
+        *,
+        register: bool = True,
+    ) -> Compiled:
+        """A new program for this call structure, kept in `jits` unless it is
+        a version traced under rebound globals (see `Compiled.route`)."""
         traced = tuple(i for i, x in enumerate(static) if x is None)
         mixed = len(traced) != len(static)
         compiled = Compiled(traced if mixed else None)
+        if self.share:
+            compiled.history = History((treedef, static, self.static_fun))
+            if len(self.users) > 1 and register:
+                compiled.routes = {}
         run = user_program(
             self.static_fun,
             treedef,
@@ -209,13 +241,17 @@ class _Layout:
         else:  # flat(fun, leaves)
             donate = ()
         compiled.jitted = jax.jit(flat, donate_argnums=donate)
-        self.jits[(treedef, static)] = compiled
+        if register:
+            self.jits[(treedef, static)] = compiled
         return compiled
 
-    def traced_again(self, compiled: Compiled) -> None:
-        """Run by every trace of `compiled` (a new shape too): once a global the
-        trace reads was rebound since its key was made, its traces no longer read
-        what a new call would, so no new call shares it (nor this layout)."""
+    def traced_again(self, compiled: Compiled, call_args: tuple) -> None:
+        """Run by every trace of `compiled` (a new shape too): the globals it reads
+        go into the program's history, and once one was rebound since its key was
+        made, its traces no longer read what a new call would, so no new call
+        shares it (nor this layout)."""
+        assert compiled.history is not None
+        compiled.history.record(call_args)
         _stop_sharing_if_rebound(self)
         key = compiled.shared_key
         if key is not None and not key.reads_as_now(self.static_fun):
@@ -332,6 +368,7 @@ class _Plan:
         "signature",
         "static_fun",
         "unchecked",
+        "user",
     )
 
     def __init__(self, signature, names, layout, filter_warning, static_fun):
@@ -345,6 +382,9 @@ class _Plan:
         # traced under the globals of then, which the first call checks (see
         # `_own_layout`).
         self.unchecked = layout is not None and layout.static_fun != static_fun
+        # Which of its layout's callers this wrapper's function is (see
+        # `_Layout.users`); decided with the layout, at the first call.
+        self.user = 0
 
     # A static field of the wrapper, so part of its tree structure: two wrappers
     # of one function must compare equal, as two `eqx.filter_jit` wrappers do.
@@ -380,6 +420,7 @@ def _own_layout(plan: _Plan) -> _Layout:
                 plan.layout = layout = _shared_layout(
                     plan.names, plan.static_fun, donate, layout.share
                 )
+            plan.user = layout.user_of(plan.static_fun)
             plan.unchecked = False
         return layout
 
@@ -448,6 +489,8 @@ def _call(wrapper: _FilterJit, /, *args: Any, **kwargs: Any) -> Any:
             call_args = (dynamic_fun, first, rest)
     else:
         call_args = (_get(_get(wrapper, "_fallback"), _internals.DYNAMIC_FUN), leaves)
+    if compiled.routes is not None:  # more than one callable runs it
+        compiled = _routed(compiled, plan, layout, treedef, static, call_args)
     _in_flight.append(None)  # see `_QuietCallbackFailures`
     try:
         if plan.filter_warning:
@@ -484,6 +527,32 @@ def _call(wrapper: _FilterJit, /, *args: Any, **kwargs: Any) -> Any:
     return jtu.tree_unflatten(
         out_tree, [x if v is None else v for x, v in zip(arrays, values, strict=True)]
     )
+
+
+def _routed(
+    compiled: Compiled,
+    plan: _Plan,
+    layout: _Layout,
+    treedef: Any,
+    static: tuple,
+    call_args: tuple,
+) -> Compiled:
+    """The program a call runs when several callables share `compiled`: the one
+    its own callable's calls with this signature ran before, as if it had a
+    cache of its own (see `Compiled.route`)."""
+    routes = compiled.routes
+    assert routes is not None
+    key = (plan.user, call_signature(call_args))
+    chosen = routes.get(key)
+    if chosen is None:
+        with _lock:
+            chosen = routes.get(key)
+            if chosen is None:
+                chosen = compiled.route(
+                    *key,
+                    lambda: layout.compile(treedef, static, plan.names, register=False),
+                )
+    return chosen
 
 
 def _call_equinox(fallback: Any, args: tuple, kwargs: dict) -> Any:

@@ -8,13 +8,16 @@ the programs are, so that both halves read on their own.
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Callable
 from typing import Any
 
 import jax
 import jax.core
+import jax.dtypes
 import jax.extend
 import jax.tree_util as jtu
+import numpy as np
 
 from . import _callable_key, _internals
 
@@ -76,6 +79,54 @@ jtu.register_pytree_node(
 )
 
 
+_AVAL = operator.attrgetter("aval")
+_SHAPE_DTYPE_WEAK = operator.attrgetter("shape", "dtype", "weak_type")
+
+
+def call_signature(call_args: tuple) -> tuple:
+    """What a program's `jax.jit` tells calls apart by, as far as traces go: each
+    leaf's shape, dtype and weak type, read alike from a call's arrays and from
+    a trace's tracers."""
+    # `(leaves,)` for a plain function, the common case (see `_jit._Layout`).
+    leaves = call_args[0] if len(call_args) == 1 else jtu.tree_leaves(call_args)
+    try:
+        return tuple(map(_SHAPE_DTYPE_WEAK, map(_AVAL, leaves)))
+    except AttributeError:  # a NumPy array: traced as its canonical dtype, strong
+        return tuple(
+            _SHAPE_DTYPE_WEAK(x.aval)
+            if hasattr(x, "aval")
+            else (np.shape(x), jax.dtypes.canonicalize_dtype(np.result_type(x)), False)
+            for x in leaves
+        )
+
+
+class History:
+    """Which globals each trace of one `jax.jit` read: per call signature, their
+    values when it was traced (`context` is what the trace runs: the tracing
+    call's structure and static leaves, and the jitted function)."""
+
+    __slots__ = ("context", "traced")
+
+    def __init__(self, context: tuple):
+        self.context = context
+        self.traced: dict[tuple, _callable_key.Globals | None] = {}
+
+    def record(self, call_args: tuple) -> None:
+        """Run by each trace (see `user_program`)."""
+        signature = call_signature(call_args)
+        if signature not in self.traced:
+            self.traced[signature] = _callable_key.globals_read(self.context)
+
+    def serves(self, signature: tuple) -> bool:
+        """Whether a call with this signature that traces now would read what
+        the program runs: it has no trace for it yet (the call traces it), or
+        the globals its trace read hold the same values now."""
+        if signature not in self.traced:
+            return True
+        now = _callable_key.globals_read(self.context)
+        return _callable_key.same_reads(self.traced[signature], now)
+
+
 class Compiled:
     """The `jax.jit` for one call structure.
 
@@ -89,10 +140,29 @@ class Compiled:
     about a microsecond a call) and calls return once dispatched, like `jax.jit`.
     """
 
-    __slots__ = ("jitted", "outputs", "pairs", "shared_key", "traced")
+    __slots__ = (
+        "history",
+        "jitted",
+        "outputs",
+        "pairs",
+        "routes",
+        "shared_key",
+        "traced",
+        "versions",
+    )
 
     def __init__(self, traced: tuple[int, ...] | None):
         self.jitted: Any = None
+        # The traces of `jitted`, one History for this program and its copies
+        # (`shared_with`); None where nothing shares it (no share_callables).
+        self.history: History | None = None
+        # Once more than one caller (a callable, as equinox tells them apart)
+        # runs this program: (caller, signature) -> the program that caller's
+        # calls with that signature run, chosen at its first such call (see
+        # `route`). None while one caller does: calls skip routing.
+        self.routes: dict[tuple[int, tuple], Compiled] | None = None
+        # Programs for this call structure traced anew under rebound globals.
+        self.versions: list[Compiled] = []
         # Where the traced leaves are, when some leaves are static (calls pass only
         # the traced ones); None when every leaf is traced.
         self.traced = traced
@@ -105,11 +175,49 @@ class Compiled:
         self.shared_key: _callable_key.SharedKey | None = None
 
     def shared_with(self, pairs: _callable_key.Counterparts) -> Compiled:
-        """This program, for a call whose callables `pairs` maps to this one's."""
+        """This program, for a call whose callables `pairs` maps to this one's;
+        both route their calls from now on."""
         shared = Compiled(self.traced)
         shared.jitted = self.jitted
+        shared.history = self.history
         shared.pairs = pairs
+        shared.routes = {}
+        self.route_from_now()
         return shared
+
+    def route_from_now(self) -> None:
+        """Start routing calls, as a second caller has come: the only one so far
+        (caller 0, the function its layout was made for) keeps every trace it
+        made."""
+        if self.routes is None and self.history is not None:
+            self.routes = {(0, signature): self for signature in self.history.traced}
+
+    def route(
+        self, caller: int, signature: tuple, compile_anew: Callable[[], Compiled]
+    ) -> Compiled:
+        """The program a caller's first call with `signature` runs, from then on
+        (under the lock of `_jit`).
+
+        As under `eqx.filter_jit`, where each callable has a cache of its own, a
+        caller runs its own traces for good, and a signature new to it traces
+        now: another caller's trace serves it only if the globals that trace read
+        hold the same values now. Otherwise a version of this program traced
+        under today's globals does (`compile_anew` makes one)."""
+        assert self.routes is not None and self.history is not None
+        chosen: Compiled | None = None
+        if self.history.serves(signature):
+            chosen = self
+        else:
+            for version in self.versions:
+                assert version.history is not None
+                if version.history.serves(signature):
+                    chosen = version
+                    break
+            else:
+                chosen = compile_anew()
+                self.versions.append(chosen)
+        self.routes[caller, signature] = chosen
+        return chosen
 
     def own_outputs(self, traced_outputs: tuple[Any, Any]) -> tuple[Any, Any]:
         """The output's static part `(treedef, values)` as the trace made it, with
@@ -180,7 +288,7 @@ def user_program(
     static: tuple,
     traced: tuple[int, ...] | None,
     fun_at: int | None,
-    on_trace: Callable[[], None] | None = None,
+    on_trace: Callable[[tuple], None] | None = None,
 ) -> Callable[..., tuple]:
     """The user's function on flat leaves: `(*parts of the traced leaves, with the
     function's arrays at fun_at) -> (output, None)`, or `-> (output's arrays,
@@ -189,7 +297,7 @@ def user_program(
 
     def run(*call_args: Any) -> tuple:
         if on_trace is not None:
-            on_trace()
+            on_trace(call_args)
         if fun_at is None:  # no arrays in the function: its static leaves are it
             parts = call_args
             fun = jtu.tree_unflatten(fun_tree, fun_leaves)

@@ -36,10 +36,10 @@ if TYPE_CHECKING:
 # the last two find where classes are registered as pytree nodes. (Five
 # substring tests take a quarter of the time of one regex of the five.)
 _MENTIONS = (b"equinox", b"eqx", b"Module", b"register_pytree", b"register_dataclass")
-# Helpers pay off from this many bytes of source to parse: below it, sending
-# the facts and results through pipes costs about what sharing out the work
-# saves (measured on the tree of benchmarks/migrate_tree.py).
-PARALLEL_BYTES = 150_000
+# Helpers pay off from this many bytes of source to parse: on the tree of
+# benchmarks/migrate_tree.py at several sizes, two processes took longer than
+# one at 65 kB (forking, pickling the facts and results) and less from 80 kB.
+PARALLEL_BYTES = 100_000
 # Whether files are analysed with `ast` first; False (for tests) reads every
 # file with libcst, the reference the `ast` reading must agree with.
 READ_WITH_AST = True

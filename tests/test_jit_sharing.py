@@ -10,6 +10,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import types
+import warnings
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -708,3 +709,22 @@ def test_static_callables_sharing_a_program_keep_their_own_traces_past_a_rebind(
             set_gain(2.0)
         counts[name] = len(traces)
     assert counts == {"eqx": 4, "af": 3}
+
+
+@pytest.mark.parametrize("donate", ["all", "all-except-first", "warn", "none"])
+def test_donating_sharers_read_a_rebind_as_in_equinox(donate):
+    # Donating calls pass the leaves in parts: the signature reads them all.
+    def run(jit):
+        make = lambda: jit(lambda x, y: x * GAIN + y, donate=donate)  # noqa: E731
+        first, second = make(), make()
+        fresh = lambda n: (X[:n] + 0, X[:n] + 0)  # noqa: E731 (donated buffers)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # donation unused on the CPU
+            results = [first(*fresh(3)), second(*fresh(3)), first(*fresh(2))]
+            set_gain(3.0)
+            results += [second(*fresh(2)), first(*fresh(2)), second(*fresh(3))]
+        return results
+
+    results = agree(run)
+    np.testing.assert_array_equal(results["af"][3], 4.0 * X[:2])
+    np.testing.assert_array_equal(results["af"][4], 3.0 * X[:2])

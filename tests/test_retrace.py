@@ -757,3 +757,51 @@ def test_under_af_filter_jit_a_callable_it_shares_is_not_a_cause(caught):
     off(_scene(2.0))  # keyed by identity, as in equinox: the lambdas are a cause
     (message,) = _messages(caught)
     assert "3 causes:" in message and "scene.sources[*].render (" in message
+
+
+SCALE = 2.0  # a module global that the next test rebinds
+OFFSET = 1.0  # read too, never rebound
+
+
+def _scaled_closure():
+    def step(x):
+        return x * SCALE + OFFSET
+
+    return step
+
+
+@needs_sharing
+def test_a_retrace_from_a_rebound_global_names_the_global(caught):
+    global SCALE
+    x = jnp.ones(3)
+    try:
+        with af.explain_retraces():
+            first, second = (af.filter_jit(_scaled_closure()) for _ in range(2))
+            first(x), second(x), first(x[:2])  # one program, shared
+            SCALE = 3.0
+            line = _this_line() + 1
+            out = second(x[:2])  # new to `second`: traced anew, as under eqx
+    finally:
+        SCALE = 2.0
+    np.testing.assert_array_equal(out, 3.0 * x[:2] + 1.0)
+    *_, last = _retraces(caught)
+    message = str(last.message)
+    assert last.lineno == line
+    assert "but a global it reads holds a new value since: SCALE." in message
+    assert "OFFSET" not in message
+    assert "pass the value as an argument" in message
+
+
+def test_a_retrace_with_nothing_rebound_keeps_the_causes_outside_the_arguments(
+    caught,
+):
+    x = jnp.ones(3)
+    with af.explain_retraces():
+        step = eqx.filter_jit(_scaled_closure())
+        step(x)
+        jax.clear_caches()
+        step(x)  # the same arguments and globals: traced again all the same
+    (message,) = _messages(caught)
+    assert "the cause is outside the arguments" in message
+    assert "jax.clear_caches()" in message
+    assert "holds a new value" not in message

@@ -11,7 +11,7 @@ from typing import Any
 
 import jax.tree_util as jtu
 
-from .. import _internals, _jit
+from .. import _callable_key, _internals, _jit
 from .._errors import (
     EQUINOX_DIR,
     JAX_DIR,
@@ -28,8 +28,8 @@ from ._signature import Signature, signature
 HISTORY = 32
 
 
-def location(fn: Any) -> str:
-    """`qualname (file:line)` of the Python function behind a (jitted) callable."""
+def underlying(fn: Any) -> Any:
+    """The Python function behind a (jitted, partial) callable."""
     target = fn
     for _ in range(10):
         if isinstance(target, functools.partial):
@@ -38,6 +38,12 @@ def location(fn: Any) -> str:
             target = target.__wrapped__
         else:
             break
+    return target
+
+
+def location(fn: Any) -> str:
+    """`qualname (file:line)` of the Python function behind a (jitted) callable."""
+    target = underlying(fn)
     name = getattr(target, "__qualname__", None) or type(target).__qualname__
     code = getattr(target, "__code__", None)
     if code is None:
@@ -62,6 +68,24 @@ def calling_jit() -> str | None:
     return None  # called from the user's own jitted function: any jit
 
 
+def _rebound(
+    before: _callable_key.Globals | None, now: _callable_key.Globals | None
+) -> list[str]:
+    """The names of the globals read both times whose values differ."""
+    if before is None or now is None:
+        return []
+    return sorted(
+        {
+            name
+            for (scope, name), value in now.items()
+            if (scope, name) in before
+            and not _callable_key.same_reads(
+                {(scope, name): before[scope, name]}, {(scope, name): value}
+            )
+        }
+    )
+
+
 class Site:
     """What one watched function has traced with (its last few signatures)."""
 
@@ -78,6 +102,8 @@ class Site:
         self.last_trace = -1  # for a plain function: the top-level trace it was in
         # af.filter_jit with sharing: a callable it shares never made it trace.
         self.drops_shared = _jit.shares_callables(fn)
+        # The globals the function read at its last trace, with their values.
+        self.reads: _callable_key.Globals | None = None
 
     def arguments(self, args: tuple, kwargs: dict) -> dict[str, Any]:
         return bind_arguments(self.fn, args, kwargs)
@@ -96,7 +122,9 @@ class Site:
         """
         arguments = {**extra, **self.arguments(args, kwargs)}
         new = signature(arguments, args, kwargs, self.traced_scalars)
+        reads = _callable_key.globals_read((underlying(self.fn),))
         with self.lock:
+            before, self.reads = self.reads, reads
             history = list(self.history)
             self.history.append(new)
             del self.history[:-HISTORY]
@@ -111,11 +139,20 @@ class Site:
             changes = min(
                 (diff(old, new, jit, scalar_values=True) for old in history), key=len
             )
-        warn_in_user_code(RetraceWarning(self._message(changes)))
+        rebound = [] if changes else _rebound(before, reads)
+        warn_in_user_code(RetraceWarning(self._message(changes, rebound)))
         return True
 
-    def _message(self, changes: list[Change]) -> str:
+    def _message(self, changes: list[Change], rebound: list[str]) -> str:
         head = f"{location(self.fn)} was traced and compiled again."
+        if rebound:
+            names = ", ".join(rebound)
+            return (
+                f"{head} No argument differs from an earlier call that traced, "
+                f"but a global it reads holds a new value since: {names}. A trace "
+                "reads globals as it runs, so each new value compiles again; pass "
+                "the value as an argument (an array) instead."
+            )
         if not changes:
             causes = (
                 "a new jit wrapper around the same function (eqx.filter_jit or "

@@ -667,17 +667,21 @@ def test_files_are_read_when_they_name_a_module_class_as_a_whole_word(tmp_path):
     """A file that imports no equinox is indexed when it names a Module class
     found elsewhere (its subclass may be there), and only then: the names are
     searched as whole words, a name that begins another (`Part`, `Parts`),
-    with non-ASCII letters, at the start and end of the file."""
-    module_classes = ["Part", "Parts", "Ünit", "Base"]
+    with non-ASCII letters first or last, at the start and end of the file,
+    and a nested class's name after an outer one's alias."""
+    module_classes = ["Part", "Parts", "Ünit", "Base", "Basé"]
     files = {
         "pkg/base.py": "import equinox as eqx\n\n"
-        + "".join(f"class {name}(eqx.Module):\n    pass\n" for name in module_classes),
+        + "".join(f"class {name}(eqx.Module):\n    pass\n" for name in module_classes)
+        + "class Outer:\n    class Inner(eqx.Module):\n        pass\n",
         "pkg/first.py": "Part",  # the whole file
         "pkg/second.py": "x = Parts\n",
         "pkg/third.py": "from .base import Ünit\n",
         "pkg/fourth.py": "y = (Base)",
+        "pkg/fifth.py": "from .base import Outer as MyOuter\nz = MyOuter.Inner\n",
+        "pkg/sixth.py": "w = [Basé]\n",
         "pkg/not_1.py": "MyBase = 1\nBase_ = 2\nPartsX = 3\nPar = 4\n",
-        "pkg/not_2.py": "Ünits = 'Bases'\nxÜnit = 0\n",
+        "pkg/not_2.py": "Ünits = 'Bases'\nxÜnit = 0\nBaséß = 1\néBase = 2\n",
         "pkg/not_3.py": "import math\n",
     }
     write_tree(tmp_path, files)
@@ -687,4 +691,7 @@ def test_files_are_read_when_they_name_a_module_class_as_a_whole_word(tmp_path):
     index, errors = _runner.index_project(contents)
     assert not errors
     indexed = {Path(name).name for name in index.files}
-    assert indexed == {"base.py", "first.py", "second.py", "third.py", "fourth.py"}
+    assert indexed == {
+        "base.py",
+        *("first.py", "second.py", "third.py", "fourth.py", "fifth.py", "sixth.py"),
+    }

@@ -206,3 +206,39 @@ def test_the_benchmark_tree_is_shared_out(tmp_path):
         work, contents, alone, fix=False, typed=False, text=False
     )
     assert not workers.kept  # phase 2 took the parses it was given
+
+
+def _fails_here(kept: dict, key: str, batch: str) -> tuple[str, str]:
+    if os.getpid() == PARENT and batch == "first":
+        raise ValueError(key)
+    return key, batch
+
+
+def test_a_batch_that_raised_leaves_no_reply_for_the_next():
+    keys = ["a", "b"]
+    with Workers(2) as workers:
+        _spread(workers, keys)
+        with pytest.raises(ValueError):
+            workers.map(_fails_here, [(key, "first") for key in keys], keys)
+        results = workers.map(_fails_here, [(key, "second") for key in keys], keys)
+    assert results == [("a", "second"), ("b", "second")]
+
+
+def _timed_out(signum: int, frame: object) -> None:
+    raise TimeoutError("a helper waits for an end of input that never comes")
+
+
+def test_two_open_worker_sets_close_in_either_order():
+    previous = signal.signal(signal.SIGALRM, _timed_out)
+    signal.alarm(30)
+    try:
+        for order in ((0, 1), (1, 0)):
+            sets = [Workers(2), Workers(2)]
+            for workers in sets:
+                _spread(workers, ["a", "b"])
+                workers.map(_pid, [("a",), ("b",)], ["a", "b"])
+            for index in order:
+                sets[index].close()
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, previous)

@@ -22,7 +22,7 @@ from . import _runner
 from ._check_ast import CheckResult
 from ._diagnostics import CODES, source_lines, suppressed
 from ._runner import FileError
-from ._workers import Workers
+from ._workers import Workers, usable_cpus
 from ._write import write_atomically
 
 if TYPE_CHECKING:
@@ -260,7 +260,7 @@ def _migrate(args: argparse.Namespace) -> int:
     outcome = _Outcome()
     files, errors = _runner.find_files(args.paths, args.exclude)
     contents, read_errors = _runner.read_files(files)
-    with Workers(args.jobs or os.cpu_count() or 1) as workers:
+    with Workers(args.jobs or usable_cpus()) as workers:
         index, index_errors = _runner.index_project(contents, workers)
         for error in [*errors, *read_errors, *index_errors]:
             _report_error(error, outcome)

@@ -196,7 +196,7 @@ def index_project(
         searched |= names
         found = []
         if names:
-            pattern = re.compile(_alternatives(sorted(names)) + rb"\b")
+            pattern = _name_pattern(sorted(names))
             found = [path for path, data in pending.items() if _mentions(pattern, data)]
         imported = {
             target
@@ -243,14 +243,30 @@ def _alternatives(names: Sequence[str]) -> bytes:
 
 
 def _mentions(pattern: re.Pattern[bytes], data: bytes) -> bool:
-    """Whether `pattern` (with no leading `\b`, which would stop `re` from
-    scanning ahead for its first letters) matches a whole word of `data`."""
-    for match in pattern.finditer(data):
+    """Whether `pattern` (see `_name_pattern`) matches where no identifier
+    character comes before it: a leading `\b` would stop `re` from scanning
+    ahead for the first letters."""
+    match = pattern.search(data)
+    while match is not None:
         start = match.start()
-        before = data[start - 1 : start]
-        if not (before.isalnum() or before == b"_"):
+        if start == 0 or data[start - 1] not in _IDENTIFIER_BYTES:
             return True
+        # A later name may start inside this match (`Inner` in `MyOuter.Inner`).
+        match = pattern.search(data, start + 1)
     return False
+
+
+def _name_pattern(names: Sequence[str]) -> re.Pattern[bytes]:
+    """A regex of the names, each ending where an identifier does (UTF-8
+    bytes of non-ASCII letters count as identifier characters; `\b` in a
+    bytes regex would not count them)."""
+    return re.compile(_alternatives(names) + rb"(?![A-Za-z0-9_\x80-\xff])")
+
+
+# What may continue an identifier, as UTF-8 bytes.
+_IDENTIFIER_BYTES = frozenset(
+    b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_"
+) | frozenset(range(0x80, 0x100))
 
 
 def files_to_rewrite(contents: Iterable[Path], index: ProjectIndex) -> list[Path]:

@@ -76,16 +76,25 @@ class Workers:
             for helper, share in zip(helpers, shares[1:], strict=True)
         ]
         results: list = [None] * len(jobs)
-        for number in shares[0]:
-            results[number] = function(self.kept, *jobs[number])
-        for helper, share, went in zip(helpers, shares[1:], sent, strict=True):
-            done = helper.receive() if went and helper is not None else None
-            if done is None:
-                # Not sent, or the helper failed: the jobs run here, where an
-                # error they raise is reported as it would be without helpers.
-                done = [function(self.kept, *jobs[n]) for n in share]
-            for number, result in zip(share, done, strict=True):
-                results[number] = result
+        pending = [h for h, went in zip(helpers, sent, strict=True) if went and h]
+        try:
+            for number in shares[0]:
+                results[number] = function(self.kept, *jobs[number])
+            for helper, share, went in zip(helpers, shares[1:], sent, strict=True):
+                done = None
+                if went and helper is not None:
+                    pending.remove(helper)
+                    done = helper.receive()
+                if done is None:
+                    # Not sent, or the helper failed: the jobs run here, where an
+                    # error they raise is reported as it would be without helpers.
+                    done = [function(self.kept, *jobs[n]) for n in share]
+                for number, result in zip(share, done, strict=True):
+                    results[number] = result
+        finally:
+            # A job here raised: a reply left unread would answer the next batch.
+            for helper in pending:
+                helper.abandon()
         return results
 
     def close(self) -> None:
@@ -110,10 +119,18 @@ def _start(count: int) -> list[_Helper]:
     sys.stderr.flush()
     for _ in range(count):
         try:
-            helpers.append(_Helper(helpers))
+            helpers.append(_Helper())
         except OSError:
             break
     return helpers
+
+
+def usable_cpus() -> int:
+    """The CPUs this process may run on (a container's share, not the host's)."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):  # not on Linux
+        return os.cpu_count() or 1
 
 
 def threads() -> int:
@@ -132,23 +149,37 @@ def threads() -> int:
 class _Helper:
     """One forked process, and the two pipes to it."""
 
-    def __init__(self, siblings: Sequence[_Helper]) -> None:
+    def __init__(self) -> None:
         helper_reads, parent_writes = os.pipe()
         parent_reads, helper_writes = os.pipe()
-        pid = os.fork()
-        if pid == 0:  # the helper
-            os.close(parent_writes)
-            os.close(parent_reads)
-            # A sibling must see the end of its input when the parent closes
-            # it, not wait for this process to close a copy.
-            for sibling in siblings:
-                sibling.close_files()
-            _serve(os.fdopen(helper_reads, "rb"), os.fdopen(helper_writes, "wb"))
+        try:
+            pid = os.fork()
+        except OSError:
+            for descriptor in (
+                helper_reads,
+                parent_writes,
+                parent_reads,
+                helper_writes,
+            ):
+                os.close(descriptor)
+            raise
+        if pid == 0:  # the helper: never returns into the parent's code
+            try:
+                os.close(parent_writes)
+                os.close(parent_reads)
+                # Every other helper (of any `Workers`) must see the end of its
+                # input when the parent closes it, not wait for a copy here.
+                for other in list(_open):
+                    other.close_files()
+                _serve(os.fdopen(helper_reads, "rb"), os.fdopen(helper_writes, "wb"))
+            finally:
+                os._exit(1)
         os.close(helper_reads)
         os.close(helper_writes)
         self.pid = pid
         self._requests: BinaryIO | None = os.fdopen(parent_writes, "wb")
         self._replies = os.fdopen(parent_reads, "rb")
+        _open.add(self)
 
     def send(self, function: Job, jobs: Sequence[tuple]) -> bool:
         """Whether the jobs reached the helper."""
@@ -158,7 +189,7 @@ class _Helper:
             pickle.dump((function, jobs), self._requests, pickle.HIGHEST_PROTOCOL)
             self._requests.flush()
         except (OSError, pickle.PicklingError):
-            self._abandon()
+            self.abandon()
             return False
         return True
 
@@ -169,23 +200,28 @@ class _Helper:
         except (OSError, EOFError, pickle.UnpicklingError):
             reply = None
         if reply is None:
-            self._abandon()
+            self.abandon()
         return reply
 
-    def _abandon(self) -> None:
-        # A helper that failed once gets no more work.
+    def abandon(self) -> None:
+        """Give it no more work: its input ends, so it exits."""
         if self._requests is not None:
             with contextlib.suppress(OSError):
                 self._requests.close()
             self._requests = None
 
     def close_files(self) -> None:
-        self._abandon()
+        self.abandon()
         self._replies.close()
 
     def stop(self) -> None:
         self.close_files()  # end of input: the helper exits
+        _open.discard(self)
         os.waitpid(self.pid, 0)
+
+
+# The helpers this process has started and not yet stopped.
+_open: set[_Helper] = set()
 
 
 def _serve(requests: BinaryIO, replies: BinaryIO) -> None:

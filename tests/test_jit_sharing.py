@@ -728,3 +728,99 @@ def test_donating_sharers_read_a_rebind_as_in_equinox(donate):
     results = agree(run)
     np.testing.assert_array_equal(results["af"][3], 4.0 * X[:2])
     np.testing.assert_array_equal(results["af"][4], 3.0 * X[:2])
+
+
+CONFIG = types.ModuleType("config")  # a module whose attribute a test rebinds
+CONFIG.GAIN = 2.0
+
+
+def test_a_module_attribute_rebound_between_two_wrappers_is_read_again():
+    def run(jit):
+        make = lambda: jit(lambda x: x * CONFIG.GAIN)  # noqa: E731
+        try:
+            first = make()(X)
+            CONFIG.GAIN = 3.0
+            return [first, make()(X)]
+        finally:
+            CONFIG.GAIN = 2.0
+
+    results = agree(run)
+    np.testing.assert_array_equal(results["af"][1], 3.0 * X)
+    # Unchanged, the attribute stands in the way of nothing.
+    traces: list = []
+
+    def make_counting():
+        def step(x):
+            traces.append(None)
+            return x * CONFIG.GAIN
+
+        return step
+
+    for _ in range(3):
+        af.filter_jit(make_counting())(X)
+    assert len(traces) == (1 if _callable_key.SUPPORTED else 3)
+
+
+FAIL = [False]  # set by a test: the function below raises while tracing
+
+
+def failing_closure():
+    def step(x):
+        if FAIL[0]:
+            raise ValueError("not ready")
+        return x * GAIN
+
+    return step
+
+
+Y = jnp.arange(1.0, 6.0)
+
+
+@pytest.mark.parametrize("between", ["eager call", "jax.clear_caches", "failed trace"])
+def test_what_a_sharer_reuses_is_the_trace_jax_kept(between):
+    # The history of a program is that of its traces that JAX keeps: not an
+    # eager call under jax.disable_jit, the latest trace after clear_caches,
+    # nothing for a trace that raised.
+    def run(jit):
+        first, second = jit(failing_closure()), jit(failing_closure())
+        results = [first(Y), second(Y)]  # one layout, two callables
+        if between == "eager call":
+            with jax.disable_jit():
+                results.append(first(X))
+        elif between == "jax.clear_caches":
+            results.append(first(X))
+            jax.clear_caches()
+        else:
+            FAIL[0] = True
+            with pytest.raises(ValueError):
+                first(X)
+            FAIL[0] = False
+        set_gain(3.0)
+        results.append(first(X))  # traced now, under 3.0
+        set_gain(2.0)
+        results.append(second(X))  # new to second: under 2.0, as under eqx
+        return results
+
+    results = agree(run)
+    np.testing.assert_array_equal(results["af"][-1], 2.0 * X)
+
+
+def test_wrappers_of_a_function_share_its_traces_wherever_its_layout_went():
+    def run(jit):
+        one, two = closure_reading_gain(0.0), closure_reading_gain(0.0)
+        results = [jit(one)(X)]
+        made_before = jit(two)
+        results.append(jit(two)(Y))  # two joins one's layout
+        set_gain(3.0)
+        results.append(made_before(Y))  # two's own trace: 2.0
+        three = closure_reading_gain(0.0)
+        waiting = jit(three)
+        results.append(jit(three)(X))  # three moves (rebound since): 3.0
+        set_gain(4.0)
+        results += [waiting(X), jit(three)(X)]  # three's trace, where it went
+        return results
+
+    results = agree(run)
+    gains = [2.0, 2.0, 2.0, 3.0, 3.0, 3.0]
+    for got, gain in zip(results["af"], gains, strict=True):
+        np.testing.assert_array_equal(got, gain * (X if got.shape == X.shape else Y))

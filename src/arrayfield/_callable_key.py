@@ -54,6 +54,7 @@ from . import _internals
 # `af.filter_jit` keys callables as equinox does (nothing is shared, nothing lost).
 SUPPORTED: bool = _internals.can_share_callables()
 _FUNCTION = types.FunctionType
+_MODULE = types.ModuleType
 _PARTIAL = functools.partial
 _METHOD = types.MethodType
 _JIT = _internals.JIT_FUNCTION
@@ -313,6 +314,22 @@ def global_names(code: types.CodeType) -> tuple[str, ...]:
     return names
 
 
+def attribute_names(code: types.CodeType) -> frozenset[str]:
+    """The names `code` and the code objects nested in it read as attributes
+    (or globals: Python keeps both in `co_names`), computed once per code."""
+    names = _attribute_names_of.get(code)
+    if names is None:
+        found = set(code.co_names)
+        for const in code.co_consts:
+            if type(const) is types.CodeType:
+                found.update(attribute_names(const))
+        names = _attribute_names_of[code] = frozenset(found)
+    return names
+
+
+_attribute_names_of: dict[types.CodeType, frozenset[str]] = {}
+
+
 def globals_read(roots: tuple) -> Globals | None:
     """The globals that the functions reachable from `roots` (leaves, static
     fields, treedefs) read, with their values now; None past _MAX_FUNCTIONS."""
@@ -343,7 +360,14 @@ def globals_read(roots: tuple) -> Globals | None:
             for name in global_names(x.__code__):
                 if name in scope:
                     value = found[id(scope), name] = scope[name]
-                    pending.append(value)  # a function it calls reads globals too
+                    if type(value) is _MODULE:
+                        # `cfg.GAIN` reads a module's attribute as it traces;
+                        # the functions a module holds are not followed.
+                        namespace = vars(value)
+                        for attr in attribute_names(x.__code__) & namespace.keys():
+                            found[id(namespace), attr] = namespace[attr]
+                    else:
+                        pending.append(value)  # a function it calls reads globals
             pending.extend(x.__defaults__ or ())
             pending.extend((x.__kwdefaults__ or {}).values())
             pending.extend(x.__dict__.values())

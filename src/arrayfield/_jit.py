@@ -45,6 +45,7 @@ from ._program import (
     WithKeywords,
     call_signature,
     concrete,
+    jit_disabled,
     marked_program,
     user_program,
 )
@@ -160,21 +161,20 @@ class _Layout:
         ] = {}
         self.shared_calls: collections.deque[tuple] = collections.deque()
         # The callables that run this layout's programs, as equinox tells them
-        # apart (a function by identity, another callable by ==): a caller's
-        # number is its place here, the layout's own function first.
-        self.users: list[Any] = [static_fun]
+        # apart (a function by identity, another callable by ==), numbered in
+        # the order they came, the layout's own function 0.
+        self.users: dict[Any, int] = {static_fun: 0}
 
     def user_of(self, static_fun: Any) -> int:
         """The number of the caller whose static part is `static_fun` (under
         `_lock`); a second caller makes every program route its calls."""
-        for number, user in enumerate(self.users):
-            if user == static_fun:
-                return number
-        self.users.append(static_fun)
-        if len(self.users) == 2:
-            for compiled in self.jits.values():
-                compiled.route_from_now()
-        return len(self.users) - 1
+        number = self.users.get(static_fun)
+        if number is None:
+            number = self.users[static_fun] = len(self.users)
+            if number == 1:
+                for compiled in self.jits.values():
+                    compiled.route_from_now()
+        return number
 
     def find_or_compile(
         self, treedef: Any, static: tuple, names: tuple[str, str]
@@ -294,7 +294,9 @@ _internals.register_cache_clear(_shared_layouts.clear)
 
 def _layout_for(
     fun: Any, names: tuple[str, str], static_fun: Any, donate: tuple, share: bool
-) -> _Layout:
+) -> tuple[_Layout, _Slot]:
+    """The layout for a new wrapper of `fun`, and where it is kept (a wrapper
+    that moves to another layout moves its function's later wrappers too)."""
     owner = fun if type(fun) is types.FunctionType else _any_callable
     key = (names, static_fun, donate, share)
     with _lock:
@@ -302,7 +304,11 @@ def _layout_for(
         layout = by_key.get(key)
         if layout is None:
             layout = by_key[key] = _shared_layout(names, static_fun, donate, share)
-    return layout
+    return layout, (by_key, key)
+
+
+# Where a function's layout is kept in `_layouts`: its owner's dict, and the key.
+_Slot = tuple[dict[Any, "_Layout"], tuple]
 
 
 def _shared_layout(
@@ -366,18 +372,20 @@ class _Plan:
         "low",
         "names",
         "signature",
+        "slot",
         "static_fun",
         "unchecked",
         "user",
     )
 
-    def __init__(self, signature, names, layout, filter_warning, static_fun):
+    def __init__(self, signature, names, layout, filter_warning, static_fun, slot):
         self.signature: inspect.Signature = signature
         self.low, self.high = _arity(signature)
         self.names: tuple[str, str] = names
         self.layout: _Layout | None = layout  # None: every call goes to equinox
         self.filter_warning: bool = filter_warning
         self.static_fun = static_fun
+        self.slot: _Slot | None = slot
         # Whether the layout came from another, equal function: its programs were
         # traced under the globals of then, which the first call checks (see
         # `_own_layout`).
@@ -409,17 +417,25 @@ def _own_layout(plan: _Plan) -> _Layout:
     compares equal to the wrappers that keep the old one."""
     with _lock:
         layout = plan.layout
-        assert layout is not None
+        assert layout is not None and plan.slot is not None
         if plan.unchecked:
-            key = _layout_keys.get(layout)
-            if key is None or not key.reads_as_now():
-                if key is not None and _shared_layouts.get(key) is layout:
-                    del _shared_layouts[key]
-                    del _layout_keys[layout]
-                donate = (layout.donate_first, layout.donate_rest)
-                plan.layout = layout = _shared_layout(
-                    plan.names, plan.static_fun, donate, layout.share
-                )
+            by_key, slot_key = plan.slot
+            moved = by_key.get(slot_key)
+            if moved is not None and moved is not layout:
+                # Another wrapper of this function moved: its traces are there,
+                # and equinox shares them between wrappers of one function.
+                plan.layout = layout = moved
+            elif plan.static_fun not in layout.users:  # else it has traces here
+                key = _layout_keys.get(layout)
+                if key is None or not key.reads_as_now():
+                    if key is not None and _shared_layouts.get(key) is layout:
+                        del _shared_layouts[key]
+                        del _layout_keys[layout]
+                    donate = (layout.donate_first, layout.donate_rest)
+                    plan.layout = layout = _shared_layout(
+                        plan.names, plan.static_fun, donate, layout.share
+                    )
+                    by_key[slot_key] = layout
             plan.user = layout.user_of(plan.static_fun)
             plan.unchecked = False
         return layout
@@ -489,7 +505,7 @@ def _call(wrapper: _FilterJit, /, *args: Any, **kwargs: Any) -> Any:
             call_args = (dynamic_fun, first, rest)
     else:
         call_args = (_get(_get(wrapper, "_fallback"), _internals.DYNAMIC_FUN), leaves)
-    if compiled.routes is not None:  # more than one callable runs it
+    if compiled.routes is not None and not jit_disabled():  # several callables
         compiled = _routed(compiled, plan, layout, treedef, static, call_args)
     _in_flight.append(None)  # see `_QuietCallbackFailures`
     try:
@@ -750,6 +766,7 @@ def filter_jit(
     names = _internals.fn_names(fun)
     static_fun = _internals.static_fun_of(fallback)
     layout: _Layout | None = None
+    slot: _Slot | None = None
     if not jitkwargs:
         try:
             hash(static_fun)
@@ -757,12 +774,12 @@ def filter_jit(
             pass  # equinox raises when called: every call goes to it
         else:
             share = share_callables and _callable_key.SUPPORTED
-            layout = _layout_for(
+            layout, slot = _layout_for(
                 fun, names, static_fun, (donate_first, donate_rest), share
             )
     wrapper = _FilterJit(
         _fallback=fallback,
-        _plan=_Plan(signature, names, layout, filter_warning, static_fun),
+        _plan=_Plan(signature, names, layout, filter_warning, static_fun, slot),
         _cached=_internals.cache_of(fallback) if layout is None else layout,
     )
     return eqx.module_update_wrapper(wrapper)

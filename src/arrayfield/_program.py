@@ -112,10 +112,11 @@ class History:
         self.traced: dict[tuple, _callable_key.Globals | None] = {}
 
     def record(self, call_args: tuple) -> None:
-        """Run by each trace (see `user_program`)."""
+        """Run by each trace that completes (see `user_program`): the latest
+        trace of a signature is the one JAX keeps (after `jax.clear_caches()`,
+        or under other config settings, it traces a signature again)."""
         signature = call_signature(call_args)
-        if signature not in self.traced:
-            self.traced[signature] = _callable_key.globals_read(self.context)
+        self.traced[signature] = _callable_key.globals_read(self.context)
 
     def serves(self, signature: tuple) -> bool:
         """Whether a call with this signature that traces now would read what
@@ -296,8 +297,6 @@ def user_program(
     fun_leaves, fun_tree = static_fun
 
     def run(*call_args: Any) -> tuple:
-        if on_trace is not None:
-            on_trace(call_args)
         if fun_at is None:  # no arrays in the function: its static leaves are it
             parts = call_args
             fun = jtu.tree_unflatten(fun_tree, fun_leaves)
@@ -319,6 +318,10 @@ def user_program(
         tree = jtu.tree_unflatten(treedef, leaves)
         args, kwargs = tree.parts if type(tree) is WithKeywords else (tree, {})
         out = fun(*args, **kwargs)
+        # After the function: a trace that raises leaves no program behind. Not
+        # with jit disabled, where this runs eagerly and JAX keeps no trace.
+        if on_trace is not None and not jit_disabled():
+            on_trace(call_args)
         out_leaves, out_tree = jtu.tree_flatten(out)
         if all(isinstance(x, ARRAY_TYPES) for x in out_leaves):
             return out, None  # JAX rebuilds the output itself

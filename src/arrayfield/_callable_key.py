@@ -294,40 +294,39 @@ def coarse_hash(x: Any) -> int:
 # (id of a globals dict, name) -> the value bound to that name when a key was made.
 Globals = dict[tuple[int, str], Any]
 _READS_GLOBAL = frozenset({"LOAD_GLOBAL", "LOAD_NAME", "LOAD_FROM_DICT_OR_GLOBALS"})
-_global_names_of: dict[types.CodeType, tuple[str, ...]] = {}
+# Per code object: the names it and the code nested in it read as globals, and
+# all the names they read (attributes too: Python keeps both in `co_names`).
+_names_of: dict[types.CodeType, tuple[tuple[str, ...], frozenset[str]]] = {}
+
+
+def _names(code: types.CodeType) -> tuple[tuple[str, ...], frozenset[str]]:
+    names = _names_of.get(code)
+    if names is None:
+        read_as_global = {
+            op.argval
+            for op in dis.get_instructions(code)
+            if op.opname in _READS_GLOBAL and isinstance(op.argval, str)
+        }
+        read = set(code.co_names)
+        for const in code.co_consts:
+            if type(const) is types.CodeType:
+                nested_globals, nested = _names(const)
+                read_as_global.update(nested_globals)
+                read.update(nested)
+        names = _names_of[code] = (tuple(sorted(read_as_global)), frozenset(read))
+    return names
 
 
 def global_names(code: types.CodeType) -> tuple[str, ...]:
     """The names `code` and the code objects nested in it can read as globals
     (computed once per code object)."""
-    names = _global_names_of.get(code)
-    if names is None:
-        found = {
-            op.argval
-            for op in dis.get_instructions(code)
-            if op.opname in _READS_GLOBAL and isinstance(op.argval, str)
-        }
-        for const in code.co_consts:
-            if type(const) is types.CodeType:
-                found.update(global_names(const))
-        names = _global_names_of[code] = tuple(sorted(found))
-    return names
+    return _names(code)[0]
 
 
 def attribute_names(code: types.CodeType) -> frozenset[str]:
     """The names `code` and the code objects nested in it read as attributes
-    (or globals: Python keeps both in `co_names`), computed once per code."""
-    names = _attribute_names_of.get(code)
-    if names is None:
-        found = set(code.co_names)
-        for const in code.co_consts:
-            if type(const) is types.CodeType:
-                found.update(attribute_names(const))
-        names = _attribute_names_of[code] = frozenset(found)
-    return names
-
-
-_attribute_names_of: dict[types.CodeType, frozenset[str]] = {}
+    (or globals), computed once per code object."""
+    return _names(code)[1]
 
 
 def globals_read(roots: tuple) -> Globals | None:
@@ -430,7 +429,7 @@ class SharedKey:
     def reads_as_now(self, context: Any = ()) -> bool:
         """Whether the globals this key recorded still hold the same values."""
         now = globals_read((self.treedef, self.static, context))
-        return _Comparison().reads(self.reads, now)
+        return same_reads(self.reads, now)
 
 
 # -- outputs: the caller's objects where the trace passed an input through ----------

@@ -251,10 +251,11 @@ class _Layout:
         made, its traces no longer read what a new call would, so no new call
         shares it (nor this layout)."""
         assert compiled.history is not None
-        compiled.history.record(call_args)
+        # Read over the same roots as the key's (this call structure, the function).
+        now = compiled.history.record(call_args)
         _stop_sharing_if_rebound(self)
         key = compiled.shared_key
-        if key is not None and not key.reads_as_now(self.static_fun):
+        if key is not None and not _callable_key.same_reads(key.reads, now):
             with _lock:
                 compiled.shared_key = None
                 if self.shared.get(key, (None, None))[1] is compiled:

@@ -111,12 +111,14 @@ class History:
         self.context = context
         self.traced: dict[tuple, _callable_key.Globals | None] = {}
 
-    def record(self, call_args: tuple) -> None:
+    def record(self, call_args: tuple) -> _callable_key.Globals | None:
         """Run by each trace that completes (see `user_program`): the latest
         trace of a signature is the one JAX keeps (after `jax.clear_caches()`,
-        or under other config settings, it traces a signature again)."""
-        signature = call_signature(call_args)
-        self.traced[signature] = _callable_key.globals_read(self.context)
+        or under other config settings, it traces a signature again). Returns
+        the globals it read."""
+        reads = _callable_key.globals_read(self.context)
+        self.traced[call_signature(call_args)] = reads
+        return reads
 
     def serves(self, signature: tuple) -> bool:
         """Whether a call with this signature that traces now would read what

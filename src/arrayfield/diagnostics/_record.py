@@ -76,12 +76,9 @@ def _rebound(
         return []
     return sorted(
         {
-            name
-            for (scope, name), value in now.items()
-            if (scope, name) in before
-            and not _callable_key.same_reads(
-                {(scope, name): before[scope, name]}, {(scope, name): value}
-            )
+            key[1]
+            for key, value in now.items()
+            if key in before and not _callable_key.same_value(before[key], value)
         }
     )
 

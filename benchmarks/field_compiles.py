@@ -79,7 +79,7 @@ def measure(fields: int, steps: int) -> list[dict[str, Any]]:
     found = []
     for name, jit in JITS.items():
         started = time.perf_counter()
-        runs, traces = fit_fields(jit, fields, steps, ALL_FIXES)
+        runs, traces, _compiles = fit_fields(jit, fields, steps, ALL_FIXES)
         wall = time.perf_counter() - started
         compile_s = [max(r.first_call_s - r.step_s, 0.0) for r in runs]
         found.append(
@@ -112,7 +112,7 @@ if sys.argv[2]:
 sys.path.insert(0, sys.argv[5])
 import field_compiles as bench
 imported = time.perf_counter()
-runs, traces = bench.fit_fields(bench.JITS[sys.argv[1]], int(sys.argv[3]),
+runs, traces, _compiles = bench.fit_fields(bench.JITS[sys.argv[1]], int(sys.argv[3]),
                                 int(sys.argv[4]), bench.ALL_FIXES)
 print(json.dumps({"fit_s": time.perf_counter() - imported,
                   "process_s": time.perf_counter() - start, "traces": traces,

@@ -11,13 +11,13 @@ import pytest
 from jaxtyping import Array, Float
 
 import arrayfield as af
-from arrayfield import _callable_key
+from arrayfield import _internals
 
 # What af.filter_jit shares, where it shares callables at all (equinox >= 0.13 and
 # jax.jit's parts readable); elsewhere the audit's af.filter_jit column equals
 # eqx.filter_jit's, which the agreement tests check on every version.
 needs_sharing = pytest.mark.skipif(
-    not _callable_key.SUPPORTED,
+    not _internals.can_share_compiles(),
     reason="callable sharing needs equinox >= 0.13 and jax.jit's parts readable",
 )
 

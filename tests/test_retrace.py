@@ -14,7 +14,7 @@ from jax._src import monitoring as jax_monitoring  # the listener list, to compa
 from jaxtyping import Array, Float, Int
 
 import arrayfield as af
-from arrayfield import _callable_key, _internals
+from arrayfield import _internals
 from arrayfield.diagnostics import _retrace
 from helpers import python
 
@@ -22,7 +22,7 @@ from helpers import python
 # jax.jit's parts readable); elsewhere the audit's af.filter_jit column equals
 # eqx.filter_jit's, which the agreement tests check on every version.
 needs_sharing = pytest.mark.skipif(
-    not _callable_key.SUPPORTED,
+    not _internals.can_share_compiles(),
     reason="callable sharing needs equinox >= 0.13 and jax.jit's parts readable",
 )
 
@@ -751,7 +751,7 @@ def test_under_af_filter_jit_a_callable_it_shares_is_not_a_cause(caught):
     assert lines[1].startswith("  scene.sources[*].flux (")
     assert lines[2].startswith("  scene.wcs (")
     assert "render" not in message
-    off = af.explain_retraces(af.filter_jit(lambda scene: 0, share_callables=False))
+    off = af.explain_retraces(af.filter_jit(lambda scene: 0, share_compiles=False))
     caught.clear()
     off(_scene(1.0))
     off(_scene(2.0))  # keyed by identity, as in equinox: the lambdas are a cause

@@ -54,12 +54,16 @@ import numpy as np
 # JAX records this event when it finishes tracing a function for jit
 # (`jax._src.dispatch.JAXPR_TRACE_EVENT`), only for top-level traces.
 TRACE_EVENT = "/jax/core/compile/jaxpr_trace_duration"
+# And this one for each XLA compile (not for a program read from JAX's
+# persistent compilation cache).
+COMPILE_EVENT = "/jax/core/compile/backend_compile_duration"
 
 
 class _Counter(threading.local):
     # Class attributes: each new thread starts at 0 without a lookup miss.
     traces = 0  # every trace event (older JAX also reports nested traces)
     top_level = 0  # only traces that finished outside any other trace
+    compiles = 0  # XLA compiles
 
 
 counter = _Counter()
@@ -73,6 +77,8 @@ def _on_duration(event: str, duration_secs: float, **kwargs: Any) -> None:
         counter.traces += 1
         if _trace_context().is_top_level():
             counter.top_level += 1
+    elif event == COMPILE_EVENT:
+        counter.compiles += 1
 
 
 def _duration_unregisterer() -> Callable[[Callable[..., None]], None]:
@@ -386,38 +392,98 @@ def raise_equinox_error(error: Exception, jit_id: bytes) -> None:
     raise EquinoxRuntimeError(text) from None
 
 
-# The class of what `jax.jit` returns (jaxlib's C++ PjitFunction), and what of it
-# decides the program it traces: the wrapped function and the options it was
-# given. `af.filter_jit` shares a program among equal `jax.jit`s of equal functions.
-JIT_FUNCTION: type = type(jax.jit(abs))
+# What `_program_key` reads off a traced `jax.jit` (see its docstring).
+def _dispatch_internals() -> dict[str, Any]:
+    import importlib
+
+    from jax._src import config, core
+
+    def optional(module: str, name: str) -> Any:
+        try:
+            return getattr(importlib.import_module(f"jax._src.{module}"), name)
+        except (ImportError, AttributeError):  # older JAX: compared by identity
+            return None
+
+    value_types = {
+        core.ShapedArray,
+        jax.sharding.NamedSharding,
+        jax.sharding.SingleDeviceSharding,
+        jax.sharding.PartitionSpec,
+        optional("mesh", "Mesh"),
+        optional("mesh", "AbstractMesh"),
+        optional("named_sharding", "UnspecifiedValue"),
+        optional("sharding_impls", "UnspecifiedValue"),
+        optional("sharding_impls", "GSPMDSharding"),
+        optional("layout", "Layout"),
+        optional("layout", "Format"),
+    } - {None}
+    # The differentiation rules of custom_jvp/custom_vjp equations, new objects in
+    # every trace: inert where their lowering reads the primal jaxpr alone (it
+    # takes `call_jaxpr` and ignores the rest), as JAX 0.7 and later do.
+    inert: dict[str, frozenset[str]] = {}
+    lowering = optional("custom_derivatives", "_custom_jvp_vjp_call_lowering")
+    if lowering is not None and _reads_only(lowering, "call_jaxpr"):
+        inert = {
+            "custom_jvp_call": frozenset({"jvp_jaxpr_fun", "jvp_jaxpr_thunk"}),
+            "custom_vjp_call": frozenset({"fwd_jaxpr_thunk", "bwd", "out_trees"}),
+        }
+    return {
+        "drop_var": core.DropVar,
+        "value_types": frozenset(value_types),
+        "inert": inert,
+        "trace_context": config.trace_context,
+        "trace_state_clean": core.trace_state_clean,
+    }
 
 
-def jit_parts(jitted: Any) -> tuple[Any, Any] | None:
-    """`(wrapped function, options)` of a `jax.jit` object; None if JAX moved them
-    (check_compatible says so), and then no two such objects are shared."""
+def _reads_only(lowering: Callable[..., Any], name: str) -> bool:
+    """Whether a lowering rule's keyword parameters are `name` and `**_` alone."""
+    import inspect
+
+    kinds = {
+        p.name: p.kind
+        for p in inspect.signature(lowering).parameters.values()
+        if p.kind in (p.KEYWORD_ONLY, p.VAR_KEYWORD)
+    }
+    keywords = [n for n, k in kinds.items() if k is inspect.Parameter.KEYWORD_ONLY]
+    return keywords == [name]
+
+
+_DISPATCH = _dispatch_internals()
+DROP_VAR: type = _DISPATCH["drop_var"]
+VALUE_PARAM_TYPES: frozenset[type] = _DISPATCH["value_types"]
+INERT_PARAMS: dict[str, frozenset[str]] = _DISPATCH["inert"]
+# JAX's configuration as its jit cache keys it (x64, default device, ...): cheap,
+# a tuple JAX keeps up to date.
+trace_context: Callable[[], Any] = _DISPATCH["trace_context"]
+# Whether no transformation is tracing: only then does a call run an executable.
+trace_state_clean: Callable[[], bool] = _DISPATCH["trace_state_clean"]
+
+
+def traced_program(traced: Any) -> tuple[Any, dict[str, Any]]:
+    """`(closed jaxpr, the jit's parameters)` of a `jax.jit(...).trace(...)`."""
+    if traced._consts:  # constants that are tracers: not a top-level program
+        raise ValueError("a trace inside another trace")
+    return traced.jaxpr, traced._params
+
+
+def traced_out_tree(traced: Any) -> Any:
+    """The output treedef of a `jax.jit(...).trace(...)` (its static nodes hold
+    what this trace returned)."""
+    return traced.out_tree
+
+
+def can_share_compiles() -> bool:
+    """Whether this JAX shows what `af.filter_jit` compares to share a compile:
+    a traced `jax.jit`'s jaxpr, parameters and output tree (JAX 0.5 and later)."""
     try:
-        fun, info = jitted._fun, jitted._jit_info
-    except AttributeError:
-        return None
-    # PjitInfo (a NamedTuple) compares by identity; its fields compare by value.
-    return fun, tuple(info)
-
-
-def can_share_callables() -> bool:
-    """Whether this equinox and JAX expose what `af.filter_jit`'s callable keys
-    read: a `jax.jit` object's function and options, and a Module's static fields
-    as a plain tuple in its treedef (equinox 0.13 and later; 0.12 wraps them in an
-    object that compares them by `==`)."""
-
-    return jit_parts(jax.jit(_identity)) is not None and _static_fields_in_a_tuple()
-
-
-def _static_fields_in_a_tuple() -> bool:
-    class _Probe(EQX_MODULE):
-        fn: Any = equinox.field(static=True)
-
-    node = jax.tree_util.tree_structure(_Probe(abs)).node_data()  # pyright: ignore[reportCallIssue]
-    return node is not None and type(node[1]) is tuple
+        traced = jax.jit(_identity).trace(np.float32(0))
+        traced_program(traced)
+        traced_out_tree(traced)
+        traced.lower().compile()
+    except (AttributeError, TypeError, ValueError):
+        return False
+    return True
 
 
 def _identity(x: Any) -> Any:
@@ -429,6 +495,14 @@ def register_cache_clear(clear: Callable[[], None]) -> None:
     from equinox._caches import cache_clears
 
     cache_clears.append(clear)
+
+
+def register_jax_cache(cache: Any) -> None:
+    """Have `jax.clear_caches()` call `cache.cache_clear()`, as it clears its own
+    caches of traces and executables (held weakly)."""
+    from jax._src import util
+
+    util.register_cache(cache, "af.filter_jit")
 
 
 def hide_from_tracebacks(filename: str) -> None:
@@ -487,17 +561,6 @@ def check_compatible() -> None:
             f"af.filter_jit needs a helper that moved in equinox or JAX ({error}); "
             "pin equinox and JAX to supported versions."
         ) from None
-    jitted = jax.jit(abs)
-    # Where equinox keeps static fields as it did before 0.13, callable sharing is
-    # off anyway (can_share_callables); from 0.13 on, a JAX that hides these parts
-    # would switch it off silently, so say so.
-    readable = hasattr(jitted, "_fun") and hasattr(jitted, "_jit_info")
-    if _static_fields_in_a_tuple() and not readable:
-        raise RuntimeError(
-            "jax.jit objects no longer have _fun and _jit_info: af.filter_jit "
-            "cannot see what a jax.jit wraps, so it shares no program between two "
-            "jax.jit wrappers of equal functions; pin JAX to a supported version."
-        )
     try:
         context = _trace_context()
         context.trace  # noqa: B018

@@ -8,10 +8,11 @@ value), and calls that `jax.jit` with the array leaves. Everything else it canno
 reproduce exactly (jit options, unhashable static leaves, `.lower`) goes to the
 `eqx.filter_jit` wrapper it keeps for that purpose.
 
-A call whose exact key is new is looked up once more by what its callables trace
-to (`_callable_key.SharedKey`): a scene built per field with its own partials and
-lambdas then reuses the program the first field compiled. The hot path, a call
-whose exact key is known, is the same with or without that sharing.
+So every call traces exactly when `eqx.filter_jit` would. What a trace produced is
+then compared with the programs this process compiled before
+(`_program.executable_for`): where it is the same program (a field whose scene
+differs in identity-compared helpers, a new wrapper per `fit()`), the executable
+compiled before runs it, and only the XLA compile is saved.
 
 What each compiled program is (the user's function on flat leaves, the marker a
 call waits on) lives in `_program`; this module picks the program and calls it.
@@ -20,7 +21,6 @@ call waits on) lives in `_program`; this module picks the program and calls it.
 from __future__ import annotations
 
 import bisect
-import collections
 import functools
 import inspect
 import itertools
@@ -37,10 +37,9 @@ import equinox as eqx
 import jax
 import jax.tree_util as jtu
 
-from . import _callable_key, _internals, _program
+from . import _internals, _program
 from ._program import (
     Compiled,
-    History,
     Marked,
     WithKeywords,
     call_signature,
@@ -75,10 +74,7 @@ _UNUSED_DONATION = "Some donated buffers were not usable*"
 # to the frame holding that local): equinox uses random bytes, any bytes unique
 # per call do. One C call per call: packing a counter's next value.
 _next_call_id = map(struct.Struct("<Q").pack, itertools.count()).__next__
-# Calls whose callables differ from the tracing call's but trace alike: each
-# layout remembers this many of them by their exact key (older ones are found
-# again by `SharedKey`, at the cost of one comparison).
-_SHARED_CALLS_KEPT = 256
+_trace_state_clean = _internals.trace_state_clean
 # Equinox's error stacks skip its own frames too.
 _internals.hide_from_tracebacks(__file__)
 
@@ -135,10 +131,7 @@ class _Layout:
         "fun_at",
         "jits",
         "share",
-        "shared",
-        "shared_calls",
         "static_fun",
-        "users",
     )
 
     def __init__(
@@ -152,81 +145,20 @@ class _Layout:
             1 if donate_first else 0 if fun_has_arrays or donate_rest else None
         )
         self.jits: dict[tuple, Compiled] = {}
-        # With `share_callables`: each traced program by what it traces to, and the
-        # exact keys of the calls sharing one (oldest first, at most
-        # _SHARED_CALLS_KEPT of them in `jits`).
+        # Whether calls run executables shared by program (`share_compiles`).
         self.share = share
-        self.shared: dict[
-            _callable_key.SharedKey, tuple[_callable_key.SharedKey, Compiled]
-        ] = {}
-        self.shared_calls: collections.deque[tuple] = collections.deque()
-        # The callables that run this layout's programs, as equinox tells them
-        # apart (a function by identity, another callable by ==), numbered in
-        # the order they came, the layout's own function 0.
-        self.users: dict[Any, int] = {static_fun: 0}
 
-    def user_of(self, static_fun: Any) -> int:
-        """The number of the caller whose static part is `static_fun` (under
-        `_lock`); a second caller makes every program route its calls."""
-        number = self.users.get(static_fun)
-        if number is None:
-            number = self.users[static_fun] = len(self.users)
-            if number == 1:
-                for compiled in self.jits.values():
-                    compiled.route_from_now()
-        return number
-
-    def find_or_compile(
-        self, treedef: Any, static: tuple, names: tuple[str, str]
-    ) -> Compiled:
-        """The program for a call whose exact key is not in `jits` (under `_lock`):
-        another call's that it traces alike, or a new one."""
+    def compile(self, treedef: Any, static: tuple, names: tuple[str, str]) -> Compiled:
+        """The `jax.jit` for a call structure not in `jits` (under `_lock`)."""
         key = (treedef, static)
-        found = self.jits.get(key)  # another thread may have compiled it meanwhile
+        found = self.jits.get(key)  # another thread may have made it meanwhile
         if found is not None:
             return found
-        if not self.share:
-            return self.compile(treedef, static, names)
-        # The function's globals are read by this trace too: recorded in the key.
-        shared_key = _callable_key.SharedKey(treedef, static, self.static_fun)
-        tracing = self.shared.get(shared_key)
-        if tracing is None:
-            program = self.compile(treedef, static, names)
-            self.shared[shared_key] = (shared_key, program)
-            program.shared_key = shared_key
-            return program
-        traced_key, program = tracing
-        found = program.shared_with(_callable_key.counterparts(traced_key, shared_key))
-        self.jits[key] = found
-        self.shared_calls.append(key)
-        if len(self.shared_calls) > _SHARED_CALLS_KEPT:
-            del self.jits[self.shared_calls.popleft()]
-        return found
-
-    def compile(
-        self,
-        treedef: Any,
-        static: tuple,
-        names: tuple[str, str],
-        *,
-        register: bool = True,
-    ) -> Compiled:
-        """A new program for this call structure, kept in `jits` unless it is
-        a version traced under rebound globals (see `Compiled.route`)."""
         traced = tuple(i for i, x in enumerate(static) if x is None)
         mixed = len(traced) != len(static)
-        compiled = Compiled(traced if mixed else None)
-        if self.share:
-            compiled.history = History((treedef, static, self.static_fun))
-            if len(self.users) > 1 and register:
-                compiled.routes = {}
+        compiled = Compiled(traced if mixed else None, self.share)
         run = user_program(
-            self.static_fun,
-            treedef,
-            static,
-            traced if mixed else None,
-            self.fun_at,
-            functools.partial(self.traced_again, compiled) if self.share else None,
+            self.static_fun, treedef, static, traced if mixed else None, self.fun_at
         )
         # Named before jax.jit sees it: JAX's messages name the function traced.
         run.__name__, run.__qualname__ = names
@@ -241,25 +173,8 @@ class _Layout:
         else:  # flat(fun, leaves)
             donate = ()
         compiled.jitted = jax.jit(flat, donate_argnums=donate)
-        if register:
-            self.jits[(treedef, static)] = compiled
+        self.jits[key] = compiled
         return compiled
-
-    def traced_again(self, compiled: Compiled, call_args: tuple) -> None:
-        """Run by every trace of `compiled` (a new shape too): the globals it reads
-        go into the program's history, and once one was rebound since its key was
-        made, its traces no longer read what a new call would, so no new call
-        shares it (nor this layout)."""
-        assert compiled.history is not None
-        # Read over the same roots as the key's (this call structure, the function).
-        now = compiled.history.record(call_args)
-        _stop_sharing_if_rebound(self)
-        key = compiled.shared_key
-        if key is not None and not _callable_key.same_reads(key.reads, now):
-            with _lock:
-                compiled.shared_key = None
-                if self.shared.get(key, (None, None))[1] is compiled:
-                    del self.shared[key]
 
 
 # Layouts by function, then by static part and donation; other callables share one
@@ -267,15 +182,6 @@ class _Layout:
 # compiled programs refer to the function, so in practice an entry lives as long
 # as the process, as equinox's cache of jits does.
 _layouts: weakref.WeakKeyDictionary[Any, dict[Any, _Layout]] = (
-    weakref.WeakKeyDictionary()
-)
-# With `share_callables`, layouts also by what their function traces to (and the
-# globals it read when its layout was made), so that `af.filter_jit` of a new but
-# equal closure or partial (one per field) finds the programs an earlier one
-# compiled. These hold the first such function for good.
-_shared_layouts: dict[_callable_key.SharedKey, _Layout] = {}
-# Each shared layout's key in `_shared_layouts`.
-_layout_keys: weakref.WeakKeyDictionary[_Layout, _callable_key.SharedKey] = (
     weakref.WeakKeyDictionary()
 )
 # Reentrant: a static leaf's __hash__ or __eq__ (user code, run under it by the
@@ -290,56 +196,26 @@ def _any_callable() -> None:
 # eqx.clear_caches() forgets equinox's shared jits: wrappers made later trace anew,
 # existing ones keep theirs. Forgetting the layouts does the same here.
 _internals.register_cache_clear(_layouts.clear)
-_internals.register_cache_clear(_shared_layouts.clear)
+
+
+@functools.cache
+def _can_share() -> bool:
+    # Asked at the first wrapper, not at import: it compiles a tiny program.
+    return _internals.can_share_compiles()
 
 
 def _layout_for(
     fun: Any, names: tuple[str, str], static_fun: Any, donate: tuple, share: bool
-) -> tuple[_Layout, _Slot]:
-    """The layout for a new wrapper of `fun`, and where it is kept (a wrapper
-    that moves to another layout moves its function's later wrappers too)."""
+) -> _Layout:
+    """The layout for a new wrapper of `fun`: equinox's `jax.jit` for it."""
     owner = fun if type(fun) is types.FunctionType else _any_callable
     key = (names, static_fun, donate, share)
     with _lock:
         by_key = _layouts.setdefault(owner, {})
         layout = by_key.get(key)
         if layout is None:
-            layout = by_key[key] = _shared_layout(names, static_fun, donate, share)
-    return layout, (by_key, key)
-
-
-# Where a function's layout is kept in `_layouts`: its owner's dict, and the key.
-_Slot = tuple[dict[Any, "_Layout"], tuple]
-
-
-def _shared_layout(
-    names: tuple[str, str], static_fun: Any, donate: tuple, share: bool
-) -> _Layout:
-    """A new layout, or with `share` the layout of an equal function (under
-    `_lock`)."""
-    if not share:
-        return _Layout(static_fun, donate[0], donate[1], share)
-    leaves, treedef = static_fun
-    shared_key = _callable_key.SharedKey(treedef, (*leaves, names, donate))
-    layout = _shared_layouts.get(shared_key)
-    if layout is None:
-        layout = _shared_layouts[shared_key] = _Layout(
-            static_fun, donate[0], donate[1], share
-        )
-        _layout_keys[layout] = shared_key
+            layout = by_key[key] = _Layout(static_fun, donate[0], donate[1], share)
     return layout
-
-
-def _stop_sharing_if_rebound(layout: _Layout) -> None:
-    """Run by every trace of a layout's programs (a new shape too): if a global its
-    function reads was rebound since the layout was made, its programs no longer
-    all read what a new equal function would, so later wrappers get their own."""
-    key = _layout_keys.get(layout)
-    if key is not None and not key.reads_as_now():
-        with _lock:
-            _layout_keys.pop(layout, None)
-            if _shared_layouts.get(key) is layout:
-                del _shared_layouts[key]
 
 
 def _arity(signature: inspect.Signature) -> tuple[int, float]:
@@ -366,34 +242,14 @@ class _Plan:
     """What a wrapper needs per call, in one object read once (Module attribute
     reads go through `Module.__getattribute__`, which costs on a hot path)."""
 
-    __slots__ = (
-        "filter_warning",
-        "high",
-        "layout",
-        "low",
-        "names",
-        "signature",
-        "slot",
-        "static_fun",
-        "unchecked",
-        "user",
-    )
+    __slots__ = ("filter_warning", "high", "layout", "low", "names", "signature")
 
-    def __init__(self, signature, names, layout, filter_warning, static_fun, slot):
+    def __init__(self, signature, names, layout, filter_warning):
         self.signature: inspect.Signature = signature
         self.low, self.high = _arity(signature)
         self.names: tuple[str, str] = names
         self.layout: _Layout | None = layout  # None: every call goes to equinox
         self.filter_warning: bool = filter_warning
-        self.static_fun = static_fun
-        self.slot: _Slot | None = slot
-        # Whether the layout came from another, equal function: its programs were
-        # traced under the globals of then, which the first call checks (see
-        # `_own_layout`).
-        self.unchecked = layout is not None and layout.static_fun != static_fun
-        # Which of its layout's callers this wrapper's function is (see
-        # `_Layout.users`); decided with the layout, at the first call.
-        self.user = 0
 
     # A static field of the wrapper, so part of its tree structure: two wrappers
     # of one function must compare equal, as two `eqx.filter_jit` wrappers do.
@@ -404,42 +260,7 @@ class _Plan:
         return type(other) is _Plan and self._key() == other._key()
 
     def __hash__(self) -> int:
-        # Not the layout: a wrapper's first call may give it a layout of its own.
         return hash((self.names, self.filter_warning))
-
-
-def _own_layout(plan: _Plan) -> _Layout:
-    """The layout a wrapper's first call runs, when its function shares another's.
-
-    Under `eqx.filter_jit` a new function traces anew at its first call and reads
-    the globals of then. The shared layout's programs were traced under the
-    globals read when it was made: if one has been rebound since, this wrapper
-    gets a layout of its own (shared with later equal functions), and no longer
-    compares equal to the wrappers that keep the old one."""
-    with _lock:
-        layout = plan.layout
-        assert layout is not None and plan.slot is not None
-        if plan.unchecked:
-            by_key, slot_key = plan.slot
-            moved = by_key.get(slot_key)
-            if moved is not None and moved is not layout:
-                # Another wrapper of this function moved: its traces are there,
-                # and equinox shares them between wrappers of one function.
-                plan.layout = layout = moved
-            elif plan.static_fun not in layout.users:  # else it has traces here
-                key = _layout_keys.get(layout)
-                if key is None or not key.reads_as_now():
-                    if key is not None and _shared_layouts.get(key) is layout:
-                        del _shared_layouts[key]
-                        del _layout_keys[layout]
-                    donate = (layout.donate_first, layout.donate_rest)
-                    plan.layout = layout = _shared_layout(
-                        plan.names, plan.static_fun, donate, layout.share
-                    )
-                    by_key[slot_key] = layout
-            plan.user = layout.user_of(plan.static_fun)
-            plan.unchecked = False
-        return layout
 
 
 def _call(wrapper: _FilterJit, /, *args: Any, **kwargs: Any) -> Any:
@@ -451,8 +272,6 @@ def _call(wrapper: _FilterJit, /, *args: Any, **kwargs: Any) -> Any:
     layout = plan.layout
     if layout is None:
         return _call_equinox(_get(wrapper, "_fallback"), args, kwargs)
-    if plan.unchecked:
-        layout = _own_layout(plan)
     if kwargs or not plan.low <= len(args) <= plan.high:
         bound = plan.signature.bind(*args, **kwargs)
         args, kwargs = bound.args, bound.kwargs
@@ -488,7 +307,7 @@ def _call(wrapper: _FilterJit, /, *args: Any, **kwargs: Any) -> Any:
         ) from error
     if compiled is None:
         with _lock:  # one jax.jit per key, also when threads race to the first call
-            compiled = layout.find_or_compile(treedef, static, plan.names)
+            compiled = layout.compile(treedef, static, plan.names)
     traced = compiled.traced
     if traced is not None:
         leaves = [leaves[i] for i in traced]
@@ -506,16 +325,28 @@ def _call(wrapper: _FilterJit, /, *args: Any, **kwargs: Any) -> Any:
             call_args = (dynamic_fun, first, rest)
     else:
         call_args = (_get(_get(wrapper, "_fallback"), _internals.DYNAMIC_FUN), leaves)
-    if compiled.routes is not None and not jit_disabled():  # several callables
-        compiled = _routed(compiled, plan, layout, treedef, static, call_args)
+    run = compiled.jitted
+    runs = compiled.runs
+    signature: tuple = ()
+    if runs is not None and _trace_state_clean() and not jit_disabled():
+        # Which executable: by the signature, as `jax.jit` picks one (see
+        # `Compiled.runner`); under a transformation, `jax.jit` is traced into it.
+        signature = call_signature(
+            leaves if layout.fun_at is None else jtu.tree_leaves(call_args)
+        )
+        run = runs.get(signature)
     _in_flight.append(None)  # see `_QuietCallbackFailures`
     try:
         if plan.filter_warning:
             with warnings.catch_warnings():
                 warnings.filterwarnings("ignore", message=_UNUSED_DONATION)
-                result = compiled.jitted(*call_args)
+                if run is None:
+                    run = _runner(compiled, call_args, signature)
+                result = run(*call_args)
         else:
-            result = compiled.jitted(*call_args)
+            if run is None:
+                run = _runner(compiled, call_args, signature)
+            result = run(*call_args)
         if type(result) is Marked:
             marker = result.parts[0]
             # Errors from eqx.error_if surface here, at the call, as with
@@ -532,44 +363,22 @@ def _call(wrapper: _FilterJit, /, *args: Any, **kwargs: Any) -> Any:
     finally:
         _in_flight.pop()
     if type(result) is not Marked:  # the output, arrays only
-        return result if compiled.pairs is None else compiled.own_output(result)
+        return result
     _, arrays, others = result.parts
     if others is None:
-        # JAX rebuilt the output from the trace's tree: a call sharing another
-        # call's program puts its own static fields back in.
-        return arrays if compiled.pairs is None else compiled.own_output(arrays)
-    # Non-array outputs: the objects this trace returned, as equinox gives them
-    # (with this call's own objects where it shares another call's program).
-    out_tree, values = compiled.own_outputs(others.value)
+        return arrays
+    # Non-array outputs: the objects this trace returned, as equinox gives them.
+    out_tree, values = others.value
     return jtu.tree_unflatten(
         out_tree, [x if v is None else v for x, v in zip(arrays, values, strict=True)]
     )
 
 
-def _routed(
-    compiled: Compiled,
-    plan: _Plan,
-    layout: _Layout,
-    treedef: Any,
-    static: tuple,
-    call_args: tuple,
-) -> Compiled:
-    """The program a call runs when several callables share `compiled`: the one
-    its own callable's calls with this signature ran before, as if it had a
-    cache of its own (see `Compiled.route`)."""
-    routes = compiled.routes
-    assert routes is not None
-    key = (plan.user, call_signature(call_args))
-    chosen = routes.get(key)
-    if chosen is None:
-        with _lock:
-            chosen = routes.get(key)
-            if chosen is None:
-                chosen = compiled.route(
-                    *key,
-                    lambda: layout.compile(treedef, static, plan.names, register=False),
-                )
-    return chosen
+def _runner(compiled: Compiled, call_args: tuple, signature: tuple) -> Any:
+    __tracebackhide__ = True
+    with _lock:  # one trace per signature, also when threads race to it
+        run = compiled.runs.get(signature)  # pyright: ignore[reportOptionalMemberAccess]
+        return run if run is not None else compiled.runner(call_args, signature)
 
 
 def _call_equinox(fallback: Any, args: tuple, kwargs: dict) -> Any:
@@ -581,44 +390,9 @@ def _call_equinox(fallback: Any, args: tuple, kwargs: dict) -> Any:
         raise
 
 
-def _same_layout(a: _Layout, b: _Layout, same: Callable[[Any, Any], bool]) -> bool:
-    return (
-        (a.donate_first, a.donate_rest, a.share)
-        == (b.donate_first, b.donate_rest, b.share)
-    ) and same(a.static_fun, b.static_fun)
-
-
-def _same_plan(a: _Plan, b: _Plan, same: Callable[[Any, Any], bool]) -> bool:
-    if (a.names, a.filter_warning, a.signature) != (
-        b.names,
-        b.filter_warning,
-        b.signature,
-    ):
-        return False
-    if a.layout is None or b.layout is None:
-        return a.layout is b.layout
-    return same(a.layout, b.layout)
-
-
-# An af.filter_jit wrapper held by a scene: equal ones (wrapping equal functions
-# with the same options) trace the same program.
-_callable_key.register(
-    _Layout,
-    _same_layout,
-    lambda layout: hash((layout.donate_first, layout.share)),
-    lambda layout: (layout.static_fun,),
-)
-_callable_key.register(
-    _Plan,
-    _same_plan,
-    lambda plan: hash(plan.names),
-    lambda plan: () if plan.layout is None else (plan.layout,),
-)
-
-
-def shares_callables(fn: Any) -> bool:
-    """Whether `fn` is an `af.filter_jit` wrapper that keys callables by what they
-    trace to (`share_callables=True`, and not passed whole to equinox)."""
+def shares_compiles(fn: Any) -> bool:
+    """Whether `fn` is an `af.filter_jit` wrapper that shares compiled programs
+    (`share_compiles=True`, and not passed whole to equinox)."""
     if type(fn) is not _FilterJit:
         return False
     layout = _get(fn, "_plan").layout
@@ -658,13 +432,13 @@ _internals.watch_jit_class(_FilterJit, __file__, _program.__file__)
 
 @overload
 def filter_jit(
-    *, donate: Donate = "none", share_callables: bool = True
+    *, donate: Donate = "none", share_compiles: bool = True
 ) -> Callable[[_F], _F]: ...
 
 
 @overload
 def filter_jit(
-    fun: _F, *, donate: Donate = "none", share_callables: bool = True
+    fun: _F, *, donate: Donate = "none", share_compiles: bool = True
 ) -> _F: ...
 
 
@@ -672,7 +446,7 @@ def filter_jit(
     fun: Any = None,
     *,
     donate: Donate = "none",
-    share_callables: bool = True,
+    share_compiles: bool = True,
     **jitkwargs: Any,
 ) -> Any:
     """`eqx.filter_jit` with less per-call overhead: a drop-in replacement.
@@ -690,22 +464,17 @@ def filter_jit(
     Calls it cannot reproduce exactly (extra `jax.jit` options, unhashable static
     leaves) are passed to `eqx.filter_jit`.
 
-    One difference in keying, on by default: callables among the leaves and static
-    fields are compared by what they trace to, not by identity. Scenes built one
-    per field each hold a new `functools.partial(step_size, 0.1)`, `lambda x: x`
-    or bound method, which `eqx.filter_jit` compiles the step again for;
-    `af.filter_jit` shares one program among them when they are partials of equal
-    functions with equal arguments, functions with the same code, globals and
-    equal defaults and captured values, bound methods of equal objects, or
-    `jax.jit`s of equal functions with the same options (the function given to
-    `af.filter_jit` is compared the same way), and only while every module
-    global their code reads holds an equal value: a global rebound since a
-    program was traced gives a new callable a trace of its own, as in equinox.
-    "Equal" for a captured or bound value is strict (identical, or the same type
-    and `==`); arrays, lists, dicts and objects without value equality compare
-    by identity, so two callables that could trace differently are never
-    merged. Results are the same; only the number of compiles drops.
-    `share_callables=False` keys them as equinox does.
+    One difference, on by default: compiles are shared. Every call traces
+    exactly when `eqx.filter_jit` would (callables and other static leaves are
+    keyed by `==`, as in equinox), and the program a new trace produced is then
+    compared with those this process compiled before, by any wrapper: where it
+    is the same program, equation for equation, with the same constants and
+    options, the executable compiled then runs it. A job that builds one scene
+    per field, each with its own helpers, `functools.partial`s or lambdas, or a
+    `fit()` that makes a new jitted step per call, so traces again per field but
+    compiles once. Results, trace counts and trace-time effects are those of
+    `eqx.filter_jit`; only XLA compiles are saved. `share_compiles=False`
+    compiles every trace, as equinox does.
 
     One thing is left out on purpose: `eqx.filter_jit` waits for every call to
     finish, so that a failing `eqx.error_if` raises at the call. `af.filter_jit`
@@ -723,10 +492,10 @@ def filter_jit(
         decorator: `@af.filter_jit(donate="all")`.
     - `donate`: `"all"`, `"all-except-first"`, `"warn"`, `"warn-except-first"` or
         `"none"` (the default), as for `eqx.filter_jit`.
-    - `share_callables`: compare callables by what they trace to (the default),
-        or by identity as `eqx.filter_jit` does (`False`). Sharing needs equinox
-        0.13 or later (and a JAX whose `jax.jit` objects show what they wrap);
-        on older versions callables are keyed as `eqx.filter_jit` keys them.
+    - `share_compiles`: run one executable for traces that are the same program
+        (the default), or compile each trace as `eqx.filter_jit` does (`False`).
+        Sharing needs a JAX whose traced `jax.jit`s show their jaxpr and
+        options (0.5 or later); on older versions every trace compiles.
 
     **Returns:** the compiled version of `fun`.
 
@@ -757,7 +526,7 @@ def filter_jit(
     """
     if fun is None:
         return functools.partial(
-            filter_jit, donate=donate, share_callables=share_callables, **jitkwargs
+            filter_jit, donate=donate, share_compiles=share_compiles, **jitkwargs
         )
     if donate not in _DONATE:
         _equinox_filter_jit(fun, donate=donate)  # raises equinox's error for it
@@ -767,20 +536,19 @@ def filter_jit(
     names = _internals.fn_names(fun)
     static_fun = _internals.static_fun_of(fallback)
     layout: _Layout | None = None
-    slot: _Slot | None = None
     if not jitkwargs:
         try:
             hash(static_fun)
         except Exception:
             pass  # equinox raises when called: every call goes to it
         else:
-            share = share_callables and _callable_key.SUPPORTED
-            layout, slot = _layout_for(
+            share = share_compiles and _can_share()
+            layout = _layout_for(
                 fun, names, static_fun, (donate_first, donate_rest), share
             )
     wrapper = _FilterJit(
         _fallback=fallback,
-        _plan=_Plan(signature, names, layout, filter_warning, static_fun, slot),
+        _plan=_Plan(signature, names, layout, filter_warning),
         _cached=_internals.cache_of(fallback) if layout is None else layout,
     )
     return eqx.module_update_wrapper(wrapper)

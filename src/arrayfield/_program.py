@@ -8,6 +8,7 @@ the programs are, so that both halves read on their own.
 
 from __future__ import annotations
 
+import functools
 import operator
 from collections.abc import Callable
 from typing import Any
@@ -19,7 +20,8 @@ import jax.extend
 import jax.tree_util as jtu
 import numpy as np
 
-from . import _callable_key, _internals
+from . import _internals
+from ._program_key import program_key
 
 # What `eqx.is_array` accepts: these leaves are traced, all others hashed.
 ARRAY_TYPES = _internals.EQX_ARRAY_TYPES
@@ -80,58 +82,37 @@ jtu.register_pytree_node(
 
 
 _AVAL = operator.attrgetter("aval")
-_SHAPE_DTYPE_WEAK = operator.attrgetter("shape", "dtype", "weak_type")
+_COMMITTED = operator.attrgetter("_committed")
 
 
-def call_signature(call_args: tuple) -> tuple:
-    """What a program's `jax.jit` tells calls apart by, as far as traces go: each
-    leaf's shape, dtype and weak type, read alike from a call's arrays and from
-    a trace's tracers."""
-    # `(leaves,)` for a plain function, the common case (see `_jit._Layout`).
-    leaves = call_args[0] if len(call_args) == 1 else jtu.tree_leaves(call_args)
+def call_signature(leaves: list) -> tuple:
+    """What decides which executable runs a call of one call structure, as
+    `jax.jit` decides it: JAX's configuration, each leaf's aval (shape, dtype,
+    weak type) and, for arrays committed to devices, their shardings."""
     try:
-        return tuple(map(_SHAPE_DTYPE_WEAK, map(_AVAL, leaves)))
+        avals = tuple(map(_AVAL, leaves))
     except AttributeError:  # a NumPy array: traced as its canonical dtype, strong
-        return tuple(
-            _SHAPE_DTYPE_WEAK(x.aval)
+        avals = tuple(
+            x.aval
             if hasattr(x, "aval")
-            else (np.shape(x), jax.dtypes.canonicalize_dtype(np.result_type(x)), False)
+            else (np.shape(x), jax.dtypes.canonicalize_dtype(np.result_type(x)))
             for x in leaves
         )
-
-
-class History:
-    """Which globals each trace of one `jax.jit` read: per call signature, their
-    values when it was traced (`context` is what the trace runs: the tracing
-    call's structure and static leaves, and the jitted function)."""
-
-    __slots__ = ("context", "traced")
-
-    def __init__(self, context: tuple):
-        self.context = context
-        self.traced: dict[tuple, _callable_key.Globals | None] = {}
-
-    def record(self, call_args: tuple) -> _callable_key.Globals | None:
-        """Run by each trace that completes (see `user_program`): the latest
-        trace of a signature is the one JAX keeps (after `jax.clear_caches()`,
-        or under other config settings, it traces a signature again). Returns
-        the globals it read."""
-        reads = _callable_key.globals_read(self.context)
-        self.traced[call_signature(call_args)] = reads
-        return reads
-
-    def serves(self, signature: tuple) -> bool:
-        """Whether a call with this signature that traces now would read what
-        the program runs: it has no trace for it yet (the call traces it), or
-        the globals its trace read hold the same values now."""
-        if signature not in self.traced:
-            return True
-        now = _callable_key.globals_read(self.context)
-        return _callable_key.same_reads(self.traced[signature], now)
+        return (_internals.trace_context(), avals, None)
+    try:
+        any_committed = any(map(_COMMITTED, leaves))
+    except AttributeError:  # a NumPy array or another literal array type
+        any_committed = any(getattr(x, "_committed", False) for x in leaves)
+    committed = None
+    if any_committed:
+        committed = tuple(
+            x.sharding if getattr(x, "_committed", False) else None for x in leaves
+        )
+    return (_internals.trace_context(), avals, committed)
 
 
 class Compiled:
-    """The `jax.jit` for one call structure.
+    """The `jax.jit` for one call structure, and the executables its calls run.
 
     `eqx.filter_jit` makes every program return a marker array and waits for it,
     so that a failing `eqx.error_if` raises at the call. Only host callbacks
@@ -141,115 +122,82 @@ class Compiled:
     back; only then (or when buffers are donated) does the program return a
     marker to wait for. Other programs return no marker (an extra output costs
     about a microsecond a call) and calls return once dispatched, like `jax.jit`.
+
+    With sharing on, `runs` maps each call signature to what runs it: the
+    `jax.jit`'s own trace, compiled, or where the same program was compiled
+    before (by any wrapper, for any call structure) that executable with this
+    trace's output tree. None with sharing off: calls go to `jitted`.
     """
 
-    __slots__ = (
-        "history",
-        "jitted",
-        "outputs",
-        "pairs",
-        "routes",
-        "shared_key",
-        "traced",
-        "versions",
-    )
+    __slots__ = ("__weakref__", "jitted", "runs", "traced")
 
-    def __init__(self, traced: tuple[int, ...] | None):
+    def __init__(self, traced: tuple[int, ...] | None, share: bool):
         self.jitted: Any = None
-        # The traces of `jitted`, one History for this program and its copies
-        # (`shared_with`); None where nothing shares it (no share_callables).
-        self.history: History | None = None
-        # Once more than one caller (a callable, as equinox tells them apart)
-        # runs this program: (caller, signature) -> the program that caller's
-        # calls with that signature run, chosen at its first such call (see
-        # `route`). None while one caller does: calls skip routing.
-        self.routes: dict[tuple[int, tuple], Compiled] | None = None
-        # Programs for this call structure traced anew under rebound globals.
-        self.versions: list[Compiled] = []
+        self.runs: dict[tuple, Callable[..., Any]] | None = None
+        if share:
+            self.runs = {}
+            # `jax.clear_caches()` makes `jax.jit` trace again: so do these calls.
+            _internals.register_jax_cache(self)
         # Where the traced leaves are, when some leaves are static (calls pass only
         # the traced ones); None when every leaf is traced.
         self.traced = traced
-        # For a call sharing another call's program: its objects paired with those
-        # of the call that traced it, and the output's static part with its own
-        # objects in (once known). None for the call that traced the program.
-        self.pairs: _callable_key.Counterparts | None = None
-        self.outputs: tuple[Any, Any] | None = None
-        # Its key in its layout's `shared`, while other calls may still share it.
-        self.shared_key: _callable_key.SharedKey | None = None
 
-    def shared_with(self, pairs: _callable_key.Counterparts) -> Compiled:
-        """This program, for a call whose callables `pairs` maps to this one's;
-        both route their calls from now on."""
-        shared = Compiled(self.traced)
-        shared.jitted = self.jitted
-        shared.history = self.history
-        shared.pairs = pairs
-        shared.routes = {}
-        self.route_from_now()
-        return shared
+    def cache_clear(self) -> None:
+        assert self.runs is not None
+        self.runs.clear()
 
-    def route_from_now(self) -> None:
-        """Start routing calls, as a second caller has come: the only one so far
-        (caller 0, the function its layout was made for) keeps every trace it
-        made."""
-        if self.routes is None and self.history is not None:
-            self.routes = {(0, signature): self for signature in self.history.traced}
-
-    def route(
-        self, caller: int, signature: tuple, compile_anew: Callable[[], Compiled]
-    ) -> Compiled:
-        """The program a caller's first call with `signature` runs, from then on
-        (under the lock of `_jit`).
-
-        As under `eqx.filter_jit`, where each callable has a cache of its own, a
-        caller runs its own traces for good, and a signature new to it traces
-        now: another caller's trace serves it only if the globals that trace read
-        hold the same values now. Otherwise a version of this program traced
-        under today's globals does (`compile_anew` makes one)."""
-        assert self.routes is not None and self.history is not None
-        chosen: Compiled | None = None
-        if self.history.serves(signature):
-            chosen = self
+    def runner(self, call_args: tuple, signature: tuple) -> Callable[..., Any]:
+        """What runs calls with this signature, found at the first such call:
+        `jax.jit` traces it (exactly when `eqx.filter_jit` would), and the program
+        it traced to is compiled unless this process compiled it already."""
+        assert self.runs is not None
+        traced = self.jitted.trace(*call_args)
+        executable, own = executable_for(traced)
+        if own:
+            # Host callbacks run through `jax.jit`'s call, JAX's fast path for
+            # them; it finds this compile in JAX's own cache.
+            run = self.jitted if has_host_work(traced.jaxpr) else executable
         else:
-            for version in self.versions:
-                assert version.history is not None
-                if version.history.serves(signature):
-                    chosen = version
-                    break
-            else:
-                chosen = compile_anew()
-                self.versions.append(chosen)
-        self.routes[caller, signature] = chosen
-        return chosen
-
-    def own_outputs(self, traced_outputs: tuple[Any, Any]) -> tuple[Any, Any]:
-        """The output's static part `(treedef, values)` as the trace made it, with
-        the objects it passed through from the tracing call's input replaced by
-        this call's (a scene returned by the step keeps its own renderer)."""
-        pairs = self.pairs
-        if pairs is None:
-            return traced_outputs
-        outputs = self.outputs
-        if outputs is None or outputs[0] is not traced_outputs:
-            tree, values = traced_outputs
-            own = (
-                _callable_key.swap(tree, pairs),
-                _callable_key.swap(values, pairs),
+            run = functools.partial(
+                _with_output_tree, executable, _internals.traced_out_tree(traced)
             )
-            outputs = self.outputs = (traced_outputs, own)
-        return outputs[1]
+        self.runs[signature] = run
+        return run
 
-    def own_output(self, output: Any) -> Any:
-        """An output of arrays only, with this call's objects in its static fields
-        where the trace passed the tracing call's through (see `own_outputs`)."""
-        leaves, tree = _flatten(output)
-        outputs = self.outputs
-        if outputs is None or outputs[0] != tree:
-            outputs = self.outputs = (tree, _callable_key.swap(tree, self.pairs or {}))
-        own_tree = outputs[1]
-        return (
-            output if own_tree is outputs[0] else jtu.tree_unflatten(own_tree, leaves)
-        )
+
+def _with_output_tree(executable: Any, out_tree: Any, *call_args: Any) -> Any:
+    """A program compiled for another trace, run with this trace's output tree
+    (its static nodes hold what this trace returned)."""
+    return out_tree.unflatten(jtu.tree_leaves(executable(*call_args)))
+
+
+class _Executables:
+    """Every program compiled in this process with sharing on, by `program_key`
+    (used under `_jit`'s lock); cleared with JAX's and equinox's caches."""
+
+    __slots__ = ("__weakref__", "by_key")
+
+    def __init__(self) -> None:
+        self.by_key: dict[tuple, Any] = {}
+
+    def cache_clear(self) -> None:
+        self.by_key.clear()
+
+
+_executables = _Executables()
+_internals.register_jax_cache(_executables)
+_internals.register_cache_clear(_executables.cache_clear)
+
+
+def executable_for(traced: Any) -> tuple[Any, bool]:
+    """`(executable, compiled now)` for a traced program: the one compiled for
+    the same program before, else a new compile."""
+    key = program_key(traced)
+    found = _executables.by_key.get(key)
+    if found is not None:
+        return found, False
+    executable = _executables.by_key[key] = traced.lower().compile()
+    return executable, True
 
 
 def concrete(marker: Any) -> bool:
@@ -291,7 +239,6 @@ def user_program(
     static: tuple,
     traced: tuple[int, ...] | None,
     fun_at: int | None,
-    on_trace: Callable[[tuple], None] | None = None,
 ) -> Callable[..., tuple]:
     """The user's function on flat leaves: `(*parts of the traced leaves, with the
     function's arrays at fun_at) -> (output, None)`, or `-> (output's arrays,
@@ -320,10 +267,6 @@ def user_program(
         tree = jtu.tree_unflatten(treedef, leaves)
         args, kwargs = tree.parts if type(tree) is WithKeywords else (tree, {})
         out = fun(*args, **kwargs)
-        # After the function: a trace that raises leaves no program behind. Not
-        # with jit disabled, where this runs eagerly and JAX keeps no trace.
-        if on_trace is not None and not jit_disabled():
-            on_trace(call_args)
         out_leaves, out_tree = jtu.tree_flatten(out)
         if all(isinstance(x, ARRAY_TYPES) for x in out_leaves):
             return out, None  # JAX rebuilds the output itself

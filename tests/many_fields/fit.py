@@ -50,17 +50,31 @@ class FieldRun:
     total_s: float  # every step of the field
 
 
+COMPILE_EVENT = "/jax/core/compile/backend_compile_duration"
+
+
 class Fitter:
-    """One jitted step (`jit(step)`), counting its traces, for every field."""
+    """One jitted step (`jit(step)`) for every field, counting its traces and its
+    XLA compiles (JAX's backend-compile events for programs named after it)."""
 
     def __init__(self, jit: Callable[..., Any]):
         self.traces = 0
+        self.compiles = 0
 
         def counted(scene, opt_state, data):
             self.traces += 1  # runs only while tracing
             return step(scene, opt_state, data)
 
+        def on_event(event: str, duration: float, **kwargs: Any) -> None:
+            if event == COMPILE_EVENT and "counted" in str(kwargs.get("fun_name")):
+                self.compiles += 1
+
+        self.listener = on_event
+        jax.monitoring.register_event_duration_secs_listener(on_event)
         self.step = jit(counted)
+
+    def close(self) -> None:
+        jax.monitoring.unregister_event_duration_listener(self.listener)
 
     def fit(self, scene: Scene, data: jax.Array, steps: int) -> FieldRun:
         opt_state = OPTIMIZER.init(eqx.filter(scene, eqx.is_inexact_array))
@@ -77,13 +91,17 @@ class Fitter:
 
 def fit_fields(
     jit: Callable[..., Any], fields: int, steps: int, fixes: Fixes = NO_FIXES
-) -> tuple[list[FieldRun], int]:
-    """Each field's run, and how many times the step traced for all of them."""
+) -> tuple[list[FieldRun], int, int]:
+    """Each field's run, and how many times the step traced and compiled for all
+    of them."""
     built = [build_scene(field, fixes) for field in range(fields)]
     data = [observed(field) for field in range(fields)]
     fitter = Fitter(jit)
-    runs = [
-        fitter.fit(scene, image, steps)
-        for (scene, _wcs), image in zip(built, data, strict=True)
-    ]
-    return runs, fitter.traces
+    try:
+        runs = [
+            fitter.fit(scene, image, steps)
+            for (scene, _wcs), image in zip(built, data, strict=True)
+        ]
+    finally:
+        fitter.close()
+    return runs, fitter.traces, fitter.compiles

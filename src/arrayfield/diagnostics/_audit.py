@@ -68,9 +68,10 @@ class Finding:
     object compared by identity) or `"value"` (a number, string or other value);
     `value` is the leaf in `tree` and `other` the leaf in `other` (`None` where
     the leaf does not exist: a pytree never has `None` as a leaf), `why` says why
-    it is a new cache key, and `recompiles` names the jits that compile again
-    for it: `("eqx.filter_jit", "af.filter_jit")`, or `("eqx.filter_jit",)` for a
-    callable that `af.filter_jit` already shares.
+    it is a new cache key, and `recompiles` names the jits certain to compile
+    again for it: `("eqx.filter_jit", "af.filter_jit")` for a new shape, dtype or
+    structure, `("eqx.filter_jit",)` for any other leaf, which `af.filter_jit`
+    traces again and compiles only if the new trace is a different program.
 
     `field` names the Module field that holds the value (or that the value is
     inside, for a list element) and where it is declared,
@@ -190,7 +191,8 @@ class Findings(list[Finding]):
         lines = [
             f"af.audit: the other {self.name} compiles again: {count} "
             f"lea{'ves' if count > 1 else 'f'} differ{'' if count > 1 else 's'} "
-            f"for {EQX}, {on_af} for {AF}"
+            f"for {EQX}; {on_af} certainly for {AF} (it traces again for "
+            "every one, and compiles only where the trace is a new program)"
         ]
         for kind, heading in _KINDS.items():
             causes: dict[int, str] = {}  # in the order of their first finding
@@ -426,11 +428,14 @@ def audit(tree: Any, other: Any = None, *, name: str = "tree") -> Findings:
     **Two trees**, `af.audit(tree, other)`: exactly the leaves that would make a
     jitted function compile again when called with `other` after `tree`, for
     trees built the same way (two fields' scenes, two runs' states). Leaves equal
-    in both are never reported. Each finding says which jits compile again
-    (`recompiles`): `eqx.filter_jit` for every difference, `af.filter_jit` for
-    every one but the callables it shares (partials of one function with equal
-    arguments, closures of one code object with equal captured values, methods
-    bound to equal objects).
+    in both are never reported. Every such difference makes `eqx.filter_jit` and
+    `af.filter_jit` trace again. `eqx.filter_jit` also compiles again for each;
+    `af.filter_jit` compiles again only where the new trace is a different
+    program: certainly for a new shape, dtype or structure, and for any other
+    leaf only if the trace reads it into the program (a helper compared by
+    identity that the step reads the same way costs a trace, not a compile).
+    `recompiles` names the jits certain to compile again; `af.explain_retraces`
+    says, call by call, whether a trace compiled.
 
     **Arguments:**
 
@@ -491,7 +496,7 @@ def audit(tree: Any, other: Any = None, *, name: str = "tree") -> Findings:
         first, second = af.audit(build(0), build(1), name="source")
         assert (first.path, first.recompiles) == ("source.step", ("eqx.filter_jit",))
         assert (second.value, second.other) == ("source-0", "source-1")
-        assert second.recompiles == ("eqx.filter_jit", "af.filter_jit")
+        assert second.recompiles == ("eqx.filter_jit",)  # af: if read by the trace
         ```
     """
     if other is not None:
@@ -574,7 +579,7 @@ def _compare(tree: Any, other: Any, name: str) -> Findings:
     findings: list[Finding] = []
     causes: dict[int, tuple[int, str]] = {}
     for number, changed in enumerate(group(changes)):
-        line = _cause_line(changed)
+        line = cause_text(changed)
         for c in changed:
             finding = _change_finding(c, old_values, new_values, tree, other, name)
             causes[id(finding)] = (number, line)
@@ -582,13 +587,6 @@ def _compare(tree: Any, other: Any, name: str) -> Findings:
     order = list(_KINDS)
     findings.sort(key=lambda f: order.index(f.kind))  # stable: causes stay together
     return Findings(findings, name, causes, two_trees=True)
-
-
-def _cause_line(changes: list[Change]) -> str:
-    line = cause_text(changes)
-    if changes[0].shared:
-        line += f" [{EQX} only: {AF} shares these]"
-    return line
 
 
 def _change_finding(
@@ -604,7 +602,10 @@ def _change_finding(
     else:
         old, new = old_values.get(change.path), new_values.get(change.path)
     location = "" if change.field is None else change.field.location
-    jits = (EQX,) if change.shared else (EQX, AF)
+    # A new shape, dtype or structure is a new program under any jit; any other
+    # difference af.filter_jit traces again, and compiles only if the trace
+    # reads it into a different program, which only the trace can tell.
+    jits = (EQX, AF) if change.cause == "structure" else (EQX,)
     return Finding(
         change.path, old, change.cause, change.fix, location, new, change.why, jits
     )

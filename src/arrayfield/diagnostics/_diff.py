@@ -15,7 +15,7 @@ from ._signature import Signature, equal
 class Change:
     """One leaf whose cache-key entry differs between two calls (or trees).
 
-    `old`/`new` are the texts shown; `cause` and `shared` as in `_hints.Reason`;
+    `old`/`new` are the texts shown; `cause` as in `_hints.Reason`;
     `field` is the Module field holding the leaf, or the one it is inside.
     """
 
@@ -26,7 +26,6 @@ class Change:
     fix: str
     cause: str = "structure"
     field: FieldRef | None = None
-    shared: bool = False
 
 
 def diff(
@@ -61,7 +60,6 @@ def diff(
                     reason.fix,
                     reason.cause,
                     n.named_by or o.named_by,
-                    reason.shared,
                 )
             )
         elif scalar_values and n.scalar is not None and not equal(o.scalar, n.scalar):

@@ -16,7 +16,6 @@ from .._internals import PYTHON_NUMBERS
 from .._module import ArrayModule
 from .._spec import Unresolved, field_spec, resolve_annotation
 from ._paths import FieldRef
-from ._sharing import comparable, difference, sameness, shares_trace
 from ._signature import LeafSig
 
 # Which jit a site's traces come from; the reasons name it. None: not known (a
@@ -41,15 +40,12 @@ class Reason:
 
     `cause` sorts the change: `"structure"` (a shape, dtype, weak type or the
     pytree itself), `"callable"`, `"identity"` (an object compared by identity) or
-    `"value"` (a number, string or other value that differs). `shared`: the two
-    leaves are callables that `af.filter_jit` keys alike (issue 20's rule), so it
-    would not compile again for them.
+    `"value"` (a number, string or other value that differs).
     """
 
     why: str
     fix: str
     cause: str
-    shared: bool = False
 
 
 def leaf_reason(o: LeafSig, n: LeafSig, jit: str | None) -> Reason:
@@ -91,17 +87,6 @@ def _reason(o: LeafSig, n: LeafSig, jit: str | None) -> Reason:
     if n.kind == "static" or o.kind == "static":
         if callable(o.key) and callable(n.key):
             return _callable_reason(o.key, n.key, static=True)
-        if n.kind == o.kind and shares_trace(o.key, n.key):
-            return Reason(  # e.g. a tuple holding functions, as a jit wrapper's
-                "a static=True field is part of the cache key, and it holds other "
-                "callables now (functions, lambdas and functools.partial objects "
-                "are hashed by identity)",
-                "create what it holds once, outside the loop, or jit with "
-                "af.filter_jit, which runs one program for both (their callables "
-                "trace alike)",
-                "callable",
-                shared=True,
-            )
         if n.kind == o.kind and _by_identity(n.key) and type(o.key) is type(n.key):
             return _identity_reason(n.type, static=True)
         return Reason(
@@ -152,26 +137,13 @@ def _callable_reason(old: Any, new: Any, static: bool = False) -> Reason:
         "functools.partial objects are hashed by identity, so a fresh one per call "
         "compiles again"
     )
-    if shares_trace(old, new):
-        return Reason(
-            why,
-            "create the closure or partial once, outside the loop, or jit with "
-            f"af.filter_jit, which runs one program for both ({sameness(old, new)})",
-            "callable",
-            shared=True,
-        )
-    if not comparable(old, new):  # a jax.jit wrapper, a callable object
-        return Reason(
-            why,
-            "create it once, outside the loop (a jax.jit wrapper: jit the function "
-            "once at module level), or keep it out of the jitted arguments",
-            "callable",
-        )
     return Reason(
-        f"{why}; these two also trace differently ({difference(old, new)})",
-        "create the closure or partial once, outside the loop, or pass what "
-        "differs as an argument (an array), or hold it in an eqx.Module or "
-        "eqx.Partial, whose arrays are traced",
+        why,
+        "create it once, outside the loop (a jax.jit wrapper: jit the function "
+        "once at module level), or pass what differs as an argument (an array), "
+        "or hold it in an eqx.Module or eqx.Partial, whose arrays are traced; "
+        "af.filter_jit still traces again, but compiles again only where the "
+        "new trace is a different program",
         "callable",
     )
 

@@ -11,7 +11,7 @@ from typing import Any
 
 import jax.tree_util as jtu
 
-from .. import _callable_key, _internals, _jit
+from .. import _internals
 from .._errors import (
     EQUINOX_DIR,
     JAX_DIR,
@@ -68,21 +68,6 @@ def calling_jit() -> str | None:
     return None  # called from the user's own jitted function: any jit
 
 
-def _rebound(
-    before: _callable_key.Globals | None, now: _callable_key.Globals | None
-) -> list[str]:
-    """The names of the globals read both times whose values differ."""
-    if before is None or now is None:
-        return []
-    return sorted(
-        {
-            key[1]
-            for key, value in now.items()
-            if key in before and not _callable_key.same_value(before[key], value)
-        }
-    )
-
-
 class Site:
     """What one watched function has traced with (its last few signatures)."""
 
@@ -97,10 +82,6 @@ class Site:
         self.lock = threading.Lock()
         self.shared = False  # also used by the `with` block's hook (see _wrap_jitted)
         self.last_trace = -1  # for a plain function: the top-level trace it was in
-        # af.filter_jit with sharing: a callable it shares never made it trace.
-        self.drops_shared = _jit.shares_callables(fn)
-        # The globals the function read at its last trace, with their values.
-        self.reads: _callable_key.Globals | None = None
 
     def arguments(self, args: tuple, kwargs: dict) -> dict[str, Any]:
         return bind_arguments(self.fn, args, kwargs)
@@ -112,16 +93,17 @@ class Site:
         extra: dict[str, Any],
         jit: str | None = None,
         quiet: bool = False,
+        compiled: bool = True,
     ) -> bool:
         """This call traced: compare it with the earlier ones, then remember it.
 
         Returns whether it warned; `quiet` only remembers (an inner wrapper warned).
+        `compiled`: whether the call also compiled (af.filter_jit compiles
+        nothing for a trace that is a program compiled before).
         """
         arguments = {**extra, **self.arguments(args, kwargs)}
         new = signature(arguments, args, kwargs, self.traced_scalars)
-        reads = _callable_key.globals_read((underlying(self.fn),))
         with self.lock:
-            before, self.reads = self.reads, reads
             history = list(self.history)
             self.history.append(new)
             del self.history[:-HISTORY]
@@ -130,25 +112,20 @@ class Site:
             return False
         jit = jit or self.jit
         _, changes = closest(history, new, jit)
-        if self.drops_shared:
-            changes = [c for c in changes if not c.shared]
         if not changes and self.traced_scalars:
             changes = min(
                 (diff(old, new, jit, scalar_values=True) for old in history), key=len
             )
-        rebound = [] if changes else _rebound(before, reads)
-        warn_in_user_code(RetraceWarning(self._message(changes, rebound)))
+        warn_in_user_code(RetraceWarning(self._message(changes, compiled)))
         return True
 
-    def _message(self, changes: list[Change], rebound: list[str]) -> str:
+    def _message(self, changes: list[Change], compiled: bool) -> str:
         head = f"{location(self.fn)} was traced and compiled again."
-        if rebound:
-            names = ", ".join(rebound)
-            return (
-                f"{head} No argument differs from an earlier call that traced, "
-                f"but a global it reads holds a new value since: {names}. A trace "
-                "reads globals as it runs, so each new value compiles again; pass "
-                "the value as an argument (an array) instead."
+        if not compiled:
+            head = (
+                f"{location(self.fn)} was traced again, but compiled nothing: the "
+                "trace is a program compiled before (af.filter_jit ran that "
+                "executable), so the cost was the trace alone."
             )
         if not changes:
             causes = (

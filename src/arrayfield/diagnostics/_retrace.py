@@ -79,11 +79,12 @@ def _wrap_jitted(fn: Any) -> Any:
     @functools.wraps(fn)
     def explained(*args: Any, **kwargs: Any) -> Any:
         __tracebackhide__ = True
-        before = counter.traces
+        before, compiles = counter.traces, counter.compiles
         out = fn(*args, **kwargs)
         if counter.traces != before:
             if _thread.explained < before:  # else a `with` block's hook did
-                site.traced(args, kwargs, no_extra)
+                compiled = counter.compiles != compiles
+                site.traced(args, kwargs, no_extra, compiled=compiled)
         elif check and site.check_reuse:
             site.check_hit(args, kwargs)
         return out
@@ -157,14 +158,18 @@ def _watching_call(original: Callable[..., Any]) -> Callable[..., Any]:
         if session is None:
             return original(self, *args, **kwargs)
         site = session.sites.get(id(cache_of(self))) or session.site_for(self)
-        before = counter.traces
+        before, compiles = counter.traces, counter.compiles
         out = original(self, *args, **kwargs)
         if counter.traces != before:
             # The jitted callable is hashed into the key too: show it as an argument
             # (a decorator's record shows the arguments only, like the decorator).
             extra = {} if site.shared else {"<function>": self.__wrapped__}
             quiet = _thread.explained >= before  # a wrapped plain function warned
-            if site.traced(args, kwargs, extra, quiet=quiet) or site.shared:
+            compiled = counter.compiles != compiles
+            if (
+                site.traced(args, kwargs, extra, quiet=quiet, compiled=compiled)
+                or site.shared
+            ):
                 _thread.explained = before
         elif site.check_reuse:
             site.check_hit(args, kwargs)

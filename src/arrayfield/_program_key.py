@@ -1,0 +1,210 @@
+"""When two traces are the same program: a hashable key read off a traced `jax.jit`.
+
+`af.filter_jit` traces exactly when `eqx.filter_jit` would, and then asks whether
+the program that trace produced was compiled before in this process. The key
+answers that from the program itself, never from the Python objects that made
+it: a trace can read anything (closure cells, dicts, class attributes), so only
+what it *produced* is evidence.
+
+Two keys are equal only when lowering would see the same input:
+
+- the jaxpr, equation by equation, with variables numbered in the order they are
+  bound: each equation's primitive (by identity), its inputs, its outputs' avals
+  (shape, dtype, weak type, sharding), its effects and its context;
+- literals and constants by type and value (floats by their bits, so `0.0` and
+  `-0.0` differ; arrays by dtype, shape and bytes): XLA embeds them in the
+  program, and they stay embedded, since passing them as arguments instead lets
+  XLA fold less and changes results in the last bit (`exp` of a captured array
+  differed in 10% of its elements when measured on the CPU);
+- parameters by value where they are plain data (numbers, strings, dtypes,
+  tuples of them, avals, shardings, nested jaxprs, which recurse) and by
+  identity otherwise, holding the object so that its id is never reused;
+- the jit's own options (shardings, layouts, donation, name) and JAX's
+  configuration at trace time.
+
+One exception is proved rather than assumed: the rules that differentiate a
+`custom_jvp`/`custom_vjp` function are functions created anew by each trace, and
+lowering reads only the primal jaxpr of those equations
+(`_internals.INERT_PARAMS` checks which JAX does so), so they are left out.
+Anything this module cannot read makes the program its own (a key that equals
+no other), which costs a compile and never a wrong result.
+"""
+
+from __future__ import annotations
+
+import enum
+import types
+from typing import Any
+
+import jax
+import jax.extend
+import numpy as np
+
+from . import _internals
+
+_CLOSED_JAXPR = jax.extend.core.ClosedJaxpr
+_JAXPR = jax.extend.core.Jaxpr
+_LITERAL = jax.extend.core.Literal
+_DROP_VAR = _internals.DROP_VAR
+_PRIMITIVE = jax.extend.core.Primitive
+# Python values compared by type and value (floats apart: by their bits).
+_ATOMS = frozenset({bool, int, str, bytes, type(None), type(Ellipsis)})
+# JAX's own data types whose `==` compares what lowering reads (avals, shardings,
+# meshes, partition specs); a class outside these and the cases below compares
+# by identity.
+_VALUE_TYPES = _internals.VALUE_PARAM_TYPES
+_INERT = _internals.INERT_PARAMS
+
+
+class Same:
+    """An object compared by identity, held so that its id stays its own."""
+
+    __slots__ = ("obj",)
+
+    def __init__(self, obj: Any):
+        self.obj = obj
+
+    def __eq__(self, other: object) -> bool:
+        return type(other) is Same and other.obj is self.obj
+
+    def __hash__(self) -> int:
+        return id(self.obj)
+
+
+class _Unreadable(Exception):
+    """Raised inside the walk where a program cannot be read; its key is unique."""
+
+
+def program_key(traced: Any) -> tuple:
+    """The key of a `jax.jit(...).trace(...)` result: equal for two traces exactly
+    when they are the same program (see the module docstring)."""
+    closed, params = _internals.traced_program(traced)
+    walk = _Walk()
+    try:
+        options = tuple(
+            sorted(
+                (name, walk.value(value))
+                for name, value in params.items()
+                if name != "jaxpr"
+            )
+        )
+        return (walk.closed(closed), options, _internals.trace_context())
+    except (_Unreadable, TypeError, ValueError):
+        return (Same(traced),)  # equal to no other key
+
+
+class _Walk:
+    """One key's walk; nested jaxprs seen twice (a function called twice) are
+    read once."""
+
+    __slots__ = ("seen",)
+
+    def __init__(self) -> None:
+        self.seen: dict[int, tuple[Any, tuple]] = {}
+
+    def closed(self, closed: Any) -> tuple:
+        found = self.seen.get(id(closed))
+        if found is not None:
+            return found[1]
+        key = (
+            "closed",
+            self.jaxpr(closed.jaxpr),
+            tuple(_data(const) for const in closed.consts),
+        )
+        self.seen[id(closed)] = (closed, key)  # the object keeps its id ours
+        return key
+
+    def jaxpr(self, jaxpr: Any) -> tuple:
+        found = self.seen.get(id(jaxpr))
+        if found is not None:
+            return found[1]
+        numbers: dict[Any, int] = {}
+
+        def bind(var: Any) -> Any:
+            numbers[var] = len(numbers)
+            return var.aval
+
+        def atom(x: Any) -> Any:
+            if type(x) is _LITERAL:
+                return ("literal", _data(x.val), x.aval)
+            try:
+                return numbers[x]
+            except KeyError:  # a variable bound nowhere in this jaxpr
+                raise _Unreadable from None
+
+        head = (
+            tuple(map(bind, jaxpr.constvars)),
+            tuple(map(bind, jaxpr.invars)),
+        )
+        equations = []
+        for eqn in jaxpr.eqns:
+            primitive = eqn.primitive
+            inputs = tuple(map(atom, eqn.invars))
+            inert = _INERT.get(primitive.name, ())
+            params = tuple(
+                sorted(
+                    (name, None if name in inert else self.value(value))
+                    for name, value in eqn.params.items()
+                )
+            )
+            outputs = tuple(
+                ("dropped", v.aval) if type(v) is _DROP_VAR else bind(v)
+                for v in eqn.outvars
+            )
+            equations.append(
+                (
+                    Same(primitive),
+                    inputs,
+                    params,
+                    outputs,
+                    frozenset(eqn.effects),
+                    Same(eqn.ctx),  # interned by JAX: equal contexts are one object
+                )
+            )
+        key = (
+            head,
+            tuple(equations),
+            tuple(map(atom, jaxpr.outvars)),
+            frozenset(jaxpr.effects),
+        )
+        self.seen[id(jaxpr)] = (jaxpr, key)
+        return key
+
+    def value(self, x: Any) -> Any:
+        """A parameter's key: by value where it is data, else by identity."""
+        cls = type(x)
+        if cls in _ATOMS or cls is float or cls is complex:
+            return _data(x)
+        if cls is _CLOSED_JAXPR:
+            return self.closed(x)
+        if cls is _JAXPR:
+            return self.jaxpr(x)
+        if isinstance(x, (tuple, list)):  # NamedTuples of dimension numbers too
+            return (cls, tuple(map(self.value, x)))
+        if cls is np.dtype or isinstance(x, (np.generic, np.ndarray)):
+            return _data(x)
+        if cls in _VALUE_TYPES:
+            return (cls, x)
+        if isinstance(x, (enum.Enum, _PRIMITIVE, types.FunctionType)):
+            return Same(x)  # enum members and primitives are singletons
+        return Same(x)
+
+
+def _data(x: Any) -> Any:
+    """A literal's or a constant's key: its type and exact value."""
+    cls = type(x)
+    if cls in _ATOMS:
+        return (cls, x)
+    if cls is float:
+        return (cls, x.hex())  # by bits: -0.0 and 0.0 differ, nan equals nan
+    if cls is complex:
+        return (cls, x.real.hex(), x.imag.hex())
+    if cls is np.dtype:
+        return (cls, x)
+    try:
+        array = np.asarray(x)
+    except Exception:  # an array of PRNG keys, say: only itself is itself
+        return Same(x)
+    if array.dtype == object:
+        return Same(x)
+    return (cls, array.dtype.str, array.shape, array.tobytes())

@@ -60,7 +60,9 @@ def both(run: Callable[[Callable[..., Any]], list], name: str) -> dict[str, Any]
         results[label] = (outputs, len(compiled))
     for a, b in zip(results["eqx"][0], results["af"][0], strict=True):
         assert jax.tree_util.tree_structure(a) == jax.tree_util.tree_structure(b)
-        for x, y in zip(jax.tree_util.tree_leaves(a), jax.tree_util.tree_leaves(b)):
+        for x, y in zip(
+            jax.tree_util.tree_leaves(a), jax.tree_util.tree_leaves(b), strict=True
+        ):
             if isinstance(x, jax.Array):
                 assert (x.dtype, x.weak_type) == (y.dtype, y.weak_type)
                 np.testing.assert_array_equal(np.asarray(x), np.asarray(y))

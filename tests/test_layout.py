@@ -19,16 +19,15 @@ SOURCE = Path(arrayfield.__file__).parent
 
 # The core's modules, lowest floor first. A module may import only modules listed
 # before it; the ground floor imports no arrayfield module at all, and dispatch
-# (`_jit`, with its callable keys) only the ground floor and the dispatch modules
+# (`_jit`, with its program keys) only the ground floor and the dispatch modules
 # before it. A new module must be given its place here.
 GROUND = ("_env", "_errors", "_internals", "_typing")
 FIELDS = ("_spec", "_convert", "_field", "_validate", "_module", "_normalize")
-DISPATCH = ("_callable_key", "_program", "_jit")
+DISPATCH = ("_program_key", "_program", "_jit")
 DIAGNOSTICS = tuple(
     f"diagnostics.{name}"
     for name in (
         "_paths",
-        "_sharing",
         "_signature",
         "_hints",
         "_diff",
@@ -182,7 +181,7 @@ def _copy_of_source(tmp_path: Path) -> Path:
         ("_internals.py", "from . import _jit\n", "the ground floor imports _jit"),
         ("_jit.py", "from ._module import ArrayModule\n", "dispatch imports _module"),
         (
-            "_callable_key.py",
+            "_program_key.py",
             "from . import _jit\n",
             "imports _jit, above or beside it",
         ),

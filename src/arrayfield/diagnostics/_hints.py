@@ -139,11 +139,11 @@ def _callable_reason(old: Any, new: Any, static: bool = False) -> Reason:
     )
     return Reason(
         why,
-        "create it once, outside the loop (a jax.jit wrapper: jit the function "
-        "once at module level), or pass what differs as an argument (an array), "
-        "or hold it in an eqx.Module or eqx.Partial, whose arrays are traced; "
-        "af.filter_jit still traces again, but compiles again only where the "
-        "new trace is a different program",
+        "create the closure or partial once, outside the loop (a jax.jit "
+        "wrapper: jit the function once at module level), or pass what differs "
+        "as an argument (an array), or hold it in an eqx.Module or eqx.Partial, "
+        "whose arrays are traced; af.filter_jit traces again too, but compiles "
+        "again only where the new trace is a different program",
         "callable",
     )
 

@@ -35,7 +35,7 @@ PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
 
 # Examples that show af.filter_jit sharing callables, which it does not do on the
 # oldest supported equinox (docs/many_fields.md says why): skipped there only.
-NEEDS_SHARING = {"docs/diagnostics.md:362", "docs/many_fields.md:42", "af.audit"}
+NEEDS_SHARING = {"docs/many_fields.md:34"}
 CONTINUE = "<!-- docs-test: continue -->"
 SUBPROCESS = "<!-- docs-test: subprocess -->"
 _FENCE = re.compile(r"^(?P<indent>[ \t]*)```(?P<lang>[\w-]*)[ \t]*$")

@@ -297,3 +297,37 @@ def test_a_second_process_reads_every_program_from_the_persistent_cache(tmp_path
     ]
     assert runs[0][0] == runs[1][0]
     assert (runs[0][1], runs[1][1]) == ("1", "0")  # three fields, one compile
+
+
+TWO_DEVICES = textwrap.dedent(
+    """
+    import equinox as eqx, jax, jax.numpy as jnp, numpy as np
+    import arrayfield as af
+
+    class Renderer:
+        def __call__(self, x):
+            return x * 2.0
+
+    first, second = jax.devices()[:2]
+    for jit in (eqx.filter_jit, af.filter_jit):
+        step = jit(lambda x, f: f(x))
+        on_default = step(jnp.ones(3), Renderer())
+        on_second = step(jax.device_put(jnp.ones(3), second), Renderer())
+        assert on_second.devices() == {second}, jit
+        assert on_default.devices() == {first}, jit
+        np.testing.assert_array_equal(on_second, on_default)
+    print("ok")
+    """
+)
+
+
+@needs_sharing
+def test_a_program_compiled_for_one_device_never_runs_arrays_committed_to_another():
+    result = subprocess.run(
+        [sys.executable, "-c", TWO_DEVICES],
+        env={**ENV, "XLA_FLAGS": "--xla_force_host_platform_device_count=2"},
+        capture_output=True,
+        text=True,
+    )
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert result.stdout.strip() == "ok"

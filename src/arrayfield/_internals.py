@@ -427,12 +427,19 @@ def _dispatch_internals() -> dict[str, Any]:
             "custom_jvp_call": frozenset({"jvp_jaxpr_fun", "jvp_jaxpr_thunk"}),
             "custom_vjp_call": frozenset({"fwd_jaxpr_thunk", "bwd", "out_trees"}),
         }
+    # What JAX's `trace_state_clean()` reads, as its own states (one C++ read each on
+    # the hot path): the current trace and axis environment, and their top values.
+    top_level = None
+    names = ("trace_state_strong_ref", "eval_trace", "axis_env_state", "top_axis_env")
+    if all(hasattr(core, name) for name in names):
+        top_level = tuple(getattr(core, name) for name in names)
     return {
+        "top_level": top_level,
+        "disable_jit": config.disable_jit,
         "drop_var": core.DropVar,
         "value_types": frozenset(value_types),
         "inert": inert,
         "trace_context": config.trace_context,
-        "trace_state_clean": core.trace_state_clean,
     }
 
 
@@ -456,8 +463,12 @@ INERT_PARAMS: dict[str, frozenset[str]] = _DISPATCH["inert"]
 # JAX's configuration as its jit cache keys it (x64, default device, ...): cheap,
 # a tuple JAX keeps up to date.
 trace_context: Callable[[], Any] = _DISPATCH["trace_context"]
-# Whether no transformation is tracing: only then does a call run an executable.
-trace_state_clean: Callable[[], bool] = _DISPATCH["trace_state_clean"]
+# `(trace state, its top value, axis-env state, its top value)`: at the top level
+# when both states hold their top values (what JAX's `trace_state_clean()` tests,
+# and only then does a call run an executable); None
+# where JAX keeps them elsewhere, and then no compile is shared.
+TOP_LEVEL_STATE: tuple[Any, Any, Any, Any] | None = _DISPATCH["top_level"]
+DISABLE_JIT: Any = _DISPATCH["disable_jit"]  # `.value`: jax.disable_jit() is on
 
 
 def traced_program(traced: Any) -> tuple[Any, dict[str, Any]]:
@@ -476,6 +487,8 @@ def traced_out_tree(traced: Any) -> Any:
 def can_share_compiles() -> bool:
     """Whether this JAX shows what `af.filter_jit` compares to share a compile:
     a traced `jax.jit`'s jaxpr, parameters and output tree (JAX 0.5 and later)."""
+    if TOP_LEVEL_STATE is None:
+        return False
     try:
         traced = jax.jit(_identity).trace(np.float32(0))
         traced_program(traced)

@@ -44,7 +44,6 @@ from ._program import (
     WithKeywords,
     call_signature,
     concrete,
-    jit_disabled,
     marked_program,
     user_program,
 )
@@ -74,7 +73,9 @@ _UNUSED_DONATION = "Some donated buffers were not usable*"
 # to the frame holding that local): equinox uses random bytes, any bytes unique
 # per call do. One C call per call: packing a counter's next value.
 _next_call_id = map(struct.Struct("<Q").pack, itertools.count()).__next__
-_trace_state_clean = _internals.trace_state_clean
+# Whether a call runs at the top level, with jit on (`Compiled.runs`' calls).
+_TRACE, _EVAL_TRACE, _AXES, _TOP_AXES = _internals.TOP_LEVEL_STATE or (None,) * 4
+_DISABLE_JIT = _internals.DISABLE_JIT
 # Equinox's error stacks skip its own frames too.
 _internals.hide_from_tracebacks(__file__)
 
@@ -326,15 +327,25 @@ def _call(wrapper: _FilterJit, /, *args: Any, **kwargs: Any) -> Any:
     else:
         call_args = (_get(_get(wrapper, "_fallback"), _internals.DYNAMIC_FUN), leaves)
     run = compiled.jitted
-    runs = compiled.runs
     signature: tuple = ()
-    if runs is not None and _trace_state_clean() and not jit_disabled():
+    if (
+        compiled.runs is not None
+        and _TRACE.value is _EVAL_TRACE
+        and _AXES.value is _TOP_AXES
+        and not _DISABLE_JIT.value
+    ):
         # Which executable: by the signature, as `jax.jit` picks one (see
         # `Compiled.runner`); under a transformation, `jax.jit` is traced into it.
         signature = call_signature(
             leaves if layout.fun_at is None else jtu.tree_leaves(call_args)
         )
-        run = runs.get(signature)
+        last = compiled.last  # the common case: as the call before
+        if last is not None and last[0] == signature:
+            run = last[1]
+        else:
+            run = compiled.runs.get(signature)
+            if run is not None:
+                compiled.last = (signature, run)
     _in_flight.append(None)  # see `_QuietCallbackFailures`
     try:
         if plan.filter_warning:

@@ -129,11 +129,14 @@ class Compiled:
     trace's output tree. None with sharing off: calls go to `jitted`.
     """
 
-    __slots__ = ("__weakref__", "jitted", "runs", "traced")
+    __slots__ = ("__weakref__", "jitted", "last", "runs", "traced")
 
     def __init__(self, traced: tuple[int, ...] | None, share: bool):
         self.jitted: Any = None
         self.runs: dict[tuple, Callable[..., Any]] | None = None
+        # `(signature, run)` of the latest call: compared before `runs` is
+        # hashed (a signature holds JAX's whole configuration).
+        self.last: tuple[tuple, Callable[..., Any]] | None = None
         if share:
             self.runs = {}
             # `jax.clear_caches()` makes `jax.jit` trace again: so do these calls.
@@ -145,6 +148,7 @@ class Compiled:
     def cache_clear(self) -> None:
         assert self.runs is not None
         self.runs.clear()
+        self.last = None
 
     def runner(self, call_args: tuple, signature: tuple) -> Callable[..., Any]:
         """What runs calls with this signature, found at the first such call:
@@ -152,7 +156,8 @@ class Compiled:
         it traced to is compiled unless this process compiled it already."""
         assert self.runs is not None
         traced = self.jitted.trace(*call_args)
-        executable, own = executable_for(traced)
+        # Where committed arrays sit decides the devices it compiles for.
+        executable, own = executable_for(traced, signature[2])
         if own:
             # Host callbacks run through `jax.jit`'s call, JAX's fast path for
             # them; it finds this compile in JAX's own cache.
@@ -162,6 +167,7 @@ class Compiled:
                 _with_output_tree, executable, _internals.traced_out_tree(traced)
             )
         self.runs[signature] = run
+        self.last = (signature, run)
         return run
 
 
@@ -189,10 +195,11 @@ _internals.register_jax_cache(_executables)
 _internals.register_cache_clear(_executables.cache_clear)
 
 
-def executable_for(traced: Any) -> tuple[Any, bool]:
-    """`(executable, compiled now)` for a traced program: the one compiled for
-    the same program before, else a new compile."""
-    key = program_key(traced)
+def executable_for(traced: Any, placement: tuple | None) -> tuple[Any, bool]:
+    """`(executable, compiled now)` for a traced program whose committed
+    arguments have these shardings (None: none committed): the one compiled for
+    the same program and placement before, else a new compile."""
+    key = (program_key(traced), placement)
     found = _executables.by_key.get(key)
     if found is not None:
         return found, False

@@ -74,7 +74,13 @@ _UNUSED_DONATION = "Some donated buffers were not usable*"
 # per call do. One C call per call: packing a counter's next value.
 _next_call_id = map(struct.Struct("<Q").pack, itertools.count()).__next__
 # Whether a call runs at the top level, with jit on (`Compiled.runs`' calls).
-_TRACE, _EVAL_TRACE, _AXES, _TOP_AXES = _internals.TOP_LEVEL_STATE or (None,) * 4
+_TOP_LEVEL: tuple[Any, Any, Any, Any] = _internals.TOP_LEVEL_STATE or (
+    None,
+    None,
+    None,
+    None,
+)
+_TRACE, _EVAL_TRACE, _AXES, _TOP_AXES = _TOP_LEVEL
 _DISABLE_JIT = _internals.DISABLE_JIT
 # Equinox's error stacks skip its own frames too.
 _internals.hide_from_tracebacks(__file__)

@@ -1,0 +1,64 @@
+"""Which differences between two trees change the program a function traces to.
+
+`af.audit(tree, other, fn=step)` answers what `af.filter_jit` would compile: it
+traces `step` on both trees, as `af.filter_jit` traces a new cache key (arrays
+traced, every other leaf static), and compares the two programs by the rule
+`af.filter_jit` shares compiles by (`_program_key`). Where they differ, each
+differing leaf is tried alone: `other`'s leaf put into `tree` and traced again,
+so a leaf is reported as compiling again only if the program depends on it. The
+traces run `step`'s Python, as `af.filter_jit` would at these calls.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import equinox as eqx
+import jax
+import jax.tree_util as jtu
+
+from .._program_key import program_key
+
+
+def program_of(fn: Callable[..., Any], tree: Any) -> tuple:
+    """The key of the program `fn(tree)` traces to under `af.filter_jit`'s rule:
+    arrays traced, every other leaf static (by identity, so that `==` on user
+    objects is never needed here)."""
+    leaves, treedef = jtu.tree_flatten(tree)
+    arrays = [x if eqx.is_array(x) else None for x in leaves]
+    static = [_ById(x) if a is None else None for a, x in zip(arrays, leaves)]
+
+    def traced(arrays: list) -> Any:
+        rebuilt = [s.obj if s is not None else a for a, s in zip(arrays, static)]
+        out = fn(jtu.tree_unflatten(treedef, rebuilt))
+        return eqx.filter(out, eqx.is_array)
+
+    traced.__name__ = getattr(fn, "__name__", "fn")
+    return program_key(jax.jit(traced).trace(arrays))
+
+
+class _ById:
+    __slots__ = ("obj",)
+
+    def __init__(self, obj: Any):
+        self.obj = obj
+
+
+def leaves_the_program_reads(
+    fn: Callable[..., Any], tree: Any, other: Any, paths: list[int]
+) -> tuple[bool, set[int]]:
+    """`(programs differ, the leaf indices among `paths` whose change alone makes
+    another program)`, for two trees of one structure."""
+    base = program_of(fn, tree)
+    if program_of(fn, other) == base:
+        return False, set()
+    leaves, treedef = jtu.tree_flatten(tree)
+    other_leaves = jtu.tree_leaves(other)
+    read = set()
+    for i in paths:
+        mixed = list(leaves)
+        mixed[i] = other_leaves[i]
+        if program_of(fn, jtu.tree_unflatten(treedef, mixed)) != base:
+            read.add(i)
+    return True, read

@@ -33,6 +33,7 @@ DIAGNOSTICS = tuple(
         "_diff",
         "_record",
         "_retrace",
+        "_programs",
         "_audit",
     )
 )

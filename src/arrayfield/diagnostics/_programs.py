@@ -27,10 +27,14 @@ def program_of(fn: Callable[..., Any], tree: Any) -> tuple:
     objects is never needed here)."""
     leaves, treedef = jtu.tree_flatten(tree)
     arrays = [x if eqx.is_array(x) else None for x in leaves]
-    static = [_ById(x) if a is None else None for a, x in zip(arrays, leaves, strict=True)]
+    static = [
+        _ById(x) if a is None else None for a, x in zip(arrays, leaves, strict=True)
+    ]
 
     def traced(arrays: list) -> Any:
-        rebuilt = [s.obj if s is not None else a for a, s in zip(arrays, static, strict=True)]
+        rebuilt = [
+            s.obj if s is not None else a for a, s in zip(arrays, static, strict=True)
+        ]
         out = fn(jtu.tree_unflatten(treedef, rebuilt))
         return eqx.filter(out, eqx.is_array)
 

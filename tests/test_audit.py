@@ -710,3 +710,45 @@ def test_jax_jit_wrappers_of_equal_closures_trace_again_and_share_a_compile():
     run(a, jnp.ones(2))
     run(b, jnp.ones(2))
     assert len(traces) == 2  # a new cache key, as the audit says
+
+
+def _step_reading_flux(field):
+    # Reads the partial, the lambda, the helper and the flux; never the key or
+    # the WCS, which differ per field by identity or value.
+    return field.render(field.step(field.image)) * field.helper(field.flux)
+
+
+@needs_sharing
+def test_with_the_function_the_audit_names_only_the_leaves_the_program_reads():
+    a, b = _field(), _field(key="0x7f")  # new callables, a new WCS, another key
+    findings = af.audit(a, b, name="field", fn=_step_reading_flux)
+    assert [f.path for f in findings] == [
+        "field.step",
+        "field.render",
+        "field.helper",
+        "field.wcs",
+        "field.key",
+    ]
+    assert findings.compiling("af.filter_jit") == []  # one program for both
+    c = _field(flux=2.0)  # flux is read: a literal of the program
+    exact = af.audit(a, c, name="field", fn=_step_reading_flux)
+    assert [f.path for f in exact.compiling("af.filter_jit")] == ["field.flux"]
+    assert {f.path for f in exact.compiling("eqx.filter_jit")} >= {"field.flux"}
+    # What af.filter_jit really does with the two pairs of fields:
+    jax.clear_caches()
+    compiles: list[str] = []
+
+    def listener(event, duration, **kwargs):
+        if event == "/jax/core/compile/backend_compile_duration":
+            compiles.append(str(kwargs.get("fun_name")))
+
+    jax.monitoring.register_event_duration_secs_listener(listener)
+    try:
+        step = af.filter_jit(_step_reading_flux)
+        step(a), step(b)
+        after_b = sum("_step_reading_flux" in n for n in compiles)
+        step(c)
+        after_c = sum("_step_reading_flux" in n for n in compiles)
+    finally:
+        jax.monitoring.unregister_event_duration_listener(listener)
+    assert (after_b, after_c) == (1, 2)

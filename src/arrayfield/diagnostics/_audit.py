@@ -17,6 +17,7 @@ import dataclasses
 import inspect
 import sys
 import types
+from collections.abc import Callable
 from typing import Any, Literal
 
 import jax
@@ -28,7 +29,8 @@ from .._internals import PYTHON_NUMBERS, is_module, jit_wrapper_class
 from .._spec import Unresolved, field_spec, resolve_annotation
 from ._diff import Change, cause_text, diff, group
 from ._hints import FILTER_JIT, article, bypassed_init, normalize_fix, number_fix
-from ._paths import FieldRef, StaticField, is_array, walk
+from ._paths import FieldRef, StaticField, is_array, path_to_str, walk
+from ._programs import leaves_the_program_reads
 from ._signature import leaf_text, signature
 
 EQX = "eqx.filter_jit"
@@ -410,7 +412,13 @@ def _array_field(field: FieldRef | None) -> bool:
     return field_spec(resolved) is not None
 
 
-def audit(tree: Any, other: Any = None, *, name: str = "tree") -> Findings:
+def audit(
+    tree: Any,
+    other: Any = None,
+    *,
+    name: str = "tree",
+    fn: Callable[[Any], Any] | None = None,
+) -> Findings:
     """Find what would make a jitted function compile again, before you jit.
 
     **One tree**, `af.audit(tree)`: every leaf that could make `eqx.filter_jit`
@@ -437,6 +445,15 @@ def audit(tree: Any, other: Any = None, *, name: str = "tree") -> Findings:
     `recompiles` names the jits certain to compile again; `af.explain_retraces`
     says, call by call, whether a trace compiled.
 
+    **Two trees and the function**, `af.audit(tree, other, fn=step)`: the same
+    findings, with `recompiles` exact for `af.filter_jit`. `step` is traced on
+    both trees (arrays traced, every other leaf static, as `af.filter_jit`
+    traces a new cache key) and the two programs compared by its rule; where they
+    differ, each differing leaf is tried alone, so `af.filter_jit` is named only
+    for the leaves the program depends on. This runs `step`'s Python, as a jit
+    would when it traces; `step` takes the tree as its one argument (wrap it:
+    `fn=lambda scene: step(scene, data)`).
+
     **Arguments:**
 
     - `tree`: the pytree to inspect (typically the model or the whole training
@@ -444,6 +461,8 @@ def audit(tree: Any, other: Any = None, *, name: str = "tree") -> Findings:
     - `other`: a second tree built the same way, to compare `tree` with; omit it
         for a one-tree audit.
     - `name`: how paths start, e.g. `name="scene"` gives `scene.sources[1].size`.
+    - `fn`: with two trees, the function to trace on both, for an exact answer
+        about `af.filter_jit`'s compiles.
 
     **Returns:**
 
@@ -500,7 +519,8 @@ def audit(tree: Any, other: Any = None, *, name: str = "tree") -> Findings:
         ```
     """
     if other is not None:
-        return _compare(tree, other, name)
+        findings = _compare(tree, other, name)
+        return findings if fn is None else _by_program(findings, fn, tree, other)
     leaves, statics = walk(tree, name)
     constants = _Constants()
     findings = []
@@ -587,6 +607,36 @@ def _compare(tree: Any, other: Any, name: str) -> Findings:
     order = list(_KINDS)
     findings.sort(key=lambda f: order.index(f.kind))  # stable: causes stay together
     return Findings(findings, name, causes, two_trees=True)
+
+
+def _by_program(findings: Findings, fn: Callable[[Any], Any], tree, other) -> Findings:
+    """`findings` with `recompiles` read off the programs `fn` traces to: a leaf
+    that changes no program compiles only eqx.filter_jit again."""
+    if not findings:
+        return findings
+    by_path: dict[str, int] = {}
+    if jtu.tree_structure(tree) == jtu.tree_structure(other):
+        with_paths = jtu.tree_flatten_with_path(tree)[0]
+        by_path = {
+            path_to_str(findings.name, path): i
+            for i, (path, _) in enumerate(with_paths)
+        }
+    tried = sorted({by_path[f.path] for f in findings if f.path in by_path})
+    differ, read = leaves_the_program_reads(fn, tree, other, tried)
+    exact = []
+    for f in findings:
+        if f.kind == "structure" or (differ and f.path not in by_path):
+            jits = (EQX, AF)  # a new program, or a static field not tried alone
+        elif differ and by_path[f.path] in read:
+            jits = (EQX, AF)
+        else:
+            jits = (EQX,)
+        exact.append(dataclasses.replace(f, recompiles=jits))
+    causes = {
+        id(new): findings._causes[id(old)]
+        for old, new in zip(findings, exact, strict=True)
+    }
+    return Findings(exact, findings.name, causes, two_trees=True)
 
 
 def _change_finding(

@@ -1,6 +1,7 @@
 import dataclasses
 import functools
 import re
+import warnings
 
 import equinox as eqx
 import jax
@@ -12,6 +13,9 @@ from jaxtyping import Array, Float
 
 import arrayfield as af
 from arrayfield import _internals
+from arrayfield._spec import field_spec, resolve_annotation
+from arrayfield.diagnostics import _annotations
+from helpers import script_module
 
 # What af.filter_jit shares, where it shares callables at all (equinox >= 0.13 and
 # jax.jit's parts readable); elsewhere the audit's af.filter_jit column equals
@@ -710,3 +714,92 @@ def test_jax_jit_wrappers_of_equal_closures_trace_again_and_share_a_compile():
     run(a, jnp.ones(2))
     run(b, jnp.ones(2))
     assert len(traces) == 2  # a new cache key, as the audit says
+
+
+# -- annotations are read, never run ---------------------------------------------------
+
+_SIDE_EFFECTS = """
+from __future__ import annotations
+
+from typing import Optional
+
+import equinox as eqx
+import jax
+from jaxtyping import Array, Float
+
+CALLS = []
+
+
+def boom():
+    CALLS.append("boom")
+    return "n"
+
+
+def f():
+    CALLS.append("f")
+    return float
+
+
+class Trap(eqx.Module):
+    dims: Float[Array, boom()]
+    kind: f()
+
+
+class Ordinary(eqx.Module):
+    vector: Float[Array, "n"]
+    array: jax.Array
+    count: Optional[int]
+    scalars: list[Float[Array, ""]]
+"""
+
+
+@pytest.fixture
+def annotated(tmp_path):
+    path = tmp_path / "annotated_scene.py"
+    path.write_text(_SIDE_EFFECTS)
+    with script_module(path, "annotated_scene") as module:
+        yield module
+
+
+def test_audit_and_explain_retraces_never_run_a_call_in_an_annotation(annotated):
+    trap = annotated.Trap(dims=1.0, kind=2.0)
+    findings = af.audit(trap, name="trap")
+    assert [f.path for f in findings] == ["trap.dims", "trap.kind"]
+    assert "store an array in Trap.dims" in findings[0].hint  # unread: no claim
+    af.audit(trap, annotated.Trap(dims=2.0, kind=3.0), name="trap")
+
+    @af.explain_retraces
+    @eqx.filter_jit
+    def step(trap):
+        return trap
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        step(trap)
+        step(annotated.Trap(dims=2.0, kind=3.0))
+    assert any("trap.dims: 1.0 -> 2.0" in str(w.message) for w in caught)
+    assert annotated.CALLS == []
+
+
+@pytest.mark.parametrize("name", ["vector", "array", "count", "scalars"])
+def test_ordinary_string_annotations_are_read_as_eval_reads_them(annotated, name):
+    owner = annotated.Ordinary
+    text = owner.__annotations__[name]
+    read, evaluated = (
+        _annotations.read_annotation(text, owner),
+        resolve_annotation(text, owner),
+    )
+    assert repr(read) == repr(evaluated)  # jaxtyping makes a new class each time
+    assert field_spec(read) == field_spec(evaluated)
+
+
+def test_ordinary_string_annotations_get_the_hints_they_got(annotated):
+    model = annotated.Ordinary(vector=1.0, array=2.0, count=3, scalars=[4.0])
+    hints = {f.path: f.hint for f in af.audit(model, name="m")}
+    assert (
+        "Ordinary.vector is annotated Float[Array, 'n'] but holds a"
+        in (hints["m.vector"])
+    )
+    assert "Ordinary.array is annotated jax.Array but holds a" in hints["m.array"]
+    assert "if this int is a shape, size, count or id, mark it" in hints["m.count"]
+    assert "m.scalars[0]" in hints

@@ -25,7 +25,8 @@ import numpy as np
 
 from .._errors import AuditError, format_annotation, short_repr
 from .._internals import PYTHON_NUMBERS, is_module, jit_wrapper_class
-from .._spec import Unresolved, field_spec, resolve_annotation
+from .._spec import Unresolved, field_spec
+from ._annotations import field_annotation
 from ._diff import Change, cause_text, diff, group
 from ._hints import FILTER_JIT, article, bypassed_init, normalize_fix, number_fix
 from ._paths import FieldRef, StaticField, is_array, walk
@@ -404,7 +405,7 @@ def _array_field(field: FieldRef | None) -> bool:
     if field is None:
         return False
     try:
-        resolved = resolve_annotation(field.annotation, field.declared_in)
+        resolved = field_annotation(field)
     except Unresolved:
         return True  # unknown: keep reporting
     return field_spec(resolved) is not None

@@ -14,7 +14,8 @@ from .._errors import format_annotation
 from .._field import OPTIONS_KEY, field_converters
 from .._internals import PYTHON_NUMBERS
 from .._module import ArrayModule
-from .._spec import Unresolved, field_spec, resolve_annotation
+from .._spec import Unresolved, field_spec
+from ._annotations import field_annotation
 from ._paths import FieldRef
 from ._signature import LeafSig
 
@@ -238,7 +239,7 @@ def number_fix(field: FieldRef | None, value: Any = None) -> str:
         )
     annotation = field.annotation
     try:
-        resolved = resolve_annotation(annotation, field.declared_in)
+        resolved = field_annotation(field)
     except Unresolved:
         resolved = annotation
     spelled = format_annotation(annotation)

@@ -721,7 +721,7 @@ def test_jax_jit_wrappers_of_equal_closures_trace_again_and_share_a_compile():
 _SIDE_EFFECTS = """
 from __future__ import annotations
 
-from typing import Optional
+from typing import Annotated, Optional
 
 import equinox as eqx
 import jax
@@ -743,6 +743,10 @@ def f():
 class Trap(eqx.Module):
     dims: Float[Array, boom()]
     kind: f()
+
+
+class Described(eqx.Module):
+    weight: Annotated[Float[Array, ""], boom()]
 
 
 class Ordinary(eqx.Module):
@@ -778,6 +782,9 @@ def test_audit_and_explain_retraces_never_run_a_call_in_an_annotation(annotated)
         step(trap)
         step(annotated.Trap(dims=2.0, kind=3.0))
     assert any("trap.dims: 1.0 -> 2.0" in str(w.message) for w in caught)
+    # Annotated's metadata is not read, its type is: the field is an array field.
+    (described,) = af.audit(annotated.Described(weight=1.0))
+    assert "but holds a Python number: subclass af.ArrayModule" in described.hint
     assert annotated.CALLS == []
 
 

@@ -17,7 +17,7 @@ import sys
 import types
 import typing
 from collections.abc import Mapping
-from typing import Any, Union
+from typing import Annotated, Any, Union
 
 from .._field import field_converters
 from .._spec import Unresolved
@@ -84,8 +84,12 @@ def _value(node: ast.expr, scopes: tuple[Mapping[str, Any], ...]) -> Any:
         target = _value(node.value, scopes)
         if not _subscriptable(target):
             raise Unresolved(f"cannot subscript {type(target).__name__} safely")
+        if target is Annotated and isinstance(node.slice, ast.Tuple):
+            index = _annotated(node.slice, scopes)  # Annotated[float, Gt(0)]
+        else:
+            index = _value(node.slice, scopes)
         try:
-            return target[_value(node.slice, scopes)]
+            return target[index]
         except Exception as error:
             raise Unresolved(f"{type(error).__name__}: {error}") from None
     if isinstance(node, ast.Tuple):
@@ -99,6 +103,30 @@ def _value(node: ast.expr, scopes: tuple[Mapping[str, Any], ...]) -> Any:
         except TypeError as error:
             raise Unresolved(f"TypeError: {error}") from None
     raise Unresolved(f"{type(node).__name__} is not read without running code")
+
+
+class _Unread:
+    """Metadata of an `Annotated` that only running code could read (a call):
+    what arrayfield reads of an `Annotated` is its first argument alone."""
+
+    def __repr__(self) -> str:
+        return "<unread>"
+
+
+_UNREAD = _Unread()
+
+
+def _annotated(index: ast.Tuple, scopes: tuple[Mapping[str, Any], ...]) -> tuple:
+    """`Annotated`'s arguments: the type, read or `Unresolved`, then each piece
+    of metadata, read where it can be and `_UNREAD` where not."""
+    kind, *metadata = index.elts
+    read = [_value(kind, scopes)]
+    for node in metadata:
+        try:
+            read.append(_value(node, scopes))
+        except Unresolved:
+            read.append(_UNREAD)
+    return tuple(read)
 
 
 def _attribute(target: Any, name: str) -> Any:

@@ -850,3 +850,17 @@ def test_the_environment_variable_tells_a_loops_repeats_in_one_line_at_exit(tmp_
         "was traced and compiled again 48 more times for the causes of its warning "
         "above (norm.eps, norm.scale): the same fix applies." in result.stderr
     )
+
+
+@needs_sharing
+def test_retraces_that_compiled_nothing_are_counted_as_such(caught):
+    step = af.explain_retraces(af.filter_jit(lambda scene: scene.wcs))
+    for _ in range(4):
+        step(_scene(1.0))  # new lambdas and helpers each time: the same program
+    (message,) = _messages(caught)
+    assert "was traced again, but compiled nothing" in message
+    _record.tell_all_repeats()
+    assert (
+        " was traced again 2 more times for the causes of its warning above"
+        in (_messages(caught)[-1])
+    )

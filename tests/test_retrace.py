@@ -864,3 +864,14 @@ def test_retraces_that_compiled_nothing_are_counted_as_such(caught):
         " was traced again 2 more times for the causes of its warning above"
         in (_messages(caught)[-1])
     )
+
+
+def test_a_count_told_as_an_error_at_the_end_of_a_block_leaves_no_hook(caught):
+    step = eqx.filter_jit(lambda state: state.w * state.lr)
+    before = _global_state()
+    raises = pytest.raises(af.RetraceWarning, match="again 1 more time")
+    with raises, af.explain_retraces():
+        for i in range(3):
+            step(_Optimizer(jnp.ones(3), float(i), 0.5))
+        warnings.simplefilter("error", af.RetraceWarning)
+    assert _global_state() == before

@@ -4,6 +4,7 @@ compared on each new trace, and the check for silently reused traces."""
 from __future__ import annotations
 
 import atexit
+import contextlib
 import functools
 import os
 import sys
@@ -111,11 +112,18 @@ def _tell(repeats: _Repeats | None) -> None:
     warn_in_user_code(RetraceWarning(repeats.line()))
 
 
-@atexit.register
 def tell_all_repeats() -> None:
     """Tell every count not yet told (at exit; tests call it sooner)."""
     for repeats in list(_untold.values()):
         _tell(repeats)
+
+
+@atexit.register
+def _tell_at_exit() -> None:
+    # Under `-W error::arrayfield.RetraceWarning` the first warning raised
+    # already; a traceback from the interpreter's exit would add nothing.
+    with contextlib.suppress(RetraceWarning):
+        tell_all_repeats()
 
 
 class Site:

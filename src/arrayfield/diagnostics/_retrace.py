@@ -203,11 +203,12 @@ class RetraceWatch:
         if _thread.depth == 0:
             session = _thread.session
             _thread.session = None
+            _internals.uninstall_call_hook()
+            _internals.release_trace_counter()
+            # Last, so a warning filter set to "error" leaves no hook behind.
             if session is not None:  # the block's repeated retraces, counted
                 for site in list(session.sites.values()):
                     site.tell_repeats()
-            _internals.uninstall_call_hook()
-            _internals.release_trace_counter()
 
     def __call__(self, fn: Function) -> Function:
         # `@af.explain_retraces()`, parentheses and all: the same as without.

@@ -1,6 +1,7 @@
 import dataclasses
 import functools
 import re
+import warnings
 
 import equinox as eqx
 import jax
@@ -8,10 +9,13 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 import pytest
-from jaxtyping import Array, Float
+from jaxtyping import Array, Float, Int
 
 import arrayfield as af
 from arrayfield import _internals
+from arrayfield._spec import field_spec, resolve_annotation
+from arrayfield.diagnostics import _annotations
+from helpers import run_cli, script_module
 
 # What af.filter_jit shares, where it shares callables at all (equinox >= 0.13 and
 # jax.jit's parts readable); elsewhere the audit's af.filter_jit column equals
@@ -752,3 +756,205 @@ def test_with_the_function_the_audit_names_only_the_leaves_the_program_reads():
     finally:
         jax.monitoring.unregister_event_duration_listener(listener)
     assert (after_b, after_c) == (1, 2)
+
+
+# -- annotations are read, never run ---------------------------------------------------
+
+_SIDE_EFFECTS = """
+from __future__ import annotations
+
+from typing import Annotated, Optional
+
+import equinox as eqx
+import jax
+from jaxtyping import Array, Float
+
+CALLS = []
+
+
+def boom():
+    CALLS.append("boom")
+    return "n"
+
+
+def f():
+    CALLS.append("f")
+    return float
+
+
+class Trap(eqx.Module):
+    dims: Float[Array, boom()]
+    kind: f()
+
+
+class Described(eqx.Module):
+    weight: Annotated[Float[Array, ""], boom()]
+
+
+class Ordinary(eqx.Module):
+    vector: Float[Array, "n"]
+    array: jax.Array
+    count: Optional[int]
+    scalars: list[Float[Array, ""]]
+"""
+
+
+@pytest.fixture
+def annotated(tmp_path):
+    path = tmp_path / "annotated_scene.py"
+    path.write_text(_SIDE_EFFECTS)
+    with script_module(path, "annotated_scene") as module:
+        yield module
+
+
+def test_audit_and_explain_retraces_never_run_a_call_in_an_annotation(annotated):
+    trap = annotated.Trap(dims=1.0, kind=2.0)
+    findings = af.audit(trap, name="trap")
+    assert [f.path for f in findings] == ["trap.dims", "trap.kind"]
+    assert "store an array in Trap.dims" in findings[0].hint  # unread: no claim
+    af.audit(trap, annotated.Trap(dims=2.0, kind=3.0), name="trap")
+
+    @af.explain_retraces
+    @eqx.filter_jit
+    def step(trap):
+        return trap
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        step(trap)
+        step(annotated.Trap(dims=2.0, kind=3.0))
+    assert any("trap.dims: 1.0 -> 2.0" in str(w.message) for w in caught)
+    # Annotated's metadata is not read, its type is: the field is an array field.
+    (described,) = af.audit(annotated.Described(weight=1.0))
+    assert "but holds a Python number: subclass af.ArrayModule" in described.hint
+    assert annotated.CALLS == []
+
+
+@pytest.mark.parametrize("name", ["vector", "array", "count", "scalars"])
+def test_ordinary_string_annotations_are_read_as_eval_reads_them(annotated, name):
+    owner = annotated.Ordinary
+    text = owner.__annotations__[name]
+    read, evaluated = (
+        _annotations.read_annotation(text, owner),
+        resolve_annotation(text, owner),
+    )
+    assert repr(read) == repr(evaluated)  # jaxtyping makes a new class each time
+    assert field_spec(read) == field_spec(evaluated)
+
+
+def test_ordinary_string_annotations_get_the_hints_they_got(annotated):
+    model = annotated.Ordinary(vector=1.0, array=2.0, count=3, scalars=[4.0])
+    hints = {f.path: f.hint for f in af.audit(model, name="m")}
+    assert (
+        "Ordinary.vector is annotated Float[Array, 'n'] but holds a"
+        in (hints["m.vector"])
+    )
+    assert "Ordinary.array is annotated jax.Array but holds a" in hints["m.array"]
+    assert "if this int is a shape, size, count or id, mark it" in hints["m.count"]
+    assert "m.scalars[0]" in hints
+
+
+# -- the swap to af.ArrayModule makes float constants trainable ------------------------
+
+
+class Norm(eqx.Module):
+    w: Float[Array, "3"]
+    eps: Float[Array, ""] = 1e-5
+    steps: Int[Array, ""] = 3
+    gain: Float[Array, ""] = 2
+
+
+class SwappedNorm(af.ArrayModule):
+    w: Float[Array, "3"]
+    eps: Float[Array, ""] = 1e-5
+    steps: Int[Array, ""] = 3
+    gain: Float[Array, ""] = 2
+
+
+def test_the_audit_says_where_the_swap_makes_a_field_trainable():
+    hints = {f.path: f.hint for f in af.audit(Norm(jnp.ones(3)), name="layer")}
+    assert list(hints) == ["layer.eps", "layer.steps", "layer.gain"]
+    # Exactly the fields an optimizer trains after the swap get the warning.
+    swapped = SwappedNorm(jnp.ones(3))
+    trained = eqx.filter(swapped, eqx.is_inexact_array)
+    assert trained.eps is not None and trained.gain is not None
+    assert trained.steps is None
+    for path in hints:
+        assert "subclass af.ArrayModule" in hints[path]
+        says = "that makes it trainable" in hints[path]
+        assert says == (path != "layer.steps"), path
+    # The fixes are those of the codemod's AF007.
+    assert "annotate it `float` and declare it static=True" in hints["layer.eps"]
+    assert "declare it `af.field(convert=False)`" in hints["layer.eps"]
+    assert "wrap its uses in `jax.lax.stop_gradient`" in hints["layer.eps"]
+
+
+def test_a_constant_kept_a_python_number_with_convert_false_is_clean():
+    class Kept(af.ArrayModule):
+        w: Float[Array, "3"]
+        eps: Float[Array, ""] = af.field(convert=False, default=1e-5)
+
+    assert af.audit(Kept(jnp.ones(3))) == []
+    (finding,) = af.audit(Kept(jnp.ones(3), eps=0.1))  # not the default: hashed
+    assert "is af.field(convert=False)" in finding.hint
+
+
+def test_explain_retraces_says_where_the_swap_makes_a_field_trainable():
+    @af.explain_retraces
+    @eqx.filter_jit
+    def apply(layer):
+        return layer.w * layer.eps
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        apply(Norm(jnp.ones(3)))
+        apply(Norm(jnp.ones(3), eps=1e-6))
+        apply(Norm(jnp.ones(3), steps=4))
+    eps, steps = (str(w.message) for w in caught)
+    assert "layer.eps: 1e-05 -> 1e-06" in eps
+    assert "that makes it trainable" in eps
+    assert "layer.steps: 3 -> 4" in steps
+    assert "that makes it trainable" not in steps
+
+
+# -- a shape field: the codemod's advice and the audit's agree -----------------------
+
+_GRID = """
+import equinox as eqx
+import jax.numpy as jnp
+from jaxtyping import Array, Float, Int
+
+
+class Grid(eqx.Module):
+    values: Float[Array, "n"]
+    shape: Int[Array, "2"]
+
+    def image(self):
+        return jnp.zeros(self.shape) + self.values.sum()
+"""
+
+
+def test_a_shape_field_gets_the_codemods_advice_and_is_clean_once_fixed(tmp_path):
+    path = tmp_path / "grid_scene.py"
+    path.write_text(_GRID)
+    with script_module(path, "grid_scene") as plain:
+        findings = af.audit(plain.Grid(jnp.ones(3), (4, 5)), name="grid")
+    assert [f.path for f in findings] == ["grid.shape[0]", "grid.shape[1]"]
+    assert "declare it af.field(convert=False)" in findings[0].hint
+    assert "static=True" not in findings[0].hint
+
+    fixed = run_cli("migrate", "--fix", str(path))
+    assert fixed.returncode == 0, fixed.stderr
+    assert 'shape: Int[Array, "2"] = af.field(convert=False)' in path.read_text()
+    with script_module(path, "grid_scene") as migrated:
+        small = migrated.Grid(jnp.ones(3), (4, 5))
+        large = migrated.Grid(jnp.ones(3), (4, 6))
+        assert af.audit(small) == []
+        af.assert_clean(small)
+        # It works as a shape under both jits, and a new shape compiles again.
+        for jit in (eqx.filter_jit, af.filter_jit):
+            assert jit(lambda grid: grid.image())(large).shape == (4, 6)
+        (change,) = af.audit(small, large, name="grid")
+    assert change.path == "grid.shape[1]"
+    assert "is af.field(convert=False), so this int stays a Python int" in (change.hint)
+    assert "static=True" not in change.hint

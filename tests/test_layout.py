@@ -28,6 +28,7 @@ DIAGNOSTICS = tuple(
     f"diagnostics.{name}"
     for name in (
         "_paths",
+        "_annotations",
         "_signature",
         "_hints",
         "_diff",

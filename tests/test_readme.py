@@ -74,3 +74,19 @@ def test_every_relative_link_in_the_readme_points_at_a_file():
     assert relative
     missing = [link for link in relative if not (ROOT / link).exists()]
     assert not missing, missing
+
+
+def test_where_the_test_command_is_the_chromium_that_no_extra_installs_is_named():
+    # The docs-search tests skip without apt's Chromium, which the `test` extra
+    # cannot install: the pages that give the test command say so.
+    install = "apt-get install chromium chromium-driver"
+    assert install in (ROOT / "tests" / "test_docs_search.py").read_text()
+    readme = (ROOT / "README.md").read_text()
+    try_it = readme.split("## Try it", 1)[1].split("\n## ", 1)[0]
+    contributing = (ROOT / "CONTRIBUTING.md").read_text()
+    for page, text in (
+        ("README.md, Try it", try_it),
+        ("CONTRIBUTING.md", contributing),
+    ):
+        assert install in " ".join(text.split()), page
+        assert "-m pytest" in text, page

@@ -15,7 +15,7 @@ from jaxtyping import Array, Float, Int
 
 import arrayfield as af
 from arrayfield import _internals
-from arrayfield.diagnostics import _retrace
+from arrayfield.diagnostics import _record, _retrace
 from helpers import python
 
 # What af.filter_jit shares, where it shares callables at all (equinox >= 0.13 and
@@ -45,6 +45,7 @@ def caught():
     with warnings.catch_warnings(record=True) as record:
         warnings.simplefilter("always")
         yield record
+        _record.tell_all_repeats()  # here, not at the exit of the test run
 
 
 class Plain(eqx.Module):
@@ -133,14 +134,15 @@ def test_seed_scalar_in_array_field_of_plain_module_names_path_and_says_subclass
     for _ in range(3):
         scene = step(scene, 1)
     assert scene.x == 3
-    messages = _messages(caught)
-    assert len(messages) == 2  # three traces: the first is the baseline
-    assert "_add_one (tests/test_retrace.py:" in messages[0]
-    assert "  tree.x: 0 -> 1\n" in messages[0]
-    assert "hashes its value into the cache key" in messages[0]
-    assert "Plain.x is annotated np.array" in messages[0]
-    assert "subclass af.ArrayModule" in messages[0]
-    assert "tree.x: 1 -> 2" in messages[1]
+    # Three traces: the first is the baseline, the third has the second's cause.
+    (message,) = _messages(caught)
+    assert "_add_one (tests/test_retrace.py:" in message
+    assert "  tree.x: 0 -> 1\n" in message
+    assert "hashes its value into the cache key" in message
+    assert "Plain.x is annotated np.array" in message
+    assert "subclass af.ArrayModule" in message
+    _record.tell_all_repeats()
+    assert "compiled again 1 more time for the causes" in _messages(caught)[1]
 
 
 def test_scalar_in_float_annotated_field_suggests_reannotating_or_static(caught):
@@ -468,7 +470,10 @@ def test_decorated_function_called_in_a_block_warns_once_per_retrace(caught):
         step(jnp.ones(3), 3)
     messages = _messages(caught)
     assert len(messages) == 2, messages
-    assert "k: 1 -> 2" in messages[0] and "k: 2 -> 3" in messages[1]
+    assert "k: 1 -> 2" in messages[0]
+    assert (
+        "again 1 more time for the causes of its warning above (k)" in (messages[1])
+    )  # told as the block ends
     assert all(w.filename == __file__ for w in _retraces(caught))
 
 
@@ -558,10 +563,12 @@ def test_threads_see_only_their_own_block(caught):
         t.join()
     assert not errors
     messages = _messages(caught)
-    # Each watched thread: 4 traces, 3 retraces. The unwatched thread: none.
-    assert len(messages) == 6
+    # Each watched thread: 4 traces, 3 retraces of one cause, told in full once
+    # and counted at the end of its block. The unwatched thread: none.
+    assert len(messages) == 4
     assert sum("t.x: 0 -> 1" in m for m in messages) == 1
     assert sum("t.x: 10 -> 11" in m for m in messages) == 1
+    assert sum("again 2 more times" in m for m in messages) == 2
     assert not any("10" + "0 ->" in m for m in messages)
     assert _global_state() == before
 
@@ -768,3 +775,103 @@ def test_a_retrace_with_nothing_rebound_keeps_the_causes_outside_the_arguments(
     assert "the cause is outside the arguments" in message
     assert "jax.clear_caches()" in message
     assert "holds a new value" not in message
+
+
+# -- retraces with the causes of the last warning: counted, told in one line -----------
+
+
+class _Optimizer(eqx.Module):
+    w: Float[Array, "3"]
+    lr: float
+    decay: float
+
+
+def test_retraces_with_the_same_causes_are_counted_and_told_at_the_next_warning(
+    caught,
+):
+    step = af.explain_retraces(eqx.filter_jit(lambda state: state.w * state.lr))
+    for i in range(20):  # two Python floats that change every step
+        step(_Optimizer(jnp.ones(3), 0.1 / (i + 1), 0.9 / (i + 1)))
+    (first,) = _messages(caught)
+    assert "2 causes:" in first and "state.lr: 0.1 -> 0.05" in first
+    step(_Optimizer(jnp.ones(4), 1.0, 1.0))  # a new shape: other causes
+    first, count, shape = _messages(caught)
+    assert count.endswith(
+        "was traced and compiled again 18 more times for the causes of its warning "
+        "above (state.lr, state.decay): the same fix applies."
+    )
+    assert "\n" not in count
+    assert "state.w: f32[3] -> f32[4]" in shape
+    step(_Optimizer(jnp.ones(4), 2.0, 2.0))  # the causes before the last: in full
+    assert "state.lr: 1.0 -> 2.0" in _messages(caught)[-1]
+
+
+def test_a_block_tells_its_count_when_it_ends(caught):
+    step = eqx.filter_jit(lambda state: state.w * state.lr)
+    with af.explain_retraces():
+        for i in range(5):
+            step(_Optimizer(jnp.ones(3), float(i), 0.5))
+        assert len(_messages(caught)) == 1
+    assert (
+        "again 3 more times for the causes of its warning above (state.lr)"
+        in (_messages(caught)[-1])
+    )
+
+
+def test_the_environment_variable_tells_a_loops_repeats_in_one_line_at_exit(tmp_path):
+    script = tmp_path / "loop.py"
+    script.write_text(
+        textwrap.dedent(
+            """
+            import arrayfield
+            import equinox as eqx
+            import jax.numpy as jnp
+            from jaxtyping import Array, Float
+
+            class Norm(eqx.Module):
+                w: Float[Array, "3"]
+                eps: Float[Array, ""]
+                scale: float
+
+            @eqx.filter_jit
+            def step(norm):
+                return norm.w * norm.eps * norm.scale
+
+            for i in range(50):
+                step(Norm(jnp.ones(3), 1e-5 * (i + 1), 0.5 * (i + 1)))
+            """
+        )
+    )
+    result = python(script, env={_retrace.ENV_VAR: "1"})
+    assert result.returncode == 0, result.stderr
+    assert result.stderr.count("RetraceWarning: step (") == 2
+    assert result.stderr.count("Details:") == 1
+    assert (
+        "was traced and compiled again 48 more times for the causes of its warning "
+        "above (norm.eps, norm.scale): the same fix applies." in result.stderr
+    )
+
+
+@needs_sharing
+def test_retraces_that_compiled_nothing_are_counted_as_such(caught):
+    step = af.explain_retraces(af.filter_jit(lambda scene: scene.wcs))
+    for _ in range(4):
+        step(_scene(1.0))  # new lambdas and helpers each time: the same program
+    (message,) = _messages(caught)
+    assert "was traced again, but compiled nothing" in message
+    _record.tell_all_repeats()
+    assert (
+        " was traced again 2 more times for the causes of its warning above"
+        in (_messages(caught)[-1])
+    )
+
+
+def test_a_count_told_as_an_error_at_the_end_of_a_block_leaves_no_hook(caught):
+    step = eqx.filter_jit(lambda state: state.w * state.lr)
+    before = _global_state()
+    raises = pytest.raises(af.RetraceWarning, match="again 1 more time")
+    with raises, af.explain_retraces():
+        for i in range(3):
+            step(_Optimizer(jnp.ones(3), float(i), 0.5))
+        warnings.simplefilter("error", af.RetraceWarning)
+    assert _global_state() == before

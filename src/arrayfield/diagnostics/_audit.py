@@ -26,9 +26,17 @@ import numpy as np
 
 from .._errors import AuditError, format_annotation, short_repr
 from .._internals import PYTHON_NUMBERS, is_module, jit_wrapper_class
-from .._spec import Unresolved, field_spec, resolve_annotation
+from .._spec import Unresolved, field_spec
+from ._annotations import field_annotation
 from ._diff import Change, cause_text, diff, group
-from ._hints import FILTER_JIT, article, bypassed_init, normalize_fix, number_fix
+from ._hints import (
+    FILTER_JIT,
+    article,
+    bypassed_init,
+    normalize_fix,
+    number_fix,
+    opted_out,
+)
 from ._paths import FieldRef, StaticField, is_array, path_to_str, walk
 from ._programs import leaves_the_program_reads
 from ._signature import leaf_text, signature
@@ -348,12 +356,19 @@ def _is_jax_jit(x: Any) -> bool:
 
 
 def _leaf_finding(
-    path: str, value: Any, field: FieldRef | None, constants: _Constants
+    path: str,
+    value: Any,
+    field: FieldRef | None,
+    constants: _Constants,
+    within: FieldRef | None = None,
 ) -> Finding | None:
     if type(value) in PYTHON_NUMBERS:
         if constants.declared_default(value, field) and not _array_field(field):
             return None
-        return Finding(path, value, "python-scalar", number_fix(field, value))
+        if type(value) is int and opted_out(field or within):
+            return None  # a shape or index kept a Python int, as AF002 advises
+        hint = number_fix(field, value, within)
+        return Finding(path, value, "python-scalar", hint)
     if isinstance(value, np.generic):
         if bypassed_init(field):
             hint = normalize_fix(field)  # type: ignore[arg-type]
@@ -402,11 +417,12 @@ def _leaf_finding(
 
 def _array_field(field: FieldRef | None) -> bool:
     """Whether the field's annotation asks for an array (a number there is the
-    hazard arrayfield exists for, default or not)."""
-    if field is None:
+    hazard arrayfield exists for, default or not); not for a field opted out
+    with `af.field(convert=False)`, which asks for a Python value."""
+    if field is None or opted_out(field):
         return False
     try:
-        resolved = resolve_annotation(field.annotation, field.declared_in)
+        resolved = field_annotation(field)
     except Unresolved:
         return True  # unknown: keep reporting
     return field_spec(resolved) is not None
@@ -429,9 +445,11 @@ def audit(
     as the default activations of `eqx.nn.MLP`, and closures held by a
     module-level object, such as an optimizer built at import), classes, and
     numbers and strings equal to the default their field declares (in the class
-    body or in `__init__`), unless the field's annotation asks for an array. One
-    snapshot cannot tell a value that changes from a constant (a counter
-    `step: int = 0` still at 0 is not reported): compare two trees for that.
+    body or in `__init__`), unless the field's annotation asks for an array. Ints
+    in an `af.field(convert=False)` field are left out too: that is how the
+    codemod (AF002) keeps a shape, size or index a Python value. One snapshot
+    cannot tell a value that changes from a constant (a counter `step: int = 0`
+    still at 0 is not reported): compare two trees for that.
 
     **Two trees**, `af.audit(tree, other)`: exactly the leaves that would make a
     jitted function compile again when called with `other` after `tree`, for
@@ -528,7 +546,9 @@ def audit(
     for leaf in leaves:
         if leaf.field is not None and leaf.field.owner is wrapper:
             continue  # the function's name; its function is checked below
-        finding = _leaf_finding(leaf.path, leaf.value, leaf.field, constants)
+        finding = _leaf_finding(
+            leaf.path, leaf.value, leaf.field, constants, leaf.within
+        )
         if finding is not None:
             holder = leaf.field or leaf.within
             if holder is not None:

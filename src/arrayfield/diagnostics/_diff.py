@@ -139,15 +139,26 @@ DETAILED = 3
 _INDEX = re.compile(r"\[(\d+)\]")
 
 
+def _cause(change: Change) -> tuple:
+    """What makes two changes one cause: one field (or one path, list indices
+    aside, for leaves that are no field's), one kind of cause and one fix."""
+    f = change.field
+    where = _INDEX.sub("[*]", change.path) if f is None else (f.declared_in, f.name)
+    return (where, change.cause, change.fix)
+
+
 def group(changes: list[Change]) -> list[list[Change]]:
-    """The changes by cause: one field (or one path, for leaves that are no
-    field's) and one fix. Groups keep the order of their first change."""
+    """The changes by cause. Groups keep the order of their first change."""
     groups: dict[tuple, list[Change]] = {}
     for change in changes:
-        f = change.field
-        where = _INDEX.sub("[*]", change.path) if f is None else (f.declared_in, f.name)
-        groups.setdefault((where, change.cause, change.fix), []).append(change)
+        groups.setdefault(_cause(change), []).append(change)
     return list(groups.values())
+
+
+def causes(changes: list[Change]) -> tuple:
+    """The causes of a retrace, whatever the values: two retraces with equal
+    causes (a learning rate that is a new Python float each step) say the same."""
+    return tuple(dict.fromkeys((*_cause(change), change.why) for change in changes))
 
 
 def pattern(paths: list[str]) -> str:

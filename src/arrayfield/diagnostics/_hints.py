@@ -10,11 +10,15 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
+import numpy as np
+
+from .._convert import Rejected, to_array
 from .._errors import format_annotation
 from .._field import OPTIONS_KEY, field_converters
 from .._internals import PYTHON_NUMBERS
 from .._module import ArrayModule
-from .._spec import Unresolved, field_spec, resolve_annotation
+from .._spec import ArraySpec, FieldSpec, Unresolved, field_spec
+from ._annotations import field_annotation
 from ._paths import FieldRef
 from ._signature import LeafSig
 
@@ -23,6 +27,18 @@ from ._signature import LeafSig
 FILTER_JIT = "eqx.filter_jit"
 JAX_JIT = "jax.jit"
 
+
+# Where advice moves a Python number into an array leaf (the swap to
+# af.ArrayModule, or an array annotation): the fixes of the codemod's AF007.
+TRAINABLE = (
+    "; that makes it trainable: as a Python number, eqx.filter(model, "
+    "eqx.is_inexact_array) leaves it out of gradients and optimizer state, as a "
+    "floating array leaf jax.grad differentiates it and optax updates it. If it is "
+    "a constant: if it is configuration, annotate it `float` and declare it "
+    "static=True; to keep it a Python number, declare it "
+    "`af.field(convert=False)`; to keep it an array that is not trained, wrap its "
+    "uses in `jax.lax.stop_gradient`"
+)
 
 STRUCTURE_FIX = (
     "keep the structure fixed from call to call: store an array instead of "
@@ -173,7 +189,7 @@ def _hashed_reason(o: LeafSig, n: LeafSig, jit: str | None) -> Reason:
                 "arguments): every new value compiles again"
             )
         cause = "structure" if was_array else "value"
-        return Reason(why, number_fix(n.field, n.key), cause)
+        return Reason(why, number_fix(n.field, n.key, n.within), cause)
     if callable(n.key) and callable(o.key) and not was_array:
         return _callable_reason(o.key, n.key)
     if callable(n.key):
@@ -222,9 +238,24 @@ def _hashed_reason(o: LeafSig, n: LeafSig, jit: str | None) -> Reason:
     return Reason(why, fix, "value")
 
 
-def number_fix(field: FieldRef | None, value: Any = None) -> str:
+def number_fix(
+    field: FieldRef | None, value: Any = None, within: FieldRef | None = None
+) -> str:
     """How to stop a Python number in this position from being hashed. An int
-    may be a shape, size or id, which must stay a Python int: no array advice."""
+    may be a shape, size or id, which must stay a Python int: no array advice.
+    `within` is the field the number is inside (an element of its tuple)."""
+    if field is None and type(value) is int and within is not None:
+        if opted_out(within):
+            return kept_int_fix(within)
+        if type(_spec_of(within)) is ArraySpec and not bypassed_init(within):
+            return (
+                f"{within.where} is annotated "
+                f"{format_annotation(within.annotation)} but holds Python ints: if "
+                "they are a shape, size or indices, declare it "
+                "af.field(convert=False), as arrayfield migrate's AF002 advises "
+                "(af.ArrayModule would store an array, which cannot be a shape "
+                f"under jit); if they are data, store an array in it{within.declared}"
+            )
     if field is None and type(value) is int:
         return (
             "if this int is a shape, size, count or id, keep it static "
@@ -238,7 +269,7 @@ def number_fix(field: FieldRef | None, value: Any = None) -> str:
         )
     annotation = field.annotation
     try:
-        resolved = resolve_annotation(annotation, field.declared_in)
+        resolved = field_annotation(field)
     except Unresolved:
         resolved = annotation
     spelled = format_annotation(annotation)
@@ -249,12 +280,13 @@ def number_fix(field: FieldRef | None, value: Any = None) -> str:
                 f"{field.where} is annotated {spelled}, which names a Python number "
                 "type, so a Python number is stored as it is: drop the number type "
                 '(e.g. Float[Array, ""]) on an af.ArrayModule to store it as an '
-                f"array, or pass an array{field.declared}"
+                f"array, or pass an array{_trainable(spec, value)}{field.declared}"
             )
         if bypassed_init(field):
             return normalize_fix(field)
-        options = field.field.metadata.get(OPTIONS_KEY)
-        if options is not None and not options.convert:
+        if opted_out(field):
+            if type(value) is int:
+                return kept_int_fix(field)
             return (
                 f"{field.where} is af.field(convert=False), so the Python number is "
                 "stored as it is: store an array in it, or drop convert=False"
@@ -264,7 +296,7 @@ def number_fix(field: FieldRef | None, value: Any = None) -> str:
             return (
                 f"{field.where} is annotated {spelled} but holds a Python number: "
                 f"subclass af.ArrayModule instead of eqx.Module, and it is stored "
-                f"as a strongly typed array{field.declared}"
+                f"as a strongly typed array{_trainable(spec, value)}{field.declared}"
             )
         return (
             f"{field.where} is annotated {spelled} but is not converted; store an "
@@ -289,6 +321,47 @@ def number_fix(field: FieldRef | None, value: Any = None) -> str:
     return (
         f"store an array in {field.where} (annotated {spelled}), e.g. "
         f"jnp.asarray(x, dtype=...){field.declared}"
+    )
+
+
+def _spec_of(field: FieldRef) -> FieldSpec | None:
+    try:
+        return field_spec(field_annotation(field))
+    except Unresolved:
+        return None
+
+
+def _trainable(spec: FieldSpec, value: Any) -> str:
+    """`TRAINABLE` if arrayfield would store `value` as a floating array (what an
+    optimizer trains), else nothing. Asks the conversion itself: an int becomes
+    a float in a `Float[...]` field, and stays an int in an `Array` one."""
+    if type(spec) is not ArraySpec or type(value) not in PYTHON_NUMBERS:
+        return ""
+    try:
+        stored = to_array(value, spec)
+    except Rejected:
+        return ""  # arrayfield refuses it, with its own error
+    dtype = getattr(stored, "dtype", None)
+    return TRAINABLE if dtype is not None and np.issubdtype(dtype, np.inexact) else ""
+
+
+def opted_out(field: FieldRef | None) -> bool:
+    """Whether the field is `af.field(convert=False)`: kept a Python value."""
+    if field is None:
+        return False
+    options = field.field.metadata.get(OPTIONS_KEY)
+    return options is not None and not options.convert
+
+
+def kept_int_fix(field: FieldRef) -> str:
+    """For an int in an `af.field(convert=False)` field: what `arrayfield
+    migrate` (AF002) says such a field is for, so both tools agree."""
+    return (
+        f"{field.where} is af.field(convert=False), so this int stays a Python "
+        "int, hashed into the cache key: right for a shape, size or index, which "
+        "must stay a Python value under jit (a new one compiles again, as a new "
+        "shape does anyway); a value that changes every call, such as a step, "
+        f"belongs in an array: drop convert=False{field.declared}"
     )
 
 

@@ -3,6 +3,8 @@ compared on each new trace, and the check for silently reused traces."""
 
 from __future__ import annotations
 
+import atexit
+import contextlib
 import functools
 import os
 import sys
@@ -19,7 +21,7 @@ from .._errors import (
     TraceReuseWarning,
     warn_in_user_code,
 )
-from ._diff import Change, closest, diff, summary
+from ._diff import Change, causes, closest, diff, group, pattern, summary
 from ._hints import FILTER_JIT, JAX_JIT, number_fix
 from ._paths import bind_arguments
 from ._signature import Signature, signature
@@ -68,6 +70,62 @@ def calling_jit() -> str | None:
     return None  # called from the user's own jitted function: any jit
 
 
+class _Repeats:
+    """Retraces of one function that had the causes of its last full warning:
+    counted, and told in one line at its next other warning or at exit."""
+
+    def __init__(self, where: str, causes: tuple, what: str, compiled: bool):
+        self.where = where  # `qualname (file:line)` of the function
+        self.causes = causes  # as `_diff.causes` gives them, and `compiled`
+        self.what = what  # the causes, in words, for the one line
+        self.compiled = compiled
+        self.count = 0
+
+    def line(self) -> str:
+        times = "time" if self.count == 1 else "times"
+        done = "traced and compiled again" if self.compiled else "traced again"
+        return (
+            f"{self.where} was {done} {self.count} more {times} for the causes "
+            f"of its warning above ({self.what}): the same fix applies."
+        )
+
+
+def _in_words(changes: list[Change]) -> str:
+    """The causes of a retrace in a few words: the paths of their leaves."""
+    if not changes:
+        return "outside the arguments"
+    return ", ".join(pattern([c.path for c in g]) for g in group(changes))
+
+
+# Counts not yet told, by id of their record: told at exit if nothing else did.
+_untold: dict[int, _Repeats] = {}
+_untold_lock = threading.Lock()
+
+
+def _tell(repeats: _Repeats | None) -> None:
+    """Warn with the one line for `repeats`, if it counted any."""
+    if repeats is None:
+        return
+    with _untold_lock:
+        if _untold.pop(id(repeats), None) is None:
+            return  # told already (or nothing counted)
+    warn_in_user_code(RetraceWarning(repeats.line()))
+
+
+def tell_all_repeats() -> None:
+    """Tell every count not yet told (at exit; tests call it sooner)."""
+    for repeats in list(_untold.values()):
+        _tell(repeats)
+
+
+@atexit.register
+def _tell_at_exit() -> None:
+    # Under `-W error::arrayfield.RetraceWarning` the first warning raised
+    # already; a traceback from the interpreter's exit would add nothing.
+    with contextlib.suppress(RetraceWarning):
+        tell_all_repeats()
+
+
 class Site:
     """What one watched function has traced with (its last few signatures)."""
 
@@ -82,6 +140,8 @@ class Site:
         self.lock = threading.Lock()
         self.shared = False  # also used by the `with` block's hook (see _wrap_jitted)
         self.last_trace = -1  # for a plain function: the top-level trace it was in
+        # The causes of the last full warning, and the retraces since with those.
+        self.repeats: _Repeats | None = None
 
     def arguments(self, args: tuple, kwargs: dict) -> dict[str, Any]:
         return bind_arguments(self.fn, args, kwargs)
@@ -116,8 +176,23 @@ class Site:
             changes = min(
                 (diff(old, new, jit, scalar_values=True) for old in history), key=len
             )
+        key = (causes(changes), compiled)
+        with self.lock:
+            repeats = self.repeats
+            if repeats is not None and repeats.causes == key:
+                repeats.count += 1
+                with _untold_lock:
+                    _untold[id(repeats)] = repeats
+                return True
+            where = location(self.fn)
+            self.repeats = _Repeats(where, key, _in_words(changes), compiled)
+        _tell(repeats)  # the count for the earlier causes comes first
         warn_in_user_code(RetraceWarning(self._message(changes, compiled)))
         return True
+
+    def tell_repeats(self) -> None:
+        """Say now how often the causes of the last full warning repeated."""
+        _tell(self.repeats)
 
     def _message(self, changes: list[Change], compiled: bool) -> str:
         head = f"{location(self.fn)} was traced and compiled again."

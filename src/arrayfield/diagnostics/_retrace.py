@@ -201,9 +201,14 @@ class RetraceWatch:
     def __exit__(self, *exc_info: Any) -> None:
         _thread.depth -= 1
         if _thread.depth == 0:
+            session = _thread.session
             _thread.session = None
             _internals.uninstall_call_hook()
             _internals.release_trace_counter()
+            # Last, so a warning filter set to "error" leaves no hook behind.
+            if session is not None:  # the block's repeated retraces, counted
+                for site in list(session.sites.values()):
+                    site.tell_repeats()
 
     def __call__(self, fn: Function) -> Function:
         # `@af.explain_retraces()`, parentheses and all: the same as without.
@@ -250,7 +255,11 @@ def explain_retraces(fn: Callable[..., Any] | None = None) -> Any:
 
     Warnings point at your line that made the call, not into equinox or JAX; a
     function that is decorated and also called in a `with` block (or with the
-    environment variable set) warns once per retrace.
+    environment variable set) warns once per retrace. A retrace with the causes
+    of the function's last warning (the same leaves, for the same reasons, with
+    other values) is counted, not told again: one line gives the count before
+    the function's next warning with other causes, at the end of the `with`
+    block, or at exit.
 
     **Cost:** a call that hits the compilation cache costs two attribute reads
     (JAX reports traces to a listener; nothing is flattened). The silent-reuse

@@ -478,6 +478,12 @@ def traced_program(traced: Any) -> tuple[Any, dict[str, Any]]:
     return traced.jaxpr, traced._params
 
 
+def traced_in_tree(traced: Any) -> Any:
+    """The input treedef of a `jax.jit(...).trace(...)`: what its executable's
+    calls must pass."""
+    return traced.in_tree
+
+
 def traced_out_tree(traced: Any) -> Any:
     """The output treedef of a `jax.jit(...).trace(...)` (its static nodes hold
     what this trace returned)."""
@@ -492,6 +498,7 @@ def can_share_compiles() -> bool:
     try:
         traced = jax.jit(_identity).trace(np.float32(0))
         traced_program(traced)
+        traced_in_tree(traced)
         traced_out_tree(traced)
         traced.lower().compile()
     except (AttributeError, TypeError, ValueError):

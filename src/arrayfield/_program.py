@@ -199,7 +199,10 @@ def executable_for(traced: Any, placement: tuple | None) -> tuple[Any, bool]:
     """`(executable, compiled now)` for a traced program whose committed
     arguments have these shardings (None: none committed): the one compiled for
     the same program and placement before, else a new compile."""
-    key = (program_key(traced), placement)
+    # An executable also checks each call's pytree against the one it was
+    # compiled for, so the same program called with other containers (a donating
+    # layout that passes the first argument apart) is another executable.
+    key = (program_key(traced), _internals.traced_in_tree(traced), placement)
     found = _executables.by_key.get(key)
     if found is not None:
         return found, False

@@ -331,3 +331,23 @@ def test_a_program_compiled_for_one_device_never_runs_arrays_committed_to_anothe
     )
     assert result.returncode == 0, result.stderr[-2000:]
     assert result.stdout.strip() == "ok"
+
+
+@pytest.mark.parametrize("share", [True, False])
+def test_a_new_shape_traces_with_the_static_values_this_call_passed(share):
+    # 1 and True (0.0 and -0.0) are one cache key; JAX traces a new shape with
+    # the value the call passed, not the one that made the key.
+    def run(jit):
+        seen = []
+        f = jit(lambda x, k: (seen.append(repr(k)), x * k)[1])
+        out = [f(jnp.ones(2), 1), f(jnp.ones(2), True), f(jnp.ones(3), True)]
+        out += [f(jnp.ones(2), 0.0), f(jnp.ones(2), -0.0), f(jnp.ones(4), -0.0)]
+        return seen, out
+
+    af_jit = functools.partial(af.filter_jit, share_compiles=share)
+    (af_seen, af_out), (eqx_seen, eqx_out) = run(af_jit), run(eqx.filter_jit)
+    assert af_seen == eqx_seen == ["1", "True", "0.0", "-0.0"]
+    for a, b in zip(af_out, eqx_out, strict=True):
+        assert a.dtype == b.dtype
+        np.testing.assert_array_equal(np.signbit(a), np.signbit(b))
+        np.testing.assert_array_equal(a, b)

@@ -82,6 +82,7 @@ _TOP_LEVEL: tuple[Any, Any, Any, Any] = _internals.TOP_LEVEL_STATE or (
 )
 _TRACE, _EVAL_TRACE, _AXES, _TOP_AXES = _TOP_LEVEL
 _DISABLE_JIT = _internals.DISABLE_JIT
+_static_now = _program.static_now
 # Equinox's error stacks skip its own frames too.
 _internals.hide_from_tracebacks(__file__)
 
@@ -352,17 +353,19 @@ def _call(wrapper: _FilterJit, /, *args: Any, **kwargs: Any) -> Any:
             run = compiled.runs.get(signature)
             if run is not None:
                 compiled.last = (signature, run)
+    if run is compiled.jitted:  # it may trace: with this call's static leaves
+        _static_now.leaves = static
     _in_flight.append(None)  # see `_QuietCallbackFailures`
     try:
         if plan.filter_warning:
             with warnings.catch_warnings():
                 warnings.filterwarnings("ignore", message=_UNUSED_DONATION)
                 if run is None:
-                    run = _runner(compiled, call_args, signature)
+                    run = _runner(compiled, call_args, signature, static)
                 result = run(*call_args)
         else:
             if run is None:
-                run = _runner(compiled, call_args, signature)
+                run = _runner(compiled, call_args, signature, static)
             result = run(*call_args)
         if type(result) is Marked:
             marker = result.parts[0]
@@ -391,11 +394,16 @@ def _call(wrapper: _FilterJit, /, *args: Any, **kwargs: Any) -> Any:
     )
 
 
-def _runner(compiled: Compiled, call_args: tuple, signature: tuple) -> Any:
+def _runner(
+    compiled: Compiled, call_args: tuple, signature: tuple, static: tuple
+) -> Any:
     __tracebackhide__ = True
     with _lock:  # one trace per signature, also when threads race to it
         run = compiled.runs.get(signature)  # pyright: ignore[reportOptionalMemberAccess]
-        return run if run is not None else compiled.runner(call_args, signature)
+        if run is not None:
+            return run
+        _static_now.leaves = static  # traced with this call's static leaves
+        return compiled.runner(call_args, signature)
 
 
 def _call_equinox(fallback: Any, args: tuple, kwargs: dict) -> Any:

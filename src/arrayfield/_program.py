@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import functools
 import operator
+import threading
 from collections.abc import Callable
 from typing import Any
 
@@ -243,6 +244,16 @@ def has_host_work(closed: Any) -> bool:
     return False
 
 
+class _StaticNow(threading.local):
+    """The static leaves of the call that may trace now, in this thread (set by
+    `_jit` before a call that can trace)."""
+
+    leaves: tuple
+
+
+static_now = _StaticNow()
+
+
 def user_program(
     static_fun: Any,
     treedef: Any,
@@ -271,7 +282,9 @@ def user_program(
             )
         leaves = [x for part in parts for x in part]
         if traced is not None:  # put the traced leaves among the static ones
-            dynamic, leaves = leaves, list(static)
+            # The calling call's own static leaves: equal to the key's, but
+            # JAX traces with the values a call passed (`True` after `1`).
+            dynamic, leaves = leaves, list(getattr(static_now, "leaves", static))
             for i, x in zip(traced, dynamic, strict=True):
                 leaves[i] = x
         tree = jtu.tree_unflatten(treedef, leaves)

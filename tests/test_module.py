@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import pickle
 import warnings
 from typing import ClassVar, Optional
 
@@ -440,3 +441,46 @@ def test_classes_are_still_converted_after_the_module_is_reloaded():
     )
     result = run_code(code)
     assert result.returncode == 0, result.stderr
+
+
+def test_a_main_module_class_pickles_by_value_with_cloudpickle(tmp_path):
+    # A notebook's or script's class, sent to a Dask, Ray or loky worker: the
+    # worker's __main__ is another module, so cloudpickle pickles the class too.
+    blob = tmp_path / "scene.pkl"
+    send = (
+        "import cloudpickle\n"
+        "from jaxtyping import Array, Float\n"
+        "import arrayfield as af\n"
+        "class Scene(af.ArrayModule, check=True):\n"
+        "    flux: Float[Array, 'n']\n"
+        "    gain: Float[Array, ''] = af.field(default=2)\n"
+        f"open({str(blob)!r}, 'wb').write(cloudpickle.dumps(Scene(flux=[1.0, 2.0])))\n"
+    )
+    result = run_code(send)
+    assert result.returncode == 0, result.stderr
+    receive = (
+        "import pickle, jax.numpy as jnp\n"
+        f"scene = pickle.loads(open({str(blob)!r}, 'rb').read())\n"
+        "assert type(scene).__name__ == 'Scene'\n"
+        "assert scene.flux.dtype == jnp.float32 and scene.flux.tolist() == [1, 2]\n"
+        "assert scene.gain.dtype == jnp.float32 and scene.gain == 2\n"
+    )
+    result = run_code(receive)
+    assert result.returncode == 0, result.stderr
+
+
+def test_a_local_class_and_its_instances_round_trip_through_cloudpickle():
+    cloudpickle = pytest.importorskip("cloudpickle")
+
+    def make() -> type:
+        class Local(af.ArrayModule):
+            x: Float[Array, ""]
+            later: Optional["Float[Array, '']"] = None  # resolved on first use
+
+        return Local
+
+    local = make()
+    copied = pickle.loads(cloudpickle.dumps(local))
+    assert copied(x=1, later=2).later.dtype == jnp.float32
+    instance = pickle.loads(cloudpickle.dumps(local(x=1)))
+    assert instance.x.dtype == jnp.float32

@@ -52,6 +52,7 @@ class FieldOptions:
 
 
 NOT_YET = object()  # a FieldConverter whose annotation has not been resolved yet
+_NOT_YET_PICKLED = "arrayfield: annotation not resolved yet"  # NOT_YET, pickled
 
 
 class FieldConverter:
@@ -95,6 +96,25 @@ class FieldConverter:
         self.fast_dtypes: frozenset[np.dtype] | None = frozenset()
         self._lock = threading.Lock()
         self.__signature__ = _signature(Any)
+
+    # -- pickling ---------------------------------------------------------------
+    # A class defined in `__main__` or in a function is pickled by value
+    # (cloudpickle, for Dask, Ray or loky workers), its converters with it. A lock
+    # cannot be pickled, and `NOT_YET` must stay this process's sentinel.
+
+    def __getstate__(self) -> dict[str, Any]:
+        state = {name: getattr(self, name) for name in self.__slots__}
+        del state["_lock"]
+        if state["spec"] is NOT_YET:
+            state["spec"] = _NOT_YET_PICKLED
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        for name, value in state.items():
+            object.__setattr__(self, name, value)
+        if type(self.spec) is str:  # _NOT_YET_PICKLED
+            self.spec = NOT_YET
+        self._lock = threading.Lock()
 
     # -- resolution -------------------------------------------------------------
 

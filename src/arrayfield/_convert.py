@@ -164,9 +164,8 @@ def _flushed_to_zero(original: np.ndarray, converted: np.ndarray) -> np.ndarray:
     Rounding to a subnormal only loses precision; reaching zero loses the value.
     """
     if original.dtype.kind == "c" and converted.dtype.kind == "c":
-        return _flushed_to_zero(original.real, converted.real) | _flushed_to_zero(
-            original.imag, converted.imag
-        )
+        real = _flushed_to_zero(np.real(original), np.real(converted))
+        return real | _flushed_to_zero(np.imag(original), np.imag(converted))
     return (original != 0) & (converted == 0)
 
 

@@ -55,7 +55,7 @@ def _convert_fields(cls: type, converters: dict[str, FieldConverter]):
     def convert(self: Any) -> None:
         values = self.__dict__
         for name, converter in fields:
-            value = values.get(name, _UNSET)
+            value: Any = values.get(name, _UNSET)
             if value is _UNSET:
                 # A custom __init__ left it to the class default, or did not set it
                 # (equinox names the missing field right after).

@@ -142,7 +142,12 @@ MISTAKES = [
     pytest.param(
         bare_af_field_annotation,
         af.ConversionError,
-        ["Star.flux", "annotated af.Field with nothing inside", "af.Field[Float"],
+        [
+            "Star.flux",
+            "annotated af.Field with nothing inside",
+            "its default 1.0 would stay as it is",
+            "af.Field[Float",
+        ],
         id="a bare af.Field annotation",
     ),
     pytest.param(

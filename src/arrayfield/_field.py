@@ -121,8 +121,17 @@ class FieldConverter:
 
     # -- resolution -------------------------------------------------------------
 
-    def bind(self, owner: type, name: str, annotation: Any) -> None:
-        """Attach to `owner.name`; resolve the annotation now if it can be."""
+    def bind(
+        self,
+        owner: type,
+        name: str,
+        annotation: Any,
+        default: Any = dataclasses.MISSING,
+    ) -> None:
+        """Attach to `owner.name`; resolve the annotation now if it can be.
+
+        `default`, the field's default if it has one, only for error messages.
+        """
         self.owner, self.name, self.annotation = owner, name, annotation
         self.spec = NOT_YET
         try:
@@ -130,20 +139,25 @@ class FieldConverter:
         except Unresolved:
             first_param = annotation  # keep the string; beartype resolves it later
         else:
-            spec = self._set_spec(resolved)
+            spec = self._set_spec(resolved, default)
             first_param = annotation if spec is None else init_annotation(resolved)
         if self.user_converter is not None:
             first_param = _first_parameter_annotation(self.user_converter)
         self.__signature__ = _signature(first_param)
 
-    def _set_spec(self, resolved: Any) -> FieldSpec | None:
+    def _set_spec(
+        self, resolved: Any, default: Any = dataclasses.MISSING
+    ) -> FieldSpec | None:
         self.resolved = resolved
         if any(member is BareField for member in union_members(resolved)):
+            stored = ""
+            if default is not dataclasses.MISSING:
+                stored = f", and its default {short_repr(default)} would stay as it is"
             raise ConversionError(
                 f"{self.where}: annotated af.Field with nothing inside, which names "
-                "no type, so arrayfield cannot tell whether to store an array. Write "
-                'the annotation inside: af.Field[Float[Array, ""]] (af.Field[T] '
-                "is T at runtime)."
+                f"no type, so arrayfield cannot tell whether to store an array{stored}."
+                ' Write the annotation inside: af.Field[Float[Array, ""]] '
+                "(af.Field[T] is T at runtime)."
             )
         spec = field_spec(resolved)
         if spec is None and self.dtype is not None:
@@ -293,7 +307,7 @@ class _ArrayField(dataclasses.Field):
         if isinstance(converter, FieldConverter) and converter.owner is None:
             annotation = inspect.get_annotations(owner).get(name, Any)
             try:
-                converter.bind(owner, name, annotation)
+                converter.bind(owner, name, annotation, self.default)
             except ConversionError as error:
                 _raise_on_lookup(owner, name, error)
 
@@ -536,7 +550,7 @@ def batch_converters(cls: type) -> dict[str, FieldConverter]:
         if converter is None:
             owner = _declaring_class(cls, f)
             converter = FieldConverter()
-            converter.bind(owner, f.name, f.type)
+            converter.bind(owner, f.name, f.type, f.default)
         if converter.spec is not None:
             converters[f.name] = converter
     return converters

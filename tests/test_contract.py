@@ -492,3 +492,51 @@ def test_an_array_a_non_array_member_admits_is_kept_whatever_ran_before():
     first = Seq(x=half).x
     jnp.ones(2) + Weights(w=np.float32(1), n=0).w  # concrete arrays seen meanwhile
     assert first is half and Seq(x=half).x is half
+
+
+# -- type aliases ---------------------------------------------------------------------
+
+
+def test_type_alias_fields_convert_and_validate_as_what_they_stand_for():
+    typing_extensions = pytest.importorskip("typing_extensions")
+    alias = typing_extensions.TypeAliasType
+    element = typing_extensions.TypeVar("element")
+    scalar = alias("Scalar", Float[Array, ""])
+    pair = alias("Pair", tuple[element, element], type_params=(element,))
+    maybe = alias("Maybe", Optional[scalar])
+
+    class Aliased(af.ArrayModule, check=True):
+        level: scalar
+        levels: list[scalar]
+        both: pair[scalar]
+        optional: maybe = None
+
+    made = Aliased(level=1, levels=[2], both=(3, 4), optional=5)
+    for value in (made.level, made.levels[0], *made.both, made.optional):
+        assert isinstance(value, jax.Array) and value.dtype == jnp.float32
+    with pytest.raises(af.ValidationError, match=r"Aliased\.level: expected Scalar"):
+        Aliased(level=[1.0], levels=[], both=(1, 2))
+    with pytest.raises(af.ConversionError, match=r"Aliased\.level: cannot store 'a'"):
+        Aliased(level="a", levels=[], both=(1, 2))
+
+
+@pytest.mark.skipif(
+    not hasattr(typing, "TypeAliasType"), reason="the `type` statement is 3.12+"
+)
+def test_a_type_statement_alias_field_is_converted():
+    code = (
+        "import jax.numpy as jnp\n"
+        "from jaxtyping import Array, Float\n"
+        "import arrayfield as af\n"
+        "type Scalar = Float[Array, '']\n"
+        "type Later = Flux | None\n"  # names a class defined below: lazy
+        "class Flux(af.ArrayModule):\n"
+        "    level: Scalar\n"
+        "class Holder(af.ArrayModule):\n"
+        "    flux: Later = None\n"
+        "    gain: Scalar = 2\n"
+        "assert Flux(level=1).level.dtype == jnp.float32\n"
+        "assert Holder().gain.dtype == jnp.float32\n"
+    )
+    result = run_code(code)
+    assert result.returncode == 0, result.stderr

@@ -157,6 +157,12 @@ def test_converted_arrays_are_uncommitted():
         (Int[Array, ""], float("nan"), "int32 cannot represent it"),
         (Float32[Array, ""], 1e300, "overflows float32"),
         (Float[Array, ""], 2**24 + 1, "change its value"),
+        (Float[Array, ""], 1e-50, r"underflows float32 \(the result would be 0.0"),
+        (Float16[Array, ""], -1e-10, "underflows float16"),
+        (Complex[Array, ""], 1 + 1e-50j, "underflows complex64"),
+        (Float[Array, "n"], np.array([1.0, 1e-50]), r"element \[1\], 1e-50, under"),
+        (Float[Array, "n"], [[1.0], [-1e-50]], r"element \[1, 0\], -1e-50, under"),
+        (Complex[Array, ""], np.complex128(1e-50j), "underflows complex64"),
         (Float[Array, "n"], np.array([1 + 1j]), r"element \[0\] has an imaginary part"),
         (Int[Array, "n"], np.array([1.0, 2.5]), r"element \[1\] from 2.5 to 2"),
         (Float[Array, ""], "1.0", "'str' is not an array type"),
@@ -175,6 +181,13 @@ def test_value_that_would_change_or_cannot_convert_is_rejected(
 
 def test_float_precision_narrowing_is_not_an_error():
     assert convert(Float[Array, ""], 0.1).item() == pytest.approx(0.1)
+
+
+def test_a_float_that_rounds_to_a_subnormal_or_is_zero_is_not_an_error():
+    # A subnormal keeps the value, with fewer digits; only reaching 0.0 loses it.
+    assert convert(Float[Array, ""], 1e-40).item() == pytest.approx(1e-40, rel=1e-3)
+    assert convert(Float[Array, "n"], np.array([0.0, -0.0, np.nan])).shape == (3,)
+    assert convert(Float[Array, ""], -0.0).item() == 0.0
 
 
 @pytest.mark.parametrize("value", [None, jax.ShapeDtypeStruct((2,), jnp.float32)])

@@ -37,6 +37,21 @@ def dtype_on_a_static_field() -> Any:
         flux: Float[Array, ""] = af.field(dtype="float32", static=True)
 
 
+def default_passed_to_af_field_positionally() -> Any:
+    class Star(af.ArrayModule):
+        flux: Float[Array, ""] = af.field(1.0)  # pyright: ignore[reportArgumentType]
+
+
+def list_default_in_af_field() -> Any:
+    class Star(eqx.Module):
+        flux: Float[Array, "n"] = af.field(default=[1.0, 2.0])
+
+
+def bare_af_field_annotation() -> Any:
+    class Star(af.ArrayModule):
+        flux: af.Field = 1.0  # pyright: ignore[reportAssignmentType]
+
+
 def misspelled_af_field_keyword() -> Any:
     class Star(af.ArrayModule):
         flux: Float[Array, ""] = af.field(defualt=1.0)
@@ -100,8 +115,40 @@ MISTAKES = [
     pytest.param(
         dtype_on_a_static_field,
         TypeError,
-        ["af.field(dtype=...)", "cannot be combined with convert=False or static=True"],
+        [
+            "Star.flux: af.field(dtype='float32', static=True)",
+            "cannot be combined with convert=False or static=True",
+            "Drop static=True",
+        ],
         id="af.field(dtype=..., static=True)",
+    ),
+    pytest.param(
+        default_passed_to_af_field_positionally,
+        TypeError,
+        ["Star.flux: af.field(1.0)", "keyword arguments only", "af.field(default=1.0)"],
+        id="af.field(1.0)",
+    ),
+    pytest.param(
+        list_default_in_af_field,
+        ValueError,
+        [
+            "Star.flux: af.field(default=[1.0, 2.0])",
+            "shared by every instance",
+            "default=(1.0, 2.0)",
+            "default_factory=lambda: [1.0, 2.0]",
+        ],
+        id="af.field(default=[1.0, 2.0])",
+    ),
+    pytest.param(
+        bare_af_field_annotation,
+        af.ConversionError,
+        [
+            "Star.flux",
+            "annotated af.Field with nothing inside",
+            "its default 1.0 would stay as it is",
+            "af.Field[Float",
+        ],
+        id="a bare af.Field annotation",
     ),
     pytest.param(
         misspelled_af_field_keyword,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import pickle
 import warnings
 from typing import ClassVar, Optional
 
@@ -367,3 +368,119 @@ def test_errors_spell_legacy_function_annotations_with_their_module():
         Legacy(host="a", device=0)
     with pytest.raises(af.ConversionError, match=r"annotated jnp\.array:"):
         Legacy(host=0, device="a")
+
+
+def _check_init_hooks(cls: type) -> list:
+    """The `__check_init__` hooks equinox calls, walked as quax's fast path does."""
+    return [
+        k.__dict__["__check_init__"]
+        for k in cls.__mro__
+        if "__check_init__" in k.__dict__
+    ]
+
+
+def test_conversion_adds_no_check_init_hook_to_the_mro():
+    def make(base: type) -> tuple[type, type]:
+        class Plain(base):
+            x: Float[Array, ""]
+
+        class Checked(base):
+            x: Float[Array, ""]
+
+            def __check_init__(self):
+                assert isinstance(self.x, jax.Array) or base is eqx.Module
+
+        class Derived(Checked):
+            y: Int[Array, ""] = 0
+
+        return Plain, Checked, Derived
+
+    for ours, theirs in zip(make(af.ArrayModule), make(eqx.Module), strict=True):
+        assert len(_check_init_hooks(ours)) == len(_check_init_hooks(theirs))
+    plain, checked, derived = make(af.ArrayModule)
+    assert plain(x=1).x.dtype == jnp.float32
+    assert checked(x=1).x.dtype == jnp.float32
+    assert derived(x=1).y.dtype == jnp.int32
+
+
+def test_check_true_adds_a_hook_only_to_a_class_without_its_own():
+    class Own(af.ArrayModule, check=True):
+        x: Float[Array, ""]
+
+        def __check_init__(self):
+            pass
+
+    class Bare(af.ArrayModule, check=True):
+        x: Float[Array, ""]
+
+    assert len(_check_init_hooks(Own)) == 1 and len(_check_init_hooks(Bare)) == 1
+    with pytest.raises(af.ValidationError, match=r"Own\.x"):
+        Own(x=jnp.zeros(3))
+
+
+def test_classes_are_still_converted_after_the_module_is_reloaded():
+    # What IPython's autoreload does when _module.py changes on disk.
+    code = (
+        "import importlib, jax.numpy as jnp\n"
+        "from jaxtyping import Array, Float\n"
+        "import arrayfield as af, arrayfield._module as m\n"
+        "old = af.ArrayModule\n"
+        "importlib.reload(m)\n"
+        "class A(old):\n"
+        "    x: Float[Array, '']\n"
+        "class B(m.ArrayModule):\n"
+        "    x: Float[Array, '']\n"
+        "class C(old, chek=True):\n"
+        "    x: Float[Array, '']\n"
+    )
+    result = run_code(code)
+    assert "unknown class keyword chek=True" in result.stderr, result.stderr
+    code = code.rsplit("class C", 1)[0] + (
+        "assert A(x=1).x.dtype == jnp.float32, type(A(x=1).x)\n"
+        "assert B(x=1).x.dtype == jnp.float32, type(B(x=1).x)\n"
+    )
+    result = run_code(code)
+    assert result.returncode == 0, result.stderr
+
+
+def test_a_main_module_class_pickles_by_value_with_cloudpickle(tmp_path):
+    # A notebook's or script's class, sent to a Dask, Ray or loky worker: the
+    # worker's __main__ is another module, so cloudpickle pickles the class too.
+    blob = tmp_path / "scene.pkl"
+    send = (
+        "import cloudpickle\n"
+        "from jaxtyping import Array, Float\n"
+        "import arrayfield as af\n"
+        "class Scene(af.ArrayModule, check=True):\n"
+        "    flux: Float[Array, 'n']\n"
+        "    gain: Float[Array, ''] = af.field(default=2)\n"
+        f"open({str(blob)!r}, 'wb').write(cloudpickle.dumps(Scene(flux=[1.0, 2.0])))\n"
+    )
+    result = run_code(send)
+    assert result.returncode == 0, result.stderr
+    receive = (
+        "import pickle, jax.numpy as jnp\n"
+        f"scene = pickle.loads(open({str(blob)!r}, 'rb').read())\n"
+        "assert type(scene).__name__ == 'Scene'\n"
+        "assert scene.flux.dtype == jnp.float32 and scene.flux.tolist() == [1, 2]\n"
+        "assert scene.gain.dtype == jnp.float32 and scene.gain == 2\n"
+    )
+    result = run_code(receive)
+    assert result.returncode == 0, result.stderr
+
+
+def test_a_local_class_and_its_instances_round_trip_through_cloudpickle():
+    cloudpickle = pytest.importorskip("cloudpickle")
+
+    def make() -> type:
+        class Local(af.ArrayModule):
+            x: Float[Array, ""]
+            later: Optional["Float[Array, '']"] = None  # resolved on first use
+
+        return Local
+
+    local = make()
+    copied = pickle.loads(cloudpickle.dumps(local))
+    assert copied(x=1, later=2).later.dtype == jnp.float32
+    instance = pickle.loads(cloudpickle.dumps(local(x=1)))
+    assert instance.x.dtype == jnp.float32

@@ -229,7 +229,8 @@ def fits(x: bool | int | float | complex, target: np.dtype) -> bool:
     """Whether the Python number `x` survives being stored as `target`.
 
     Floats may lose precision into a narrower float (JAX's normal behaviour) but a
-    finite float must not become inf; everything else must be exact. NaN stays NaN.
+    finite float must not become inf, nor a nonzero one 0.0; everything else must
+    be exact. NaN stays NaN.
     """
     kind = target.kind
     if isinstance(x, complex) and kind != "c":
@@ -255,9 +256,10 @@ def fits(x: bool | int | float | complex, target: np.dtype) -> bool:
             if not np.isfinite(stored) or Fraction(float(stored)) != part:
                 return False
         elif math.isfinite(part):
-            with np.errstate(over="ignore"):
-                if not np.isfinite(np.asarray(part).astype(part_dtype)):
-                    return False
+            with np.errstate(over="ignore", under="ignore"):
+                stored = np.asarray(part).astype(part_dtype)
+            if not np.isfinite(stored) or (part != 0 and stored == 0):
+                return False  # overflows to inf, or underflows to 0.0
     return True
 
 

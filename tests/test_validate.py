@@ -8,9 +8,10 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from jaxtyping import Array, Float, Int, PyTree
+from jaxtyping import Array, Float, Float64, Int, Int64, PyTree
 
 import arrayfield as af
+from _jax_compat import enable_x64
 from helpers import run_code
 
 
@@ -208,3 +209,20 @@ def test_a_none_element_is_reported_where_the_annotation_does_not_admit_it():
     assert Holder(values=[1.0, None]).values[1] is None
     with pytest.raises(af.ValidationError, match=r"^Holder\.strict\[1\]: .* got None"):
         Holder(values=[], strict=(1.0, None))
+
+
+def test_a_64_bit_field_validates_what_conversion_stores_with_x64_on_or_off():
+    class Precise(af.ArrayModule, check=True):
+        x: Float64[Array, "n"]
+        steps: Int64[Array, ""] = 0
+        host: Float64[np.ndarray, ""] = 0.0
+
+    with enable_x64(False):
+        made = Precise(x=[1.0, 2.0])  # stored as float32 and int32, as JAX would
+        assert made.x.dtype == jnp.float32 and made.steps.dtype == jnp.int32
+        assert made.host.dtype == np.float64  # NumPy keeps its dtypes
+        with pytest.raises(af.ValidationError, match=r"Precise\.x: .* \(shape \(\),"):
+            Precise(x=1.0)  # shapes and the rest are still checked
+    with enable_x64(True):
+        made = Precise(x=[1.0, 2.0])
+        assert made.x.dtype == jnp.float64 and made.steps.dtype == jnp.int64

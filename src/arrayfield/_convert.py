@@ -135,6 +135,13 @@ def _check_exact(original: np.ndarray, converted: np.ndarray) -> None:
     if src.kind in "fc" and dst.kind in "fc":  # float -> complex or narrower float
         if not np.all(np.isfinite(converted) | ~np.isfinite(original)):
             raise Rejected(f"it overflows {dst.name} (the result would be inf)")
+        flushed = _flushed_to_zero(original, converted)
+        if np.any(flushed):
+            index = tuple(int(i) for i in np.argwhere(flushed)[0])
+            where = (
+                f"element {list(index)}, {original[index].item()!r}," if index else "it"
+            )
+            raise Rejected(_underflow_reason(dst, where))
         return
     if src.kind in "biu" and dst.kind in "iu" and original.size:
         # The round trip below cannot see wrap-around (int8 -1 -> uint32 -> int8 -1).
@@ -149,6 +156,26 @@ def _check_exact(original: np.ndarray, converted: np.ndarray) -> None:
     if not np.array_equal(back, original, equal_nan=src.kind in "fc"):
         changed = _first_changed(original, converted, back)
         raise Rejected(f"converting it to {dst.name} would change {changed}")
+
+
+def _flushed_to_zero(original: np.ndarray, converted: np.ndarray) -> np.ndarray:
+    """Where a nonzero float (a nonzero part of a complex) became zero.
+
+    Rounding to a subnormal only loses precision; reaching zero loses the value.
+    """
+    if original.dtype.kind == "c" and converted.dtype.kind == "c":
+        real = _flushed_to_zero(np.real(original), np.real(converted))
+        return real | _flushed_to_zero(np.imag(original), np.imag(converted))
+    return (original != 0) & (converted == 0)
+
+
+def _underflow_reason(dtype: np.dtype, where: str = "it") -> str:
+    tiny = np.finfo(dtype).smallest_subnormal
+    return (
+        f"{where} underflows {dtype.name} (the result would be 0.0; the smallest "
+        f"nonzero {dtype.name} is {float(tiny):.3g}). Rescale it, or annotate a "
+        "wider dtype (64-bit ones need jax_enable_x64)"
+    )
 
 
 def _first_changed(original: np.ndarray, converted: np.ndarray, back: np.ndarray):
@@ -218,7 +245,10 @@ def _check_scalar_exact(value: bool | int | float | complex, array: np.ndarray) 
     Python compares int with float exactly, and its ints can be wider than int64.
     """
     if isinstance(value, (float, complex)) and array.dtype.kind in "fc":
-        return  # float precision may narrow; that is JAX's normal behaviour
+        # Float precision may narrow (JAX's normal behaviour); a value may not vanish.
+        if np.any(_flushed_to_zero(np.asarray(value), array)):
+            raise Rejected(_underflow_reason(array.dtype))
+        return
     stored = array.item()
     if stored != value:
         raise Rejected(

@@ -14,9 +14,10 @@ from __future__ import annotations
 
 import dataclasses
 import inspect
+import sys
 import threading
 from collections.abc import Callable
-from typing import Any
+from typing import Any, NoReturn
 
 import equinox as eqx
 import jax
@@ -39,7 +40,9 @@ from ._spec import (
     field_spec,
     init_annotation,
     resolve_annotation,
+    union_members,
 )
+from ._typing import Field as BareField  # `af.Field` written without `[T]`
 
 # Key under which `af.field` records its options in a dataclass field's metadata.
 OPTIONS_KEY = "arrayfield"
@@ -52,6 +55,7 @@ class FieldOptions:
 
 
 NOT_YET = object()  # a FieldConverter whose annotation has not been resolved yet
+_NOT_YET_PICKLED = "arrayfield: annotation not resolved yet"  # NOT_YET, pickled
 
 
 class FieldConverter:
@@ -96,10 +100,38 @@ class FieldConverter:
         self._lock = threading.Lock()
         self.__signature__ = _signature(Any)
 
+    # -- pickling ---------------------------------------------------------------
+    # A class defined in `__main__` or in a function is pickled by value
+    # (cloudpickle, for Dask, Ray or loky workers), its converters with it. A lock
+    # cannot be pickled, and `NOT_YET` must stay this process's sentinel.
+
+    def __getstate__(self) -> dict[str, Any]:
+        state = {name: getattr(self, name) for name in self.__slots__}
+        del state["_lock"]
+        if state["spec"] is NOT_YET:
+            state["spec"] = _NOT_YET_PICKLED
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        for name, value in state.items():
+            object.__setattr__(self, name, value)
+        if type(self.spec) is str:  # _NOT_YET_PICKLED
+            self.spec = NOT_YET
+        self._lock = threading.Lock()
+
     # -- resolution -------------------------------------------------------------
 
-    def bind(self, owner: type, name: str, annotation: Any) -> None:
-        """Attach to `owner.name`; resolve the annotation now if it can be."""
+    def bind(
+        self,
+        owner: type,
+        name: str,
+        annotation: Any,
+        default: Any = dataclasses.MISSING,
+    ) -> None:
+        """Attach to `owner.name`; resolve the annotation now if it can be.
+
+        `default`, the field's default if it has one, only for error messages.
+        """
         self.owner, self.name, self.annotation = owner, name, annotation
         self.spec = NOT_YET
         try:
@@ -107,14 +139,26 @@ class FieldConverter:
         except Unresolved:
             first_param = annotation  # keep the string; beartype resolves it later
         else:
-            spec = self._set_spec(resolved)
+            spec = self._set_spec(resolved, default)
             first_param = annotation if spec is None else init_annotation(resolved)
         if self.user_converter is not None:
             first_param = _first_parameter_annotation(self.user_converter)
         self.__signature__ = _signature(first_param)
 
-    def _set_spec(self, resolved: Any) -> FieldSpec | None:
+    def _set_spec(
+        self, resolved: Any, default: Any = dataclasses.MISSING
+    ) -> FieldSpec | None:
         self.resolved = resolved
+        if any(member is BareField for member in union_members(resolved)):
+            stored = ""
+            if default is not dataclasses.MISSING:
+                stored = f", and its default {short_repr(default)} would stay as it is"
+            raise ConversionError(
+                f"{self.where}: annotated af.Field with nothing inside, which names "
+                f"no type, so arrayfield cannot tell whether to store an array{stored}."
+                ' Write the annotation inside: af.Field[Float[Array, ""]] '
+                "(af.Field[T] is T at runtime)."
+            )
         spec = field_spec(resolved)
         if spec is None and self.dtype is not None:
             raise ConversionError(
@@ -253,32 +297,105 @@ class _ArrayField(dataclasses.Field):
 
     def __set_name__(self, owner: type, name: str) -> None:
         super().__set_name__(owner, name)
+        mistake = self.metadata.get(_MISTAKE_KEY)
+        if mistake is not None:
+            error_type, message = mistake
+            where = f"{class_name(owner)}.{name}"
+            _raise_on_lookup(owner, name, error_type(f"{where}: {message}"))
+            return
         converter = self.metadata.get("converter")
         if isinstance(converter, FieldConverter) and converter.owner is None:
             annotation = inspect.get_annotations(owner).get(name, Any)
             try:
-                converter.bind(owner, name, annotation)
+                converter.bind(owner, name, annotation, self.default)
             except ConversionError as error:
-                # Python < 3.12 wraps an error raised here in a RuntimeError. Raise
-                # it a moment later instead, still while the class is created:
-                # dataclasses looks the field's default up on the class.
-                type.__setattr__(owner, name, _RaiseOnLookup(str(error)))
+                _raise_on_lookup(owner, name, error)
+
+
+def _raise_on_lookup(owner: type, name: str, error: Exception) -> None:
+    """Raise `error` while `owner` is created, on every Python.
+
+    Python < 3.12 wraps an error raised in `__set_name__` in a RuntimeError. Raise
+    it a moment later instead, still while the class is created: dataclasses looks
+    the field's default up on the class.
+    """
+    type.__setattr__(owner, name, _RaiseOnLookup(type(error), str(error)))
 
 
 class _RaiseOnLookup:
     """Stands in for a wrongly declared field: looking it up raises the error."""
 
-    __slots__ = ("message",)
+    __slots__ = ("error_type", "message")
 
-    def __init__(self, message: str):
+    def __init__(self, error_type: type[Exception], message: str):
+        self.error_type = error_type
         self.message = message
 
     def __get__(self, instance: Any, owner: type | None = None) -> Any:
-        raise ConversionError(self.message)
+        raise self.error_type(self.message)
+
+
+# Key under which a wrongly called `af.field` records its mistake, reported with the
+# class and field names once the class statement names them (`_ArrayField`).
+_MISTAKE_KEY = "arrayfield mistake"
+
+
+def _mistake(
+    args: tuple[Any, ...], kwargs: dict[str, Any], convert: bool, dtype: Any
+) -> tuple[type[Exception], str] | None:
+    """The error a wrong `af.field(...)` call raises, without its `Class.field`."""
+    if args:
+        shown = ", ".join(short_repr(a) for a in args)
+        hint = f"af.field(default={short_repr(args[0])})"
+        if callable(args[0]):
+            hint += f" for a default value, or default_factory={short_repr(args[0])}"
+        return TypeError, (
+            f"af.field({shown}): af.field takes keyword arguments only. Write {hint}."
+        )
+    if dtype is not None and (not convert or kwargs.get("static", False)):
+        given = "static=True" if kwargs.get("static", False) else "convert=False"
+        return TypeError, (
+            f"af.field(dtype={dtype!r}, {given}): dtype= converts the field to an "
+            f"array, which a field with {given} never is; af.field(dtype=...) cannot "
+            f"be combined with convert=False or static=True. Drop {given} to store "
+            "an array of that dtype, or drop dtype= to store the value as it is."
+        )
+    default = kwargs.get("default", dataclasses.MISSING)
+    if default is not dataclasses.MISSING and type(default).__hash__ is None:
+        # dataclasses refuses it too, without naming the class.
+        shown = short_repr(default)
+        if isinstance(default, (list, dict, set)):
+            fix = f"default_factory=lambda: {shown}"
+        else:  # an array: its short form is not code
+            fix = "default_factory= with a function that builds a new one"
+        if isinstance(default, list):
+            as_tuple = short_repr(tuple(default))
+            fix = f"default={as_tuple} (converted as the list would be), or {fix}"
+        return ValueError, (
+            f"af.field(default={shown}): a default of type {type(default).__name__} "
+            "would be one object shared by every instance, which dataclasses "
+            f"refuses. Write {fix}."
+        )
+    return None
+
+
+def _in_class_body(depth: int) -> bool:
+    """Whether the caller `depth` frames up is a class statement's body."""
+    namespace = sys._getframe(depth + 1).f_locals
+    return "__qualname__" in namespace and "__module__" in namespace
+
+
+def _mistaken_field(error_type: type[Exception], message: str) -> Any:
+    """A field that reports `message` with its class and name (`_ArrayField`)."""
+    result = dataclasses.field(metadata={_MISTAKE_KEY: (error_type, message)})
+    result.__class__ = _ArrayField
+    return result
 
 
 def field(
-    *,
+    # None are valid (a default is `default=`): typed so that checkers flag one,
+    # taken so that the error can say what to write.
+    *args: NoReturn,
     convert: bool = True,
     dtype: Any = None,
     **kwargs: Any,
@@ -302,10 +419,15 @@ def field(
 
     **Raises:**
 
-    `TypeError` if `dtype` is given together with `convert=False` or `static=True`,
-    or for a keyword neither `af.field` nor `eqx.field` takes; `af.ConversionError`
-    if NumPy does not understand `dtype`, and when the class is created if `dtype`
-    is given for a field whose annotation does not denote an array.
+    `TypeError` for a positional argument (a default is `default=...`), if `dtype`
+    is given together with `convert=False` or `static=True`, or for a keyword
+    neither `af.field` nor `eqx.field` takes; `ValueError` for a default that
+    would be shared by every instance (a list: write a tuple, or
+    `default_factory=`); `af.ConversionError` if NumPy does not understand
+    `dtype`, and when the class is created if `dtype` is given for a field whose
+    annotation does not denote an array. In a class body, the positional,
+    `dtype`-and-static and shared-default errors are raised by the class
+    statement, naming `Class.field`.
 
     !!! example
 
@@ -331,13 +453,14 @@ def field(
             f"{did_you_mean(name, ['convert', 'dtype', *_EQX_FIELD_KEYWORDS])} "
             "It takes convert= and dtype=, and passes eqx.field's keywords on."
         )
+    mistake = _mistake(args, kwargs, convert, dtype)
+    if mistake is not None:
+        error_type, message = mistake
+        if not _in_class_body(1):
+            raise error_type(message)
+        return _mistaken_field(error_type, message)  # the class statement raises
     np_dtype = None if dtype is None else _field_dtype(dtype)
     static = kwargs.get("static", False)
-    if np_dtype is not None and (not convert or static):
-        raise TypeError(
-            "af.field(dtype=...) converts the field to an array; it cannot be combined "
-            "with convert=False or static=True."
-        )
     metadata = dict(kwargs.pop("metadata", None) or {})
     metadata[OPTIONS_KEY] = FieldOptions(convert=convert, dtype=np_dtype)
     if not convert or static:
@@ -427,7 +550,7 @@ def batch_converters(cls: type) -> dict[str, FieldConverter]:
         if converter is None:
             owner = _declaring_class(cls, f)
             converter = FieldConverter()
-            converter.bind(owner, f.name, f.type)
+            converter.bind(owner, f.name, f.type, f.default)
         if converter.spec is not None:
             converters[f.name] = converter
     return converters

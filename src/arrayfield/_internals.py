@@ -314,6 +314,10 @@ def after_module_class(step: Callable[[type], None]) -> None:
         __new__.__wrapped__ = make_class  # type: ignore[attr-defined]
         __new__.__qualname__ = make_class.__qualname__
         type.__setattr__(_MODULE_META, "__new__", staticmethod(__new__))
+    # A step registered again by a reloaded module replaces its older self, so it
+    # runs once per class, as the newer code.
+    key = (step.__module__, step.__qualname__)
+    _class_steps[:] = [s for s in _class_steps if (s.__module__, s.__qualname__) != key]
     _class_steps.append(step)
 
 

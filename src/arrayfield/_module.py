@@ -1,16 +1,22 @@
 """`ArrayModule`: equinox's Module with its array fields converted in one pass.
 
-Equinox calls `__check_init__` after *any* `__init__` (dataclass or custom) and
-after field converters; an `ArrayModule` class converts all its array fields there,
-before the `__check_init__` of any class in its hierarchy runs. One pass is cheaper
-than a converter per field (equinox's converter hook alone costs more per field
-than an already-right array needs). Fields declared with `af.field(...)` keep the
-converter of their own (`_field.py`), and converters a user wrote run before
-either.
+An `ArrayModule` class converts all its array fields right after its `__init__`
+(the dataclass one or a custom one) returns: `_finish_class` wraps the class's
+`__init__`. Equinox then runs field converters and every `__check_init__` in the
+MRO, which already see arrays. The conversion adds no `__check_init__` to the
+MRO, so code that walks the hooks equinox will call (quax's fast construction
+path counts them) sees a subclass exactly as it sees an `eqx.Module` one. One pass
+is cheaper than a converter per field (equinox's converter hook alone costs more
+per field than an already-right array needs). Fields declared with
+`af.field(...)` keep the converter of their own (`_field.py`), and converters a
+user wrote run before either. Validation (`check=True`) needs every field
+converted, those with an `af.field` converter too, so it runs in a
+`__check_init__`, added only to classes that ask for it.
 """
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from typing import Any
 
@@ -41,40 +47,67 @@ def _widen_init_annotations(cls: type, converters: dict[str, FieldConverter]) ->
             annotations[name] = converter.__signature__.parameters["value"].annotation
 
 
-def _make_check_init(
-    cls: type,
-    converters: dict[str, FieldConverter],
-    validates: bool,
-    own_check: Callable[[Any], None] | None,
-):
-    """`cls.__check_init__`: convert (and validate) once, then the class's own check.
-
-    Equinox calls the `__check_init__` of every class in the MRO, most derived first,
-    after `__init__` and after field converters: so the most derived class converts
-    every field, and each class's own check already sees arrays.
-    """
+def _convert_fields(cls: type, converters: dict[str, FieldConverter]):
+    """`convert(self)`: store every field of `converters` converted, in one pass."""
     fields = tuple(converters.items())
     array_impl = ARRAY_IMPL  # a closure cell: cheaper than a global
 
+    def convert(self: Any) -> None:
+        values = self.__dict__
+        for name, converter in fields:
+            value: Any = values.get(name, _UNSET)
+            if value is _UNSET:
+                # A custom __init__ left it to the class default, or did not set it
+                # (equinox names the missing field right after).
+                value = getattr(self, name, _UNSET)
+                if value is _UNSET:
+                    continue
+            if type(value) is array_impl:
+                # Inlined: the common case of an array that is already right.
+                # `.aval.dtype` is about half the cost of `.dtype`.
+                fast = converter.fast_dtypes
+                if fast is None or value.aval.dtype in fast:
+                    continue
+            new = converter.store(value, cls)
+            if new is not value:
+                object.__setattr__(self, name, new)
+
+    return convert
+
+
+_UNSET = object()
+
+
+def _make_init(cls: type, init: Callable[..., None], convert: Callable[[Any], None]):
+    """`cls.__init__`: the class's own `__init__`, then the conversion.
+
+    Only an instance of `cls` itself converts here: a subclass's `__init__` that
+    calls `super().__init__()` converts once, when it returns itself (each class
+    with fields to convert gets its own wrapper, inherited `__init__` or not).
+    """
+
+    @functools.wraps(init)  # the signature, `__annotations__` and docs stay init's
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        init(self, *args, **kwargs)
+        if type(self) is cls:
+            convert(self)
+
+    __init__.__qualname__ = f"{cls.__qualname__}.__init__"
+    return __init__
+
+
+def _make_check_init(cls: type, own_check: Callable[[Any], None] | None):
+    """`cls.__check_init__` for `check=True`: validate, then the class's own check.
+
+    Equinox calls the `__check_init__` of every class in the MRO, most derived first,
+    after `__init__` and after field converters: every field is converted by then.
+    It replaces the class's own `__check_init__` (calling it), so only a class that
+    has none gains a hook.
+    """
+
     def __check_init__(self):
         if type(self) is cls:
-            values = self.__dict__
-            for name, converter in fields:
-                try:
-                    value = values[name]
-                except KeyError:  # a custom __init__ left it to the class default
-                    value = getattr(self, name)
-                if type(value) is array_impl:
-                    # Inlined: the common case of an array that is already right.
-                    # `.aval.dtype` is about half the cost of `.dtype`.
-                    fast = converter.fast_dtypes
-                    if fast is None or value.aval.dtype in fast:
-                        continue
-                new = converter.store(value, cls)
-                if new is not value:
-                    object.__setattr__(self, name, new)
-            if validates:
-                validate(self)
+            validate(self)
         if own_check is not None:
             own_check(self)
 
@@ -82,7 +115,7 @@ def _make_check_init(
     return __check_init__
 
 
-def _init_behind_array_module(cls: type) -> Callable | None:
+def _init_behind_array_module(cls: type, base: type) -> Callable | None:
     """The custom `__init__` that `class C(af.ArrayModule, eqx.nn.Linear)` would lose.
 
     Equinox gives a class without an `__init__` of its own a dataclass `__init__`
@@ -102,13 +135,13 @@ def _init_behind_array_module(cls: type) -> Callable | None:
         for klass in mro[:-1]
         if issubclass(klass, EQX_MODULE) or klass.__init__ is not object.__init__
     ]
-    if len(asked) < 2 or asked[0] is not ArrayModule:
+    if len(asked) < 2 or asked[0] is not base:
         return None
     behind = asked[1]
     if issubclass(behind, EQX_MODULE) and behind.__dataclass_params__.init:  # pyright: ignore[reportAttributeAccessIssue]
         return None
     for klass in mro:
-        if klass is not ArrayModule and "__init__" in klass.__dict__:
+        if klass is not base and "__init__" in klass.__dict__:
             return klass.__dict__["__init__"]
     return None
 
@@ -116,34 +149,47 @@ def _init_behind_array_module(cls: type) -> Callable | None:
 def _finish_class(cls: type) -> None:
     """Finish an ArrayModule class once equinox has made it a dataclass.
 
-    It gets its converters (annotations parsed once, here), an `__init__` whose
-    annotations runtime type checkers read widened, and the `__check_init__` that
-    converts and validates. Equinox's own metaclass runs this step
-    (`after_module_class`), so ArrayModule needs no metaclass of its own, and a
-    library's metaclass derived from equinox's works with it unchanged.
+    It gets its converters (annotations parsed once, here), an `__init__` that
+    converts after it runs (its annotations, which runtime type checkers read,
+    widened), and for `check=True` the `__check_init__` that validates. Equinox's
+    own metaclass runs this step (`after_module_class`), so ArrayModule needs no
+    metaclass of its own, and a library's metaclass derived from equinox's works
+    with it unchanged.
     """
-    if ArrayModule not in cls.__mro__[1:]:
+    if not _derives_from_array_module(cls):
         return  # a plain Module, or ArrayModule itself
     converters = batch_converters(cls)
     setattr(cls, CONVERTERS, converters)
     if cls.__dataclass_params__.init:  # pyright: ignore[reportAttributeAccessIssue]
         # Equinox made this class a dataclass `__init__` of its own.
         _widen_init_annotations(cls, converters)
-    validates = getattr(cls, VALIDATES, False)
-    # A class with nothing to convert or validate needs no hook: its parents'
-    # hooks skip instances of subclasses (`type(self) is cls`), so nothing is lost.
-    if converters or validates:
+    # A class with nothing to convert needs no wrapper: its parents' wrappers skip
+    # instances of subclasses (`type(self) is cls`), so nothing is lost.
+    if converters:
+        convert = _convert_fields(cls, converters)
+        type.__setattr__(cls, "__init__", _make_init(cls, cls.__init__, convert))
+    if getattr(cls, VALIDATES, False):
         own_check = cls.__dict__.get("__check_init__")
-        hook = _make_check_init(cls, converters, validates, own_check)
-        type.__setattr__(cls, "__check_init__", hook)
+        type.__setattr__(cls, "__check_init__", _make_check_init(cls, own_check))
+
+
+# Marks the ArrayModule class itself. Recognising it by this mark rather than by
+# identity keeps classes converted after `importlib.reload` of this module (what
+# IPython's autoreload does when the file changes): the reload makes a second
+# ArrayModule class, and subclasses of either must be finished.
+_BASE_MARK = "__arrayfield_base__"
+
+
+def _derives_from_array_module(cls: type) -> bool:
+    return any(klass.__dict__.get(_BASE_MARK) for klass in cls.__mro__[1:])
 
 
 class ArrayModule(EQX_MODULE):
     """`eqx.Module`, with array-annotated fields stored as strongly typed arrays.
 
-    Subclass it instead of `eqx.Module`. After any `__init__` (the dataclass one or
-    your own) and before any `__check_init__` you wrote (the conversion itself runs
-    in equinox's `__check_init__` hook), each field whose annotation denotes an
+    Subclass it instead of `eqx.Module`. When any `__init__` (the dataclass one or
+    your own) returns, and so before any `__check_init__` you wrote, each field
+    whose annotation denotes an
     array (`jax.Array`, `np.ndarray`, jaxtyping's `Float[Array, "n"]` and friends,
     also inside `Optional`/`Union`/`Annotated`, and containers of them such as
     `list[Float[Array, ""]]`) is converted. The annotation is the contract:
@@ -192,16 +238,16 @@ class ArrayModule(EQX_MODULE):
         ```
     """
 
-    def __check_init__(self):
-        # A no-op on purpose: equinox looks `__check_init__` up in the dict of every
-        # class in the MRO, and a miss (a raised KeyError) costs more than this call.
-        pass
+    __arrayfield_base__ = True  # _BASE_MARK, read from this class's own __dict__
 
     def __init_subclass__(cls, *, check: bool | None = None, **kwargs: Any):
+        # `__class__`: the ArrayModule this method belongs to, also after a reload
+        # has bound the module's global name to a newer one.
+        base = __class__
         if kwargs:
-            _reject_unknown_class_keywords(cls, kwargs)
+            _reject_unknown_class_keywords(cls, base, kwargs)
         super().__init_subclass__(**kwargs)
-        shadowed = _init_behind_array_module(cls)
+        shadowed = _init_behind_array_module(cls, base)
         if shadowed is not None:
             type.__setattr__(cls, "__init__", shadowed)  # before equinox looks
         if check if check is not None else enabled_by_environment():
@@ -213,14 +259,16 @@ class ArrayModule(EQX_MODULE):
 after_module_class(_finish_class)
 
 
-def _reject_unknown_class_keywords(cls: type, kwargs: dict[str, Any]) -> None:
+def _reject_unknown_class_keywords(
+    cls: type, base: type, kwargs: dict[str, Any]
+) -> None:
     """Name a misspelled `class C(af.ArrayModule, chek=True)` keyword.
 
     Left alone when a base after `ArrayModule` in the MRO takes class keywords of
     its own (an `__init_subclass__` other than `object`'s).
     """
     mro = cls.__mro__
-    for klass in mro[mro.index(ArrayModule) + 1 :]:
+    for klass in mro[mro.index(base) + 1 :]:
         if "__init_subclass__" in klass.__dict__:
             if klass is not object:
                 return

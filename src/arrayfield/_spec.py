@@ -132,8 +132,45 @@ def _array_member(member: Any) -> tuple[ArrayKind, frozenset[str] | None, bool] 
     return None
 
 
+def _is_type_alias(annotation: Any) -> bool:
+    """A PEP 695 alias: `type Scalar = ...` (3.12+), `typing_extensions.TypeAliasType`.
+
+    Recognised by its type's name and attributes, as `typing_extensions` (not a
+    dependency) defines its own class before 3.12.
+    """
+    return type(annotation).__name__ == "TypeAliasType" and hasattr(
+        annotation, "__value__"
+    )
+
+
+def unalias(annotation: Any) -> Any:
+    """The annotation a PEP 695 alias stands for, generic aliases substituted
+    (`Pair[Float[Array, ""]]` of `type Pair[T] = tuple[T, T]`); others unchanged.
+
+    `__value__` is evaluated lazily by Python, so an alias naming a class defined
+    later resolves here, on first use.
+    """
+    while True:
+        if _is_type_alias(annotation):
+            annotation = annotation.__value__
+            continue
+        origin = typing.get_origin(annotation)
+        if not _is_type_alias(origin):
+            return annotation
+        value, args = origin.__value__, typing.get_args(annotation)
+        parameters = getattr(value, "__parameters__", ())
+        if len(parameters) != len(args):
+            raise TypeError(
+                f"cannot substitute {args} into the type alias "
+                f"{origin.__name__} = {value!r}"
+            )
+        annotation = value[args if len(args) != 1 else args[0]]
+
+
 def union_members(annotation: Any) -> list[Any]:
-    """Flatten `Annotated`, `Optional`, `Union` and `X | Y` into their members."""
+    """Flatten `Annotated`, `Optional`, `Union` and `X | Y` into their members,
+    type aliases into what they stand for."""
+    annotation = unalias(annotation)
     origin = typing.get_origin(annotation)
     if origin is Annotated:
         return union_members(typing.get_args(annotation)[0])

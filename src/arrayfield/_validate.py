@@ -49,6 +49,11 @@ class _Check:
     types: tuple[type, ...]  # what isinstance must accept (union members)
     allow_none: bool
     passthrough: tuple[type, ...]  # the union's other members: stored as they are
+    # `types` as JAX arrays can hold them without x64 (`_as_stored_without_x64`)
+    types_x32: tuple[type, ...] = ()
+
+    def accepted(self) -> tuple[type, ...]:
+        return self.types if _x64() else self.types_x32
 
 
 @dataclasses.dataclass(frozen=True)
@@ -60,11 +65,49 @@ class _ContainerCheck:
     fixed: bool  # one check per position (`tuple[X, Y]`)
 
 
+# What a 64-bit dtype is stored as without `jax_enable_x64` (JAX's canonical dtypes).
+_WITHOUT_X64 = {
+    "float64": "float32",
+    "int64": "int32",
+    "uint64": "uint32",
+    "complex128": "complex64",
+}
+
+
+def _x64() -> bool:
+    return bool(jax.config.jax_enable_x64)  # pyright: ignore[reportAttributeAccessIssue]
+
+
+def _as_stored_without_x64(member: type) -> type:
+    """A JAX array annotation that also admits the 32-bit dtypes JAX stores
+    without x64 for the 64-bit ones it names (`Float64[Array, ""]` admits float32).
+
+    Conversion stores what JAX can hold, so validation accepts what conversion
+    stores: a `Float64` field without x64 holds float32, as `jnp.asarray` would.
+    """
+    if not (
+        isinstance(member, type)
+        and issubclass(member, jaxtyping.AbstractArray)
+        and member.array_type is jax.Array  # type: ignore[attr-defined]
+    ):
+        return member
+    dtypes = member.dtypes  # type: ignore[attr-defined]
+    if not isinstance(dtypes, (tuple, list)):
+        return member
+    narrowed = [_WITHOUT_X64[d] for d in dtypes if d in _WITHOUT_X64]
+    if all(n in dtypes for n in narrowed):
+        return member
+    widened = list(dict.fromkeys([*dtypes, *narrowed]))
+    # jaxtyping's documented way to define a dtype category: subclass AbstractDtype.
+    category = type("Category", (jaxtyping.AbstractDtype,), {"dtypes": widened})
+    return category[jax.Array, member.dim_str]  # type: ignore[attr-defined]
+
+
 def _check_for(spec: FieldSpec, annotation: Any) -> _Check | _ContainerCheck:
     if isinstance(spec, ArraySpec):
-        return _Check(
-            annotation, array_types(annotation), spec.allow_none, spec.passthrough
-        )
+        types = array_types(annotation)
+        types_x32 = tuple(_as_stored_without_x64(t) for t in types)
+        return _Check(annotation, types, spec.allow_none, spec.passthrough, types_x32)
     elements = tuple(
         _check_for(element, element_annotation)
         for element, element_annotation in zip(
@@ -140,7 +183,7 @@ def _matches(value: Any, types: tuple[type, ...]) -> bool:
 def _first_mismatch(pairs: list[tuple[str, _Check, Any]]) -> int | None:
     """Index of the first array that fails, checking all in one jaxtyping context."""
     for index, (_, check, value) in enumerate(pairs):
-        if not _matches(value, check.types):
+        if not _matches(value, check.accepted()):
             return index
     return None
 

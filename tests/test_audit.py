@@ -553,26 +553,15 @@ def _traces(jit, a, b) -> int:
     return len(traces)
 
 
-def _af_filter_jit_shares_callables() -> bool:
-    def make():
-        return functools.partial(relative_step, factor=0.1)
-
-    return _traces(af.filter_jit, make(), make()) == 1
-
-
 def test_the_audit_agrees_with_eqx_filter_jit_on_callables():
     for label, (a, b) in _callable_pairs().items():
         assert bool(af.audit(a, b)) == (_traces(eqx.filter_jit, a, b) == 2), label
 
 
-@pytest.mark.skipif(
-    not _af_filter_jit_shares_callables(),
-    reason="af.filter_jit does not share callables yet (issue 20 item 1)",
-)
-def test_the_audit_agrees_with_af_filter_jit_on_callables():
+def test_af_filter_jit_traces_again_exactly_where_the_audit_says():
+    # It keys callables as equinox does; what it shares is the compile.
     for label, (a, b) in _callable_pairs().items():
-        predicted = bool(af.audit(a, b).compiling("af.filter_jit"))
-        assert predicted == (_traces(af.filter_jit, a, b) == 2), label
+        assert bool(af.audit(a, b)) == (_traces(af.filter_jit, a, b) == 2), label
 
 
 class _Forward(eqx.Module):
@@ -591,7 +580,7 @@ def test_jit_wrappers_made_per_instance_are_reported_and_really_recompile():
     )
     (finding,) = af.audit(_Forward(eqx.filter_jit), name="model")
     assert finding.path == "model.forward"  # not its name string, `forward.fn`
-    assert finding.hint.startswith("an eqx.filter_jit wrapper around a closure")
+    assert finding.hint.startswith("a filter_jit wrapper (eqx or af) around a closure")
     for wrap in (jax.jit, eqx.filter_jit):
         assert _eqx_traces(_Forward(wrap), _Forward(wrap)) == 2
         assert af.audit(_Forward(wrap), _Forward(wrap))
@@ -635,10 +624,10 @@ def test_class_body_defaults_and_equal_values_built_at_run_time_are_constants():
 
 
 @needs_sharing
-def test_an_eqx_filter_jit_wrapper_of_equal_closures_is_shared_by_af_filter_jit():
+def test_an_eqx_filter_jit_wrapper_per_instance_is_one_finding_at_its_field():
     findings = af.audit(_Forward(eqx.filter_jit), _Forward(eqx.filter_jit), name="m")
     by_path = {f.path: f.recompiles for f in findings}
-    assert by_path["m.forward._static_fun"] == ("eqx.filter_jit",)
+    assert by_path == {"m.forward": ("eqx.filter_jit",)}
 
 
 def _wrapped_per_call():
@@ -958,3 +947,19 @@ def test_a_shape_field_gets_the_codemods_advice_and_is_clean_once_fixed(tmp_path
     assert change.path == "grid.shape[1]"
     assert "is af.field(convert=False), so this int stays a Python int" in (change.hint)
     assert "static=True" not in change.hint
+
+
+_INTERNALS = ("_fallback", "_cached", "_plan", "_static_fun", "_Layout", "_Plan")
+
+
+@pytest.mark.parametrize("jit", [af.filter_jit, eqx.filter_jit])
+def test_jit_wrappers_are_reported_as_the_function_they_wrap(jit):
+    made = [jit(lambda x: x + 1), jit(lambda x: x + 2)]  # one closure per instance
+    two = af.audit(made[0], made[1], name="step")
+    assert [(f.path, f.kind) for f in two] == [("step", "callable")]
+    one = af.audit({"step": made[0]})
+    assert [f.path for f in one] == ['tree["step"]']
+    for report in (str(two), str(one)):
+        assert not any(name in report for name in _INTERNALS), report
+    same = jit(relative_step)
+    assert af.audit(same, jit(relative_step)) == []  # equinox shares them too

@@ -25,7 +25,7 @@ import jax.tree_util as jtu
 import numpy as np
 
 from .._errors import AuditError, format_annotation, short_repr
-from .._internals import PYTHON_NUMBERS, is_module, jit_wrapper_class
+from .._internals import PYTHON_NUMBERS, is_filter_jit, is_module, jit_wrapper_class
 from .._spec import Unresolved, field_spec
 from ._annotations import field_annotation
 from ._diff import Change, cause_text, diff, group
@@ -590,12 +590,13 @@ def _jit_wrapper_finding(static: StaticField, constants: _Constants) -> Finding 
     ]
     if not fresh:
         return None
-    path = static.path.removesuffix("._static_fun")
+    # The wrapper's own path: af.filter_jit keeps equinox's in `_fallback`.
+    path = static.path.removesuffix("._static_fun").removesuffix("._fallback")
     return Finding(
         path,
         fresh[0],
         "hashed-leaf",
-        "an eqx.filter_jit wrapper around a closure made per instance (as "
+        "a filter_jit wrapper (eqx or af) around a closure made per instance (as "
         "self.forward = eqx.filter_jit(fn) in __init__) is keyed by that closure, "
         "so a jitted function that takes this tree compiles again for every "
         "instance: jit the function once at module level, or jit only the outer "
@@ -610,8 +611,42 @@ def _values(tree: Any, name: str) -> dict[str, Any]:
     return values
 
 
+class _Jitted:
+    """A jit wrapper seen as one leaf: the function it wraps is what a cache
+    key compares (its parts are the wrapper's internals, not the user's)."""
+
+    __slots__ = ("wrapper",)
+
+    def __init__(self, wrapper: Any):
+        self.wrapper = wrapper
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        return self.wrapper(*args, **kwargs)
+
+    def __eq__(self, other: object) -> bool:
+        return (
+            type(other) is _Jitted
+            and type(other.wrapper) is type(self.wrapper)
+            and other.wrapper.__wrapped__ is self.wrapper.__wrapped__
+        )
+
+    def __hash__(self) -> int:
+        return id(self.wrapper.__wrapped__)
+
+    def __repr__(self) -> str:
+        kind = "af" if type(self.wrapper).__module__.startswith("arrayfield") else "eqx"
+        return f"{kind}.filter_jit({leaf_text(self.wrapper.__wrapped__)})"
+
+
+def _opaque_jits(tree: Any) -> Any:
+    return jtu.tree_map(
+        lambda x: _Jitted(x) if is_filter_jit(x) else x, tree, is_leaf=is_filter_jit
+    )
+
+
 def _compare(tree: Any, other: Any, name: str) -> Findings:
     """The leaves of `other` that compile a jitted function again after `tree`."""
+    tree, other = _opaque_jits(tree), _opaque_jits(other)
     before = signature({name: tree}, (tree,), {}, traced_scalars=False)
     after = signature({name: other}, (other,), {}, traced_scalars=False)
     changes = diff(before, after, FILTER_JIT)

@@ -336,7 +336,7 @@ def _call(wrapper: _FilterJit, /, *args: Any, **kwargs: Any) -> Any:
     run = compiled.jitted
     signature: tuple = ()
     if (
-        compiled.runs is not None
+        not compiled.direct
         and _TRACE.value is _EVAL_TRACE
         and _AXES.value is _TOP_AXES
         and not _DISABLE_JIT.value
@@ -353,8 +353,8 @@ def _call(wrapper: _FilterJit, /, *args: Any, **kwargs: Any) -> Any:
             run = compiled.runs.get(signature)
             if run is not None:
                 compiled.last = (signature, run)
-    if run is compiled.jitted:  # it may trace: with this call's static leaves
-        _static_now.leaves = static
+    if traced is not None and run is compiled.jitted:
+        _static_now.leaves = static  # it may trace: with this call's static leaves
     _in_flight.append(None)  # see `_QuietCallbackFailures`
     try:
         if plan.filter_warning:

@@ -130,7 +130,7 @@ class Compiled:
     trace's output tree. None with sharing off: calls go to `jitted`.
     """
 
-    __slots__ = ("__weakref__", "jitted", "last", "runs", "traced")
+    __slots__ = ("__weakref__", "direct", "jitted", "last", "runs", "traced")
 
     def __init__(self, traced: tuple[int, ...] | None, share: bool):
         self.jitted: Any = None
@@ -138,6 +138,11 @@ class Compiled:
         # `(signature, run)` of the latest call: compared before `runs` is
         # hashed (a signature holds JAX's whole configuration).
         self.last: tuple[tuple, Callable[..., Any]] | None = None
+        # Whether calls go straight to `jitted`: once its first trace was a
+        # program of its own, `jax.jit` picks the executable (in C++), and finds
+        # that compile in JAX's cache. A new signature then compiles without
+        # looking for a shared program: fewer compiles saved, never a wrong one.
+        self.direct = not share
         if share:
             self.runs = {}
             # `jax.clear_caches()` makes `jax.jit` trace again: so do these calls.
@@ -150,6 +155,7 @@ class Compiled:
         assert self.runs is not None
         self.runs.clear()
         self.last = None
+        self.direct = False
 
     def runner(self, call_args: tuple, signature: tuple) -> Callable[..., Any]:
         """What runs calls with this signature, found at the first such call:
@@ -160,9 +166,9 @@ class Compiled:
         # Where committed arrays sit decides the devices it compiles for.
         executable, own = executable_for(traced, signature[2])
         if own:
-            # Host callbacks run through `jax.jit`'s call, JAX's fast path for
-            # them; it finds this compile in JAX's own cache.
-            run = self.jitted if has_host_work(traced.jaxpr) else executable
+            run = self.jitted  # it finds this compile in JAX's own cache
+            if not self.runs:
+                self.direct = True  # the first trace: from now on, see `direct`
         else:
             run = functools.partial(
                 _with_output_tree, executable, _internals.traced_out_tree(traced)

@@ -51,8 +51,8 @@ from jaxtyping import Array, Float
 
 import arrayfield as af
 
-SIZE = 32  # pixels a side
-SOURCES = 3
+SIZE = 64  # pixels a side
+SOURCES = 5
 OPTIMISER = optax.adam(0.05)
 
 

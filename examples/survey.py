@@ -11,8 +11,8 @@ run as Dask tasks, one per field, on the worker processes of a cluster:
   compiles the step and writes it to the cache, and every other worker finds it
   there, so the step compiles once in the whole cluster (workers that started
   their first field at the same moment would each compile it);
-- each worker counts its XLA compiles, apart from the programs it read from the
-  cache, and reports them with every field;
+- each field counts the XLA compiles of its task (`af.count_compiles`), apart
+  from the programs read from the cache, and reports them with its result;
 - each field's result (fitted parameters, losses, timings, compiles) is written
   atomically to `--results/field-NNNNN.npz`: a field whose file exists is done,
   so running again over the same folder fits only what is missing, and a worker
@@ -32,11 +32,9 @@ import os
 os.environ.setdefault("JAX_PLATFORMS", "cpu")
 
 import argparse
-import collections
 import json
 import sys
 import tempfile
-import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -131,51 +129,7 @@ def fit_step(
 STEP_NAME = "jit(fit_step)"  # the name JAX compiles the step under
 
 
-# -- counting compiles -------------------------------------------------------------
-
-
-class CompileCounter:
-    """This process's XLA compiles, by program name, apart from the programs read
-    from JAX's persistent cache.
-
-    JAX reports both as `/jax/core/compile/backend_compile_duration` (the event
-    times `compile_or_get_cached`); a read from the cache also sends
-    `/jax/compilation_cache/cache_hits` just before, on the same thread.
-    """
-
-    def __init__(self) -> None:
-        self.compiled: collections.Counter[str] = collections.Counter()
-        self.loaded: collections.Counter[str] = collections.Counter()
-        self._hit = threading.local()
-        self._installed = False
-
-    def install(self) -> None:
-        # JAX has no public way to remove a listener: install once per process.
-        if self._installed:
-            return
-        self._installed = True
-        jax.monitoring.register_event_listener(self._on_event)
-        jax.monitoring.register_event_duration_secs_listener(self._on_duration)
-
-    def _on_event(self, event: str, **kwargs: Any) -> None:
-        if event == "/jax/compilation_cache/cache_hits":
-            self._hit.pending = True
-
-    def _on_duration(self, event: str, duration: float, **kwargs: Any) -> None:
-        if event != "/jax/core/compile/backend_compile_duration":
-            return
-        name = str(kwargs.get("fun_name", "?"))
-        if getattr(self._hit, "pending", False):
-            self._hit.pending = False
-            self.loaded[name] += 1
-        else:
-            self.compiled[name] += 1
-
-    def snapshot(self) -> tuple[collections.Counter[str], collections.Counter[str]]:
-        return collections.Counter(self.compiled), collections.Counter(self.loaded)
-
-
-COMPILES = CompileCounter()
+# -- the persistent cache --------------------------------------------------------
 
 
 def use_persistent_cache(cache_dir: str | None) -> None:
@@ -198,22 +152,19 @@ def result_path(results: Path, field: int) -> Path:
 
 def fit_field(field: int, steps: int, results: str) -> dict[str, Any]:
     """Fit one field, write `field-NNNNN.npz` atomically, return its summary."""
-    compiled_before, loaded_before = COMPILES.snapshot()
-    start = time.perf_counter()
-    image = jnp.asarray(observed(field))
-    scene = first_guess(field)
-    state = OPTIMISER.init(eqx.filter(scene, eqx.is_inexact_array))
-    losses = np.empty(steps, np.float32)
-    first_step_s = 0.0
-    for i in range(steps):
-        scene, state, value = fit_step(scene, state, image)
-        losses[i] = value  # waits for the step: the losses are the fit's record
-        if i == 0:
-            first_step_s = time.perf_counter() - start
-    fit_s = time.perf_counter() - start
-    compiled, loaded = COMPILES.snapshot()
-    compiled.subtract(compiled_before)
-    loaded.subtract(loaded_before)
+    with af.count_compiles() as count:
+        start = time.perf_counter()
+        image = jnp.asarray(observed(field))
+        scene = first_guess(field)
+        state = OPTIMISER.init(eqx.filter(scene, eqx.is_inexact_array))
+        losses = np.empty(steps, np.float32)
+        first_step_s = 0.0
+        for i in range(steps):
+            scene, state, value = fit_step(scene, state, image)
+            losses[i] = value  # waits for the step: the losses are the fit's record
+            if i == 0:
+                first_step_s = time.perf_counter() - start
+        fit_s = time.perf_counter() - start
     meta = {
         "field": field,
         "steps": steps,
@@ -221,9 +172,9 @@ def fit_field(field: int, steps: int, results: str) -> dict[str, Any]:
         "first_step_s": first_step_s,  # includes the compile or the cache read
         "pid": os.getpid(),
         "host": os.uname().nodename,
-        "compiles": sum(compiled.values()),
-        "step_compiles": compiled[STEP_NAME],
-        "cache_loads": sum(loaded.values()),
+        "compiles": count.compiles,
+        "step_compiles": count.compiled[STEP_NAME],
+        "cache_loads": count.cache_reads,
     }
     arrays = {
         "flux": np.stack([np.asarray(s.flux) for s in scene.sources]),
@@ -264,15 +215,16 @@ def read_meta(path: Path) -> dict[str, Any]:
 
 
 class CompileCachePlugin(WorkerPlugin):
-    """Turns the cache on and starts counting compiles in every worker, also in
-    workers that join (or restart) later: the scheduler keeps the plugin."""
+    """Turns the cache on in every worker, also in workers that join (or
+    restart) later: the scheduler keeps the plugin. It must run before the
+    worker's first compile: JAX decides once per process whether it uses the
+    cache."""
 
     def __init__(self, cache_dir: str | None) -> None:
         self.cache_dir = cache_dir
 
     def setup(self, worker: Any) -> None:
         use_persistent_cache(self.cache_dir)
-        COMPILES.install()
 
 
 def run_survey(

@@ -166,3 +166,9 @@ def test_an_embedded_cluster_compiles_the_step_once_and_reads_it_elsewhere(tmp_p
     compiling = {m["pid"] for m in metas if m["compiles"]}
     reading = {m["pid"] for m in metas if m["cache_loads"]}
     assert len(compiling) == 1 and len(compiling | reading) == 2, metas
+
+
+def test_the_survey_page_shows_the_measured_results_file():
+    bench = EXAMPLE.parent.parent / "benchmarks" / "survey.py"
+    with script_module(bench, "_arrayfield_bench_survey") as survey_bench:
+        assert survey_bench.main(["--check"]) == 0, "rerun benchmarks/survey.py"

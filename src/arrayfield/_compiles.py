@@ -13,7 +13,6 @@ import contextlib
 import dataclasses
 import threading
 from collections.abc import Iterator
-from typing import Any
 
 _COMPILE_EVENT = "/jax/core/compile/backend_compile_duration"
 _CACHE_HIT_EVENT = "/jax/compilation_cache/cache_hits"
@@ -89,11 +88,13 @@ class _Listeners:
         jax.monitoring.register_event_listener(self.on_event)
         jax.monitoring.register_event_duration_secs_listener(self.on_duration)
 
-    def on_event(self, event: str, **kwargs: Any) -> None:
+    def on_event(self, event: str, **kwargs: str | int) -> None:
         if event == _CACHE_HIT_EVENT:
             self.hit.pending = True
 
-    def on_duration(self, event: str, duration: float, **kwargs: Any) -> None:
+    def on_duration(
+        self, event: str, duration_secs: float, **kwargs: str | int
+    ) -> None:
         if event != _COMPILE_EVENT:
             return
         name = str(kwargs.get("fun_name", "<unnamed>"))

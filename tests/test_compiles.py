@@ -6,12 +6,34 @@ import threading
 
 import jax
 import jax.numpy as jnp
+import pytest
 
 import arrayfield as af
 from helpers import run_code
 
 
-def test_a_compile_is_counted_once_under_its_jit_name():
+def _jax_names_programs() -> bool:
+    """Whether this JAX sends its compile event with the program's name (0.4.38
+    does not: af.count_compiles then counts every program as "<unnamed>")."""
+
+    def probe(x):
+        return x - 7
+
+    x = jnp.ones(1)
+    with af.count_compiles() as count:
+        jax.jit(probe)(x)
+    return "jit(probe)" in count.compiled
+
+
+NAMED = pytest.mark.skipif(
+    not _jax_names_programs(), reason="this JAX sends no program names"
+)
+
+
+@pytest.fixture(scope="module")
+def halved() -> af.CompileCount:
+    # Once: a second `halve` would share the first one's program (af.filter_jit
+    # keys equal functions alike) and compile nothing.
     @af.filter_jit
     def halve(x):
         return x / 2
@@ -21,8 +43,16 @@ def test_a_compile_is_counted_once_under_its_jit_name():
         halve(x)
         halve(y)  # the same signature: JAX's in-memory cache, no compile
         halve(z)  # a new shape: a new program
-    assert count.compiled == {"jit(halve)": 2}
-    assert count.compiles == 2 and count.cache_reads == 0
+    return count
+
+
+def test_a_compile_is_counted_once_per_program(halved):
+    assert halved.compiles == 2 and halved.cache_reads == 0
+
+
+@NAMED
+def test_a_compile_is_counted_under_its_jit_name(halved):
+    assert halved.compiled == {"jit(halve)": 2}
 
 
 def test_nested_blocks_each_count_their_own_span():
@@ -37,8 +67,7 @@ def test_nested_blocks_each_count_their_own_span():
         jax.jit(first)(x)
         with af.count_compiles() as inner:
             jax.jit(second)(x)
-    assert outer.compiled == {"jit(first)": 1, "jit(second)": 1}
-    assert inner.compiled == {"jit(second)": 1}
+    assert (outer.compiles, inner.compiles) == (2, 1)
     with af.count_compiles() as after:
         pass
     assert after.compiles == 0  # a finished block is no longer fed
@@ -53,7 +82,7 @@ def test_compiles_in_other_threads_are_counted():
         worker = threading.Thread(target=lambda: jax.jit(cube)(x))
         worker.start()
         worker.join()
-    assert count.compiled == {"jit(cube)": 1}
+    assert count.compiles == 1
 
 
 # Two fresh processes share one cache folder: the first compiles and writes the
@@ -71,9 +100,10 @@ def step(x):
     return jnp.tanh(x) * 2
 
 x = jnp.ones(8)
+jax.block_until_ready(x)
 with af.count_compiles() as count:
     step(x)
-print(json.dumps([count.compiled["jit(step)"], count.loaded["jit(step)"]]))
+print(json.dumps([count.compiles, count.cache_reads]))
 """
 
 

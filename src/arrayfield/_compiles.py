@@ -22,7 +22,9 @@ _CACHE_HIT_EVENT = "/jax/compilation_cache/cache_hits"
 class CompileCount:
     """What `af.count_compiles` counted, by the name JAX compiles a program
     under (`"jit(step)"` for a function `step` under `af.filter_jit`,
-    `eqx.filter_jit` or `jax.jit`).
+    `eqx.filter_jit` or `jax.jit`). JAX versions that send their compile event
+    without the program's name (0.4.38 does) count every program under
+    `"<unnamed>"`; the totals are the same.
 
     **Attributes:**
 
@@ -46,7 +48,7 @@ class CompileCount:
         with af.count_compiles() as count:
             jax.jit(wave)(x)
         assert count.compiles == 1 and count.cache_reads == 0
-        assert list(count.compiled) == ["jit(wave)"]
+        # count.compiled == {"jit(wave)": 1}, where JAX names its programs
         ```
     """
 
@@ -138,7 +140,7 @@ def count_compiles() -> Iterator[CompileCount]:
         with af.count_compiles() as count:
             double(x)
             double(y)  # the same shape and dtype: no new compile
-        assert count.compiled["jit(double)"] == 1
+        assert count.compiles == 1  # count.compiled["jit(double)"] on newer JAX
         ```
     """
     _LISTENERS.install()

@@ -38,7 +38,9 @@ DIAGNOSTICS = tuple(
         "_audit",
     )
 )
-ORDER = (*GROUND, *FIELDS, *DISPATCH, *DIAGNOSTICS)
+# Operating many fields at scale (af.count_compiles): reads JAX's events only.
+SCALE = ("_compiles",)
+ORDER = (*GROUND, *FIELDS, *DISPATCH, *DIAGNOSTICS, *SCALE)
 # Entry points: the public table loads any module lazily; the command line reaches
 # only the version and the codemod.
 ENTRY_POINTS = {"__init__", "__main__", "diagnostics.__init__"}

@@ -23,6 +23,7 @@ _PUBLIC = {
     "AnnotationWarning": "._errors",
     "ArrayModule": "._module",
     "AuditError": "._errors",
+    "CompileCount": "._compiles",
     "ConversionError": "._errors",
     "Field": "._typing",
     "Finding": ".diagnostics._audit",
@@ -32,6 +33,7 @@ _PUBLIC = {
     "ValidationError": "._errors",
     "assert_clean": ".diagnostics._audit",
     "audit": ".diagnostics._audit",
+    "count_compiles": "._compiles",
     "explain_retraces": ".diagnostics._retrace",
     "field": "._field",
     "filter_jit": "._jit",
@@ -39,6 +41,8 @@ _PUBLIC = {
 }
 
 if TYPE_CHECKING:
+    from ._compiles import CompileCount as CompileCount
+    from ._compiles import count_compiles as count_compiles
     from ._errors import AnnotationWarning as AnnotationWarning
     from ._errors import AuditError as AuditError
     from ._errors import ConversionError as ConversionError

@@ -756,8 +756,8 @@ def test_explain_retraces_reports_af_filter_jit_as_eqx_filter_jit(mode, options)
     # (flux is computed in Python: the program is the same), it says so.
     shared = (
         "was traced again, but compiled nothing: the trace is a program compiled "
-        "before (af.filter_jit ran that executable), so the cost was the trace "
-        "alone."
+        "before (af.filter_jit ran that executable, or JAX read it from its "
+        "persistent cache), so the cost was the trace alone."
     )
     said_shared = [shared in m for m in af_messages]
     normal = [m.replace(shared, "was traced and compiled again.") for m in af_messages]

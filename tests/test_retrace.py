@@ -875,3 +875,28 @@ def test_a_count_told_as_an_error_at_the_end_of_a_block_leaves_no_hook(caught):
             step(_Optimizer(jnp.ones(3), float(i), 0.5))
         warnings.simplefilter("error", af.RetraceWarning)
     assert _global_state() == before
+
+
+_WARM_CACHE = textwrap.dedent(
+    """
+    import sys, warnings
+    import equinox as eqx, jax, jax.numpy as jnp
+    import arrayfield as af
+    jax.config.update("jax_compilation_cache_dir", sys.argv[1])
+    jax.config.update("jax_persistent_cache_min_compile_time_secs", 0)
+    jax.config.update("jax_persistent_cache_min_entry_size_bytes", -1)
+    warnings.simplefilter("always")
+    with warnings.catch_warnings(record=True) as caught:
+        step = af.explain_retraces(eqx.filter_jit(lambda x, k: x * k))
+        step(jnp.ones(2), 2.0)
+        step(jnp.ones(2), 3.0)  # a retrace, and a new program
+    print("compiled nothing" in str(caught[-1].message))
+    """
+)
+
+
+def test_a_program_read_from_the_persistent_cache_is_not_called_a_compile(tmp_path):
+    cache = str(tmp_path / "cache")
+    runs = [python("-c", _WARM_CACHE, cache, check=True) for _ in range(2)]
+    said = [run.stdout.split()[-1] for run in runs]
+    assert said == ["False", "True"]  # compiled, then read from disk

@@ -14,8 +14,10 @@ import dataclasses
 import threading
 from collections.abc import Iterator
 
-_COMPILE_EVENT = "/jax/core/compile/backend_compile_duration"
-_CACHE_HIT_EVENT = "/jax/compilation_cache/cache_hits"
+from . import _internals
+
+_COMPILE_EVENT = _internals.COMPILE_EVENT
+_CACHE_HIT_EVENT = _internals.CACHE_HIT_EVENT
 
 
 @dataclasses.dataclass(eq=False)  # blocks are told apart by identity

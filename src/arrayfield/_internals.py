@@ -57,13 +57,17 @@ TRACE_EVENT = "/jax/core/compile/jaxpr_trace_duration"
 # And this one for each XLA compile (not for a program read from JAX's
 # persistent compilation cache).
 COMPILE_EVENT = "/jax/core/compile/backend_compile_duration"
+# JAX times a program read from its persistent cache as a backend compile too,
+# announced by this event just before, on the same thread.
+CACHE_HIT_EVENT = "/jax/compilation_cache/cache_hits"
 
 
 class _Counter(threading.local):
     # Class attributes: each new thread starts at 0 without a lookup miss.
     traces = 0  # every trace event (older JAX also reports nested traces)
     top_level = 0  # only traces that finished outside any other trace
-    compiles = 0  # XLA compiles
+    compiles = 0  # XLA compiles (not programs read from the persistent cache)
+    cache_hit = False  # a persistent-cache read announced, its event not yet seen
 
 
 counter = _Counter()
@@ -78,7 +82,16 @@ def _on_duration(event: str, duration_secs: float, **kwargs: Any) -> None:
         if _trace_context().is_top_level():
             counter.top_level += 1
     elif event == COMPILE_EVENT:
-        counter.compiles += 1
+        if counter.cache_hit:
+            counter.cache_hit = False
+        else:
+            counter.compiles += 1
+
+
+def _on_event(event: str, **kwargs: Any) -> None:
+    del kwargs
+    if event == CACHE_HIT_EVENT:
+        counter.cache_hit = True
 
 
 def _duration_unregisterer() -> Callable[[Callable[..., None]], None]:
@@ -103,6 +116,7 @@ def acquire_trace_counter() -> None:
     with _lock:
         if _listener_users == 0:
             jax.monitoring.register_event_duration_secs_listener(_on_duration)
+            jax.monitoring.register_event_listener(_on_event)
         _listener_users += 1
 
 
@@ -112,6 +126,9 @@ def release_trace_counter() -> None:
         _listener_users -= 1
         if _listener_users == 0:
             unregister_duration_listener(_on_duration)
+            unregister = getattr(jax.monitoring, "unregister_event_listener", None)
+            if unregister is not None:  # older JAX keeps it: it only sets a flag
+                unregister(_on_event)
 
 
 # -- JAX's current trace ---------------------------------------------------------

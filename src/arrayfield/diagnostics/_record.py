@@ -200,7 +200,8 @@ class Site:
             head = (
                 f"{location(self.fn)} was traced again, but compiled nothing: the "
                 "trace is a program compiled before (af.filter_jit ran that "
-                "executable), so the cost was the trace alone."
+                "executable, or JAX read it from its persistent cache), so the "
+                "cost was the trace alone."
             )
         if not changes:
             causes = (

@@ -18,6 +18,7 @@ import libcst as cst
 from libcst.helpers import get_full_name_for_node
 from libcst.metadata import ImportAssignment, MetadataWrapper, ScopeProvider
 
+from ._bindings import ImportMap
 from ._lint import STDLIB
 from ._statements import small_statements
 
@@ -35,8 +36,8 @@ def binding_name(alias: cst.ImportAlias) -> str:
     return full.split(".")[0]
 
 
-def import_bindings(module: cst.Module) -> tuple[dict[str, str], dict[str, str]]:
-    """`ImportMap`'s `bindings` and `module_level` for a libcst module."""
+def import_map(module: cst.Module) -> ImportMap:
+    """The imports of a libcst module, as `ImportMap.from_ast` reads an `ast` one."""
     everywhere = _ImportCollector()
     for small in small_statements(module.body):
         if isinstance(small, (cst.Import, cst.ImportFrom)):
@@ -46,7 +47,7 @@ def import_bindings(module: cst.Module) -> tuple[dict[str, str], dict[str, str]]
         if isinstance(statement, cst.SimpleStatementLine):
             for small in statement.body:
                 small.visit(unconditional)
-    return everywhere.bindings, unconditional.bindings
+    return ImportMap(everywhere.bindings, unconditional.bindings)
 
 
 class _ImportCollector(cst.CSTVisitor):

@@ -21,7 +21,7 @@ from libcst.metadata import MetadataWrapper
 from ._analysis import Analysis
 from ._bindings import ImportMap
 from ._diagnostics import Diagnostic
-from ._imports import add_import, can_bind, remove_unused_imports
+from ._imports import add_import, can_bind, import_map, remove_unused_imports
 from ._index import FileContext
 from ._plan import FieldEdit
 from ._rewrite import Rewriter
@@ -80,7 +80,7 @@ def migrate_module(
     """Migrate a parsed module; see `migrate_source`. `scan_calls=False` (for a
     file without `type(` in it) skips looking for `type(...)` classes; `source`,
     the module's text, lets `# noqa: AF002` stop the `--fix` edit too."""
-    imports = ImportMap.from_module(module)
+    imports = import_map(module)
     wrapper = MetadataWrapper(module, unsafe_skip_copy=True)
     analysis = Analysis(wrapper, imports, context, fix, typed, source)
     if scan_calls:

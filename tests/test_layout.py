@@ -53,6 +53,7 @@ MIGRATE = tuple(
         "_diagnostics",
         "_lint",
         "_names",
+        "_patch",
         "_syntax",
         "_walk",
         "_workers",

@@ -9,7 +9,6 @@ from __future__ import annotations
 import argparse
 import contextlib
 import dataclasses
-import difflib
 import gc
 import importlib.util
 import os
@@ -22,6 +21,7 @@ from typing import TYPE_CHECKING
 from . import _runner
 from ._check_ast import CheckResult
 from ._diagnostics import CODES, source_lines, suppressed
+from ._patch import unified_diff
 from ._runner import FileError
 from ._workers import Workers, usable_cpus
 from ._write import ChangedSinceRead, write_atomically
@@ -197,12 +197,11 @@ def _unified_diff(path: str, result: MigrationResult) -> bytes:
     the command runs in: `a/` and `b/` before the path, as git writes them, and
     the lines in the file's own encoding (a byte order mark included)."""
     name = os.fsencode(_patch_path(path))
-    lines = difflib.diff_bytes(
-        difflib.unified_diff,
+    lines = unified_diff(
         _split_lf(result.original.encode(result.encoding)),
         _split_lf(result.code.encode(result.encoding)),
-        fromfile=b"a/" + name,
-        tofile=b"b/" + name,
+        b"a/" + name,
+        b"b/" + name,
     )
     out = []
     for line in lines:

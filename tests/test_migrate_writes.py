@@ -177,7 +177,8 @@ def test_an_interrupted_fix_leaves_every_file_old_or_new(tmp_path):
         pass
     run.send_signal(signal.SIGINT)  # Ctrl-C, in the middle of the writes
     run.wait(timeout=60)
-    assert run.returncode == 130, run.stderr.read() if run.stderr else ""
+    # 0 only when the run ended before the signal came.
+    assert run.returncode in (0, 130), run.stderr.read() if run.stderr else ""
 
     contents = [path.read_bytes() for path in paths]
     assert all(data in (before, after) for data in contents)

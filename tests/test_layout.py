@@ -46,6 +46,43 @@ ORDER = (*GROUND, *FIELDS, *DISPATCH, *DIAGNOSTICS, *SCALE)
 ENTRY_POINTS = {"__init__", "__main__", "diagnostics.__init__"}
 # What the codemod may import besides itself: it must run without JAX.
 MIGRATE_THIRD_PARTY = {"libcst"}
+# The codemod's own floors, lowest first, by the same rule: a module imports
+# only those before it. Every module of `migrate/_checks/` (one per AF code)
+# stands on the `_checks` floor, so none of them may import another.
+MIGRATE = tuple(
+    f"migrate.{name}"
+    for name in (
+        # ground: no other codemod module
+        "_diagnostics",
+        "_lint",
+        "_names",
+        "_patch",
+        "_syntax",
+        "_walk",
+        "_workers",
+        "_write",
+        # reading source
+        "_bindings",
+        "_statements",
+        "_imports",
+        "_facts",
+        "_annotations",
+        # the project
+        "_index",
+        "_site",
+        "_checks",
+        # one file: analysis, then rewrite
+        "_plan",
+        "_check_ast",
+        "_analysis",
+        "_rewrite",
+        "_transform",
+        # the command
+        "_runner",
+        "_cli",
+    )
+)
+MIGRATE_ENTRY_POINTS = {"migrate.__init__"}
 
 
 def _module_name(path: Path, root: Path) -> str:
@@ -126,6 +163,28 @@ def _own(name: str, modules: set[str], exact: bool = False) -> str | None:
     return None
 
 
+def _migrate_floor(module: str) -> int | None:
+    """The floor of a codemod module in `MIGRATE` (None: not placed)."""
+    if module.startswith("migrate._checks."):
+        module = "migrate._checks"
+    return MIGRATE.index(module) if module in MIGRATE else None
+
+
+def _migrate_floor_problems(module: str, where: str, targets: set[str]) -> list[str]:
+    """The codemod's imports of its own modules that point up or sideways."""
+    if module in MIGRATE_ENTRY_POINTS:
+        return []
+    rank = _migrate_floor(module)
+    problems = []
+    for target in sorted(t for t in targets if t.startswith("migrate.")):
+        floor = _migrate_floor(target)
+        if target in MIGRATE_ENTRY_POINTS or floor is None or rank is None:
+            problems.append(f"{where}: imports {target}")
+        elif floor >= rank:
+            problems.append(f"{where}: imports {target}, above or beside it")
+    return problems
+
+
 def layer_violations(root: Path) -> list[str]:
     """Every import in the package at `root` that breaks the floors, as text."""
     paths = {_module_name(path, root): path for path in root.rglob("*.py")}
@@ -136,6 +195,10 @@ def layer_violations(root: Path) -> list[str]:
         in_migrate = module.startswith("migrate.")
         if not in_migrate and module not in ENTRY_POINTS and module not in ORDER:
             problems.append(f"{module}: not placed on a floor (add it to ORDER)")
+            continue
+        placed = module in MIGRATE_ENTRY_POINTS or _migrate_floor(module) is not None
+        if in_migrate and not placed:
+            problems.append(f"{module}: not placed on a floor (add it to MIGRATE)")
             continue
         for node in _imports(tree):
             targets, third_party = _reached(module, node, modules)
@@ -148,6 +211,7 @@ def layer_violations(root: Path) -> list[str]:
                         | (third_party - MIGRATE_THIRD_PARTY)
                     )
                 ]
+                problems += _migrate_floor_problems(module, where, targets)
                 continue
             if module in ENTRY_POINTS:
                 continue
@@ -200,6 +264,18 @@ def _copy_of_source(tmp_path: Path) -> Path:
             "from .. import _convert\n",
             "the codemod imports _convert",
         ),
+        # The circle issue 30 found: _bindings -> _imports -> _statements.
+        (
+            "migrate/_bindings.py",
+            "def later():\n    from ._imports import import_map\n",
+            "migrate._bindings:",
+        ),
+        (
+            "migrate/_checks/af001_scalar_field.py",
+            "from . import af002_shape_field\n",
+            "imports migrate._checks.af002_shape_field, above or beside it",
+        ),
+        ("migrate/_write.py", "from . import _cli\n", "imports migrate._cli, above"),
     ],
 )
 def test_an_upward_import_is_reported(tmp_path, module, statement, expected):
@@ -215,6 +291,15 @@ def test_an_unplaced_module_is_reported(tmp_path):
     (copy / "_newcomer.py").write_text("X = 1\n")
     assert layer_violations(copy) == [
         "_newcomer: not placed on a floor (add it to ORDER)"
+    ]
+
+
+def test_an_unplaced_codemod_module_is_reported(tmp_path):
+    copy = _copy_of_source(tmp_path)
+    (copy / "migrate" / "_newcomer.py").write_text("X = 1\n")
+    (copy / "migrate" / "_checks" / "af999_new_code.py").write_text("X = 1\n")
+    assert layer_violations(copy) == [
+        "migrate._newcomer: not placed on a floor (add it to MIGRATE)"
     ]
 
 

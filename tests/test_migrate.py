@@ -237,7 +237,7 @@ def test_codemod_reads_annotations_as_the_base_class_does(
     import numpy as np
 
     from arrayfield.migrate._annotations import array_kind
-    from arrayfield.migrate._bindings import ImportMap
+    from arrayfield.migrate._imports import import_map
 
     header = (
         "from typing import Annotated, Optional, Union\n"
@@ -249,7 +249,7 @@ def test_codemod_reads_annotations_as_the_base_class_does(
     source = f"{header}\nclass M(af.ArrayModule):\n    x: {annotation}\n"
     module = libcst.parse_module(source)
     parsed = libcst.parse_expression(annotation)
-    assert array_kind(parsed, ImportMap.from_module(module)) == kind
+    assert array_kind(parsed, import_map(module)) == kind
 
     path = tmp_path / "annotation_kinds.py"
     path.write_text(source)

@@ -695,3 +695,46 @@ def test_files_are_read_when_they_name_a_module_class_as_a_whole_word(tmp_path):
         "base.py",
         *("first.py", "second.py", "third.py", "fourth.py", "fifth.py", "sixth.py"),
     }
+
+
+class _CountedUses(dict):
+    """A class's `uses` table that counts how often it is read."""
+
+    reads = 0
+
+    def items(self):  # type: ignore[override]
+        _CountedUses.reads += 1
+        return super().items()
+
+
+def _chain(count: int) -> str:
+    """A generated file: each Module class subclasses the one before it."""
+    lines = ["import equinox as eqx\n"]
+    for n in range(count):
+        base = f"Layer{n - 1}" if n else "eqx.Module"
+        lines.append(
+            f"\n\nclass Layer{n}({base}):\n    x{n}: float\n\n"
+            f"    def size(self):\n        return len(range(self.x{n}))\n"
+        )
+    return "".join(lines)
+
+
+def test_a_deep_hierarchy_reads_each_class_once_not_once_per_ancestor(tmp_path):
+    """Issue 30: what a class's subclasses do with its fields was gathered
+    afresh for every class, the square of the depth on a generated chain."""
+    reads = []
+    for count in (50, 100):
+        path = tmp_path / f"chain{count}.py"
+        path.write_text(_chain(count))
+        contents, _ = _runner.read_files([path])
+        index, errors = _runner.index_project(contents)
+        assert errors == []
+        for cls in index.files[str(path)].classes.values():
+            object.__setattr__(cls, "uses", _CountedUses(cls.uses))
+        _CountedUses.reads = 0
+        context = index.context(str(path))
+        assert len(context.classes) == count
+        # Every class still sees its descendants' uses.
+        assert set(context.classes["Layer0"].uses) == {f"x{n}" for n in range(count)}
+        reads.append(_CountedUses.reads)
+    assert reads == [50, 100]

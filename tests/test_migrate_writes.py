@@ -7,11 +7,14 @@ accept it from the directory the command ran in, nested paths included.
 
 from __future__ import annotations
 
+import contextlib
+import os
 import shutil
 import signal
 import subprocess
 import sys
 import textwrap
+import time
 from pathlib import Path
 
 import pytest
@@ -137,9 +140,12 @@ def big_tree(root: Path, count: int) -> list[Path]:
     return paths
 
 
-def start_fix(root: Path) -> subprocess.Popen[bytes]:
+def start_fix(root: Path, *flags: str, jobs: int = 1) -> subprocess.Popen[bytes]:
     return subprocess.Popen(
-        [sys.executable, "-m", "arrayfield", "migrate", "--fix", "-q", "-j", "1", "."],
+        [
+            *(sys.executable, "-m", "arrayfield", "migrate", "--fix", "-q"),
+            *("-j", str(jobs), *flags, "."),
+        ],
         cwd=root,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
@@ -171,6 +177,8 @@ def test_an_interrupted_fix_leaves_every_file_old_or_new(tmp_path):
         pass
     run.send_signal(signal.SIGINT)  # Ctrl-C, in the middle of the writes
     run.wait(timeout=60)
+    # 0 only when the run ended before the signal came.
+    assert run.returncode in (0, 130), run.stderr.read() if run.stderr else ""
 
     contents = [path.read_bytes() for path in paths]
     assert all(data in (before, after) for data in contents)
@@ -195,3 +203,171 @@ def test_a_preview_without_fix_says_how_many_diagnostics_fix_edits(tmp_path):
     fixed = run_cli("migrate", "--check", "--fix", "src", cwd=tmp_path)
     assert fixed.returncode == 1
     assert fixed.stderr == "1 of 1 file would be migrated.\n"
+
+
+# Issue 30: what a run must not overwrite, and what it must not leave behind.
+
+LINUX_PROC = pytest.mark.skipif(
+    not Path("/proc/self/stat").exists() or not hasattr(os, "fork"),
+    reason="finds the forked helpers in /proc",
+)
+
+
+def _state(pid: int) -> str | None:
+    """The process's state letter (`Z`: a zombie), None when it is gone."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    return stat.rpartition(")")[2].split()[0]
+
+
+def _children(pid: int) -> list[int]:
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                fields = (entry / "stat").read_text().rpartition(")")[2].split()
+            except OSError:
+                continue
+            if int(fields[1]) == pid:
+                found.append(int(entry.name))
+    return found
+
+
+def _wait_for_helpers(run: subprocess.Popen[bytes]) -> list[int]:
+    """The helpers of `run` once it has forked (it reads every file first)."""
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and run.poll() is None:
+        helpers = _children(run.pid)
+        if helpers:
+            return helpers
+    raise AssertionError("the run forked no helper")
+
+
+@LINUX_PROC
+def test_a_file_edited_while_fix_runs_is_left_as_edited(tmp_path):
+    paths = big_tree(tmp_path, 60)
+    before, after = BIG_BEFORE.encode(), BIG_AFTER.encode()
+    run = start_fix(tmp_path, jobs=2)
+    _wait_for_helpers(run)  # every file has been read
+    run.send_signal(signal.SIGSTOP)  # between the reads and the writes
+    try:
+        edited = next(
+            path
+            for path in paths
+            if path.read_bytes() == before
+            and not list(path.parent.glob(f".{path.name}.*.tmp"))
+        )
+        edit = b"# saved by the user while migrate ran\n" + before
+        edited.write_bytes(edit)
+    finally:
+        run.send_signal(signal.SIGCONT)
+    run.wait(timeout=300)
+    stderr = run.stderr.read().decode() if run.stderr else ""
+
+    assert run.returncode == 2, stderr
+    assert edited.read_bytes() == edit
+    name = edited.relative_to(tmp_path).as_posix()
+    assert (
+        f"{name}:1:1: error: changed since migrate read it; not written "
+        "(run it again)\n"
+    ) in stderr
+    assert all(path.read_bytes() == after for path in paths if path != edited)
+    assert not [p for p in tmp_path.rglob("*") if p.is_file() and p not in paths]
+
+
+def test_a_read_only_file_is_not_rewritten(tmp_path):
+    write_tree(tmp_path)
+    base = tmp_path / "src/pkg/base.py"
+    original = base.read_bytes()
+    base.chmod(0o444)
+    try:
+        # A preview still shows what the rewrite would be.
+        assert run_cli("migrate", "--check", "src", cwd=tmp_path).returncode == 1
+        done = run_cli("migrate", "src", cwd=tmp_path)
+        assert done.returncode == 2
+        assert done.stderr.splitlines()[0] == (
+            "src/pkg/base.py:1:1: error: cannot write: Permission denied "
+            "(the file is read-only)"
+        )
+        assert base.read_bytes() == original
+        assert base.stat().st_mode & 0o777 == 0o444
+        assert sorted(p.name for p in tmp_path.rglob("*") if p.is_file()) == [
+            "base.py",
+            "shapes.py",
+        ]
+    finally:
+        base.chmod(0o644)
+
+
+def test_sigterm_during_the_writes_leaves_no_temporary_file(tmp_path):
+    paths = big_tree(tmp_path, 60)
+    before, after = BIG_BEFORE.encode(), BIG_AFTER.encode()
+    directories = sorted({path.parent for path in paths})
+    run = start_fix(tmp_path)
+    caught = False
+    while run.poll() is None and not caught:
+        if any(
+            entry.name.endswith(".tmp")
+            for directory in directories
+            for entry in os.scandir(directory)
+        ):
+            # Stopped while a temporary file exists: the signal arrives
+            # before its rename.
+            run.send_signal(signal.SIGSTOP)
+            caught = any(True for d in directories for _ in d.glob(".*.tmp"))
+            if caught:
+                run.send_signal(signal.SIGTERM)
+            run.send_signal(signal.SIGCONT)
+    run.wait(timeout=60)
+    assert caught, "the run ended before a write was seen"
+    stderr = run.stderr.read().decode() if run.stderr else ""
+
+    assert run.returncode == 143, stderr
+    assert "interrupted (SIGTERM)" in stderr
+    assert [p for p in tmp_path.rglob("*") if p.is_file() and p not in paths] == []
+    assert all(path.read_bytes() in (before, after) for path in paths)
+
+
+def _classes(count: int) -> str:
+    """A generated module like a real one: many Module classes with fields."""
+    head = "import equinox as eqx\nimport jax\nfrom jaxtyping import Array, Float\n"
+    unit = textwrap.dedent(
+        '''\
+
+
+        class Layer{n}(eqx.Module):
+            """Layer {n}."""
+
+            weight: jax.Array
+            bias: Float[Array, "n"]
+            scale: float = 1.0
+
+            def __call__(self, x):
+                return self.weight @ x + self.bias * self.scale
+        '''
+    )
+    return head + "".join(unit.format(n=n) for n in range(count))
+
+
+@LINUX_PROC
+def test_helpers_exit_when_their_parent_is_killed(tmp_path):
+    for name in ("a.py", "b.py"):  # one for each process, long to rewrite
+        (tmp_path / name).write_text(_classes(4000))
+    run = start_fix(tmp_path, "--diff", jobs=2)
+    helpers = _wait_for_helpers(run)
+    time.sleep(4)  # past the parses, into the long rewrite of its file
+    run.send_signal(signal.SIGKILL)  # nothing to unwind: the helper must notice
+    run.wait(timeout=60)
+    try:
+        deadline = time.monotonic() + 5
+        while time.monotonic() < deadline and any(
+            _state(pid) not in (None, "Z") for pid in helpers
+        ):
+            time.sleep(0.05)
+        assert [_state(pid) for pid in helpers] in ([None], ["Z"])
+    finally:
+        for pid in helpers:
+            with contextlib.suppress(OSError):
+                os.kill(pid, signal.SIGKILL)

@@ -47,15 +47,9 @@ class ImportMap:
     module_level: dict[str, str]
 
     @classmethod
-    def from_module(cls, module: Any) -> ImportMap:
-        """The imports of a libcst module."""
-        from ._imports import import_bindings
-
-        return cls(*import_bindings(module))
-
-    @classmethod
     def from_ast(cls, tree: ast.Module) -> ImportMap:
-        """The imports of an `ast` module, as `from_module` reads them."""
+        """The imports of an `ast` module, as `_imports.import_map` reads those
+        of a libcst module (kept there: this module stays below libcst)."""
         everywhere: dict[str, str] = {}
         for statement in _imports_in(tree.body):
             _bind(statement, everywhere)

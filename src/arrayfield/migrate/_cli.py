@@ -9,10 +9,10 @@ from __future__ import annotations
 import argparse
 import contextlib
 import dataclasses
-import difflib
 import gc
 import importlib.util
 import os
+import signal
 import sys
 import textwrap
 from pathlib import Path
@@ -21,9 +21,10 @@ from typing import TYPE_CHECKING
 from . import _runner
 from ._check_ast import CheckResult
 from ._diagnostics import CODES, source_lines, suppressed
+from ._patch import unified_diff
 from ._runner import FileError
 from ._workers import Workers, usable_cpus
-from ._write import write_atomically
+from ._write import ChangedSinceRead, write_atomically
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
@@ -33,6 +34,13 @@ if TYPE_CHECKING:
 EXIT_OK = 0
 EXIT_CHANGES_PENDING = 1
 EXIT_ERROR = 2
+# Interrupted: 128 + the signal's number, as a shell reports a process killed
+# by it (130 for Ctrl-C, 143 for SIGTERM, 129 for SIGHUP).
+EXIT_SIGNAL_BASE = 128
+
+# Signals that end a run the way Ctrl-C does, by unwinding: a temporary file
+# being written is removed, and the helpers are stopped.
+_STOP_SIGNALS = ("SIGTERM", "SIGHUP")
 
 # A progress counter appears on a terminal from this many files to rewrite.
 _PROGRESS_THRESHOLD = 200
@@ -89,8 +97,11 @@ error is not at a place in the file).
 exit status:
   0  nothing to change, or files rewritten
   1  --check or --diff: some files would change
-  2  a path could not be read, or a file does not parse (the other files are
-     still processed)
+  2  a path could not be read, a file does not parse, or a file was not
+     written (read-only, or edited while the command ran); the other files
+     are still processed
+  130, 143, 129  interrupted (Ctrl-C, SIGTERM, SIGHUP): each file is as it was
+     or fully migrated
 
 The whole migration, step by step: {_guide()}
 """
@@ -186,12 +197,11 @@ def _unified_diff(path: str, result: MigrationResult) -> bytes:
     the command runs in: `a/` and `b/` before the path, as git writes them, and
     the lines in the file's own encoding (a byte order mark included)."""
     name = os.fsencode(_patch_path(path))
-    lines = difflib.diff_bytes(
-        difflib.unified_diff,
+    lines = unified_diff(
         _split_lf(result.original.encode(result.encoding)),
         _split_lf(result.code.encode(result.encoding)),
-        fromfile=b"a/" + name,
-        tofile=b"b/" + name,
+        b"a/" + name,
+        b"b/" + name,
     )
     out = []
     for line in lines:
@@ -237,8 +247,52 @@ def run(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return EXIT_ERROR
-    with _cycle_collector_paused():
-        return _migrate(args)
+    with _cycle_collector_paused(), _signals_unwind():
+        try:
+            return _migrate(args)
+        except KeyboardInterrupt:
+            number = signal.SIGINT
+        except _Stopped as stopped:
+            number = stopped.number
+    print(
+        f"arrayfield migrate: interrupted ({signal.Signals(number).name}); every "
+        "file is as it was or fully migrated: run the command again to finish",
+        file=sys.stderr,
+    )
+    return EXIT_SIGNAL_BASE + number
+
+
+class _Stopped(BaseException):
+    """A stop signal arrived (a `BaseException`, as KeyboardInterrupt is, so
+    that no `except Exception` takes it for a failed job)."""
+
+    def __init__(self, number: int) -> None:
+        super().__init__(number)
+        self.number = number
+
+
+def _stop(number: int, frame: object) -> None:
+    raise _Stopped(number)
+
+
+@contextlib.contextmanager
+def _signals_unwind() -> Iterator[None]:
+    """SIGTERM and SIGHUP raise `_Stopped` for the run, where nobody else
+    handles them (not in a program that calls `main` with its own handlers,
+    nor from a thread, where Python allows no handler)."""
+    previous = {}
+    for name in _STOP_SIGNALS:
+        number = getattr(signal, name, None)
+        if number is None:  # SIGHUP on Windows
+            continue
+        with contextlib.suppress(ValueError):  # not the main thread
+            if signal.getsignal(number) == signal.SIG_DFL:
+                previous[number] = signal.signal(number, _stop)
+    try:
+        yield
+    finally:
+        for number, handler in previous.items():
+            signal.signal(number, handler)
 
 
 @contextlib.contextmanager
@@ -277,7 +331,7 @@ def _migrate(args: argparse.Namespace) -> int:
     progress = _Progress(len(work), enabled=not args.quiet)
     for path, result in zip(work, results, strict=True):
         progress.step()
-        _report_file(path, result, args, outcome)
+        _report_file(path, result, contents[path], args, outcome)
     progress.done()
 
     # With --diff, stdout is a patch: nothing else may go there.
@@ -315,6 +369,7 @@ class _Progress:
 def _report_file(
     path: Path,
     result: MigrationResult | CheckResult | FileError,
+    read: bytes,
     args: argparse.Namespace,
     outcome: _Outcome,
 ) -> None:
@@ -347,7 +402,15 @@ def _report_file(
         outcome.changed.append(name)
         return
     try:
-        write_atomically(path, result.code.encode(result.encoding))
+        write_atomically(path, result.code.encode(result.encoding), expected=read)
+    except ChangedSinceRead:
+        message = "changed since migrate read it; not written (run it again)"
+        _report_error(FileError(path, message), outcome)
+        return
+    except PermissionError as exc:
+        message = f"cannot write: {exc.strerror or exc} (the file is read-only)"
+        _report_error(FileError(path, message), outcome)
+        return
     except OSError as exc:
         _report_error(FileError(path, f"cannot write: {exc.strerror or exc}"), outcome)
         return

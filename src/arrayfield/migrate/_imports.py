@@ -18,6 +18,7 @@ import libcst as cst
 from libcst.helpers import get_full_name_for_node
 from libcst.metadata import ImportAssignment, MetadataWrapper, ScopeProvider
 
+from ._bindings import ImportMap
 from ._lint import STDLIB
 from ._statements import small_statements
 
@@ -35,8 +36,8 @@ def binding_name(alias: cst.ImportAlias) -> str:
     return full.split(".")[0]
 
 
-def import_bindings(module: cst.Module) -> tuple[dict[str, str], dict[str, str]]:
-    """`ImportMap`'s `bindings` and `module_level` for a libcst module."""
+def import_map(module: cst.Module) -> ImportMap:
+    """The imports of a libcst module, as `ImportMap.from_ast` reads an `ast` one."""
     everywhere = _ImportCollector()
     for small in small_statements(module.body):
         if isinstance(small, (cst.Import, cst.ImportFrom)):
@@ -46,7 +47,7 @@ def import_bindings(module: cst.Module) -> tuple[dict[str, str], dict[str, str]]
         if isinstance(statement, cst.SimpleStatementLine):
             for small in statement.body:
                 small.visit(unconditional)
-    return everywhere.bindings, unconditional.bindings
+    return ImportMap(everywhere.bindings, unconditional.bindings)
 
 
 class _ImportCollector(cst.CSTVisitor):
@@ -81,7 +82,9 @@ def _import_target(node: cst.CSTNode, name: str) -> str | None:
     return collector.bindings.get(name)
 
 
-def can_bind(wrapper: MetadataWrapper, name: str, qualified: str) -> bool:
+def can_bind(
+    wrapper: MetadataWrapper, name: str, qualified: str, source: str | None = None
+) -> bool:
     """Whether a module-level import binding `name` to `qualified` leaves every
     other reference in the file meaning what it meant.
 
@@ -89,7 +92,13 @@ def can_bind(wrapper: MetadataWrapper, name: str, qualified: str) -> bool:
     itself (under `if TYPE_CHECKING:`, in a function...), and every use of it
     resolves to such an import. Any other binding, in any scope, or a use that
     resolves to nothing (a star import may provide it), makes it False.
+
+    `source`, the module's text, answers at once for a file where `name` is no
+    word at all, the usual case: the scope analysis it saves is a third of the
+    time `--diff` spends on a large file.
     """
+    if source is not None and not re.search(rf"(?<!\w){re.escape(name)}(?!\w)", source):
+        return True
     for scope in set(wrapper.resolve(ScopeProvider).values()):
         if scope is None:
             continue
@@ -153,6 +162,14 @@ def _import_lines_in(body: Sequence[cst.BaseStatement]) -> Iterable[int]:
 class _UnusedImportRemover(cst.CSTTransformer):
     def __init__(self, removable: set[str]) -> None:
         self.removable = removable
+
+    def on_visit(self, node: cst.CSTNode) -> bool:
+        # Import lines are pruned from the bodies that hold them (`leave_Module`,
+        # `leave_IndentedBlock`): nothing inside an expression or a simple
+        # statement line, most of a file's nodes, needs visiting.
+        if isinstance(node, cst.BaseExpression | cst.SimpleStatementLine):
+            return False
+        return super().on_visit(node)
 
     def _prune_small(
         self, small: cst.BaseSmallStatement

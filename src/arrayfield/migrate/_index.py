@@ -51,6 +51,31 @@ _PYTREE_PACKAGES = frozenset(
 )
 
 
+@dataclasses.dataclass
+class _SubtreeUses:
+    """What a class and its descendants do with attributes, as `ClassContext`
+    reports it (before an OBJECT assignment of a Module is dropped)."""
+
+    uses: dict[str, dict[str, str]] = dataclasses.field(default_factory=dict)
+    assigns: dict[str, dict[str, str]] = dataclasses.field(default_factory=dict)
+    objects: dict[str, str] = dataclasses.field(default_factory=dict)
+    maybe_pytree: set[str] = dataclasses.field(default_factory=set)
+    helpers: dict[str, str] = dataclasses.field(default_factory=dict)
+
+    def absorb(self, later: _SubtreeUses) -> None:
+        """Add what `later` found where nothing was found yet."""
+        for table, theirs in ((self.uses, later.uses), (self.assigns, later.assigns)):
+            for attr, kinds in theirs.items():
+                mine = table.setdefault(attr, {})
+                for kind, where in kinds.items():
+                    mine.setdefault(kind, where)
+        for attr, called in later.objects.items():
+            self.objects.setdefault(attr, called)
+        self.maybe_pytree |= later.maybe_pytree
+        for attr, called in later.helpers.items():
+            self.helpers.setdefault(attr, called)
+
+
 @dataclasses.dataclass(frozen=True)
 class ClassContext:
     """What the per-file rewrite needs to know about one Module class.
@@ -169,6 +194,7 @@ class ProjectIndex:
         self._module_cache: dict[str, bool] = {}
         self._qualified: dict[tuple[str, str], str | None] = {}
         self._children: dict[str, list[tuple[str, ClassFacts]]] | None = None
+        self._subtrees: dict[str, _SubtreeUses] = {}
         self._imported: dict[str, set[str]] | None = None
         self._registrations: frozenset[str] | None = None
 
@@ -301,23 +327,79 @@ class ProjectIndex:
             self._children = children
         return self._children
 
-    def _descendants(self, qualified: str) -> list[tuple[str, ClassFacts]]:
+    def _subtree_uses(self, qualified: str) -> _SubtreeUses | None:
+        """What a class and all its descendants do with their attributes
+        (None for a class outside the tree). Built once per class from its own
+        facts and its children's (a class's, then each child's in order: the
+        first place found is the one cited), so that a deep hierarchy costs
+        its size, not the sum of every class's subtree (the square of the
+        depth: a generated chain of 15,000 subclasses)."""
+        memo = self._subtrees
+        if qualified in memo:
+            return memo[qualified]
         found = self.class_facts(qualified)
         if found is None:
-            return []
-        out = [(found[0].path, found[1])]
-        seen = {qualified}
-        index = 0
-        while index < len(out):
-            path, cls = out[index]
-            index += 1
-            name = f"{self.key(self.files[path])}.{cls.qualname}"
-            seen.add(name)
-            for child_path, child in self._child_map().get(name, []):
-                child_name = f"{self.key(self.files[child_path])}.{child.qualname}"
-                if child_name not in seen:
-                    seen.add(child_name)
-                    out.append((child_path, child))
+            return None
+        # Depth first without recursion (a chain is deeper than the stack):
+        # a class is merged once all its children are.
+        stack: list[tuple[str, str, ClassFacts, bool]] = [
+            (qualified, found[0].path, found[1], False)
+        ]
+        entered: set[str] = set()
+        while stack:
+            name, where, member, children_done = stack.pop()
+            if name in memo:
+                continue
+            children = [
+                (f"{self.key(self.files[path])}.{child.qualname}", path, child)
+                for path, child in self._child_map().get(name, [])
+            ]
+            if not children_done:
+                if name in entered:
+                    continue  # a cycle of bases: each class counts once
+                entered.add(name)
+                stack.append((name, where, member, True))
+                stack += [
+                    (child_name, path, child, False)
+                    for child_name, path, child in reversed(children)
+                    if child_name not in memo and child_name not in entered
+                ]
+                continue
+            merged = self._own_uses(where, member)
+            for child_name, _, _ in children:
+                if child_name in memo:
+                    merged.absorb(memo[child_name])
+            memo[name] = merged
+        return memo[qualified]
+
+    def _own_uses(self, where: str, member: ClassFacts) -> _SubtreeUses:
+        """What one class's own code does with its attributes."""
+        out = _SubtreeUses()
+        for table, mine in ((out.uses, member.uses), (out.assigns, member.assigns)):
+            for attr, kinds in mine.items():
+                for kind, line in kinds.items():
+                    table.setdefault(attr, {}).setdefault(kind, f"{where}:{line}")
+        for attr, called in member.objects.items():
+            resolved = self.qualify(self.files[where], called) or called
+            if not (
+                self.is_module(resolved)
+                or resolved.split(".")[0] in _PYTREE_PACKAGES
+                or self._by_value(resolved)
+                or resolved in self._registered()
+                or resolved in _STDLIB_PYTREES
+            ):
+                out.objects.setdefault(attr, called)
+                if (
+                    self.class_facts(resolved) is None
+                    and resolved.partition(".")[0] not in STDLIB
+                ):
+                    out.maybe_pytree.add(attr)
+        for attr, (called, line) in member.calls.items():
+            resolved = self.qualify(self.files[where], called)
+            if resolved is not None and self._is_int_list_function(resolved):
+                kinds = out.assigns.setdefault(attr, {})
+                kinds.setdefault(SHAPE_VALUE, f"{where}:{line}")
+                out.helpers.setdefault(attr, called)
         return out
 
     def _init_from_args(self, qualified: str, depth: int = 0) -> bool:
@@ -337,39 +419,13 @@ class ProjectIndex:
         classes: dict[str, ClassContext] = {}
         for cls in self.module_classes(facts):
             qualified = f"{self.key(facts)}.{cls.qualname}"
-            uses: dict[str, dict[str, str]] = {}
-            assigns: dict[str, dict[str, str]] = {}
-            objects: dict[str, str] = {}
-            maybe_pytree: set[str] = set()
-            helpers: dict[str, str] = {}
-            for where, member in self._descendants(qualified):
-                for table, mine in ((uses, member.uses), (assigns, member.assigns)):
-                    for attr, kinds in mine.items():
-                        for kind, line in kinds.items():
-                            table.setdefault(attr, {}).setdefault(
-                                kind, f"{where}:{line}"
-                            )
-                for attr, called in member.objects.items():
-                    resolved = self.qualify(self.files[where], called) or called
-                    if not (
-                        self.is_module(resolved)
-                        or resolved.split(".")[0] in _PYTREE_PACKAGES
-                        or self._by_value(resolved)
-                        or resolved in self._registered()
-                        or resolved in _STDLIB_PYTREES
-                    ):
-                        objects.setdefault(attr, called)
-                        if (
-                            self.class_facts(resolved) is None
-                            and resolved.partition(".")[0] not in STDLIB
-                        ):
-                            maybe_pytree.add(attr)
-                for attr, (called, line) in member.calls.items():
-                    resolved = self.qualify(self.files[where], called)
-                    if resolved is not None and self._is_int_list_function(resolved):
-                        kinds = assigns.setdefault(attr, {})
-                        kinds.setdefault(SHAPE_VALUE, f"{where}:{line}")
-                        helpers.setdefault(attr, called)
+            found = self._subtree_uses(qualified)
+            merged = found or _SubtreeUses()
+            uses = {attr: dict(kinds) for attr, kinds in merged.uses.items()}
+            assigns = {attr: dict(kinds) for attr, kinds in merged.assigns.items()}
+            objects = dict(merged.objects)
+            maybe_pytree = set(merged.maybe_pytree)
+            helpers = dict(merged.helpers)
             for attr in [a for a in assigns if OBJECT in assigns[a]]:
                 if attr not in objects:
                     del assigns[attr][OBJECT]  # it was a Module after all

@@ -138,6 +138,9 @@ def _transform_file(
         else:
             if not (checked.changed and text):
                 return checked
+    # libcst's tree of a file takes several times the memory of ast's: the
+    # two are not held at once.
+    del tree
     import libcst
 
     from ._transform import migrate_source

@@ -21,7 +21,7 @@ from libcst.metadata import MetadataWrapper
 from ._analysis import Analysis
 from ._bindings import ImportMap
 from ._diagnostics import Diagnostic
-from ._imports import add_import, can_bind, remove_unused_imports
+from ._imports import add_import, can_bind, import_map, remove_unused_imports
 from ._index import FileContext
 from ._plan import FieldEdit
 from ._rewrite import Rewriter
@@ -50,7 +50,10 @@ class MigrationResult:
 
 
 def _arrayfield_names(
-    wrapper: MetadataWrapper, imports: ImportMap, needed: Sequence[str]
+    wrapper: MetadataWrapper,
+    imports: ImportMap,
+    needed: Sequence[str],
+    source: str | None,
 ) -> tuple[dict[str, str], str | None]:
     """Source text naming arrayfield's `ArrayModule`, `Field` and `field`, and
     the import to add for the `needed` ones the file does not import (if any)."""
@@ -60,7 +63,7 @@ def _arrayfield_names(
     }
     if all(found[name] is not None for name in needed):
         module, new_import = "arrayfield", None
-    elif can_bind(wrapper, "af", "arrayfield"):
+    elif can_bind(wrapper, "af", "arrayfield", source):
         module, new_import = "af", "import arrayfield as af"
     else:
         module, new_import = "arrayfield", "import arrayfield"
@@ -80,7 +83,7 @@ def migrate_module(
     """Migrate a parsed module; see `migrate_source`. `scan_calls=False` (for a
     file without `type(` in it) skips looking for `type(...)` classes; `source`,
     the module's text, lets `# noqa: AF002` stop the `--fix` edit too."""
-    imports = ImportMap.from_module(module)
+    imports = import_map(module)
     wrapper = MetadataWrapper(module, unsafe_skip_copy=True)
     analysis = Analysis(wrapper, imports, context, fix, typed, source)
     if scan_calls:
@@ -101,7 +104,7 @@ def migrate_module(
     if not (needed or analysis.field_edits):
         return module, diagnostics
 
-    names, new_import = _arrayfield_names(wrapper, imports, needed)
+    names, new_import = _arrayfield_names(wrapper, imports, needed, source)
     migrated = wrapper.visit(Rewriter(analysis, names))
     if new_import is not None:
         first_party = context.lint.first_party if context else frozenset()

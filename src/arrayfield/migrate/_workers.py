@@ -10,6 +10,11 @@ millisecond to start (a spawned interpreter would import everything afresh).
 
 Where `os.fork` is missing (Windows) or fails, or this process runs other
 threads, everything runs in this process.
+
+A helper never outlives the run: an interrupted run (Ctrl-C, SIGTERM) kills
+its helpers as it unwinds, and a helper whose parent was killed outright
+(SIGKILL, which nothing can catch) sees it within `_ORPHAN_POLL_SECONDS` and
+exits, instead of finishing a share of the work nobody will read.
 """
 
 from __future__ import annotations
@@ -17,13 +22,17 @@ from __future__ import annotations
 import contextlib
 import os
 import pickle
+import signal
 import sys
+import time
 from collections.abc import Callable, Sequence
 from typing import Any, BinaryIO
 
 # A job's function: `function(kept, *job)`, with `kept` the dict of the process
 # it runs in.
 Job = Callable[..., Any]
+# How often a helper checks that its parent is alive.
+_ORPHAN_POLL_SECONDS = 0.2
 
 
 class Workers:
@@ -97,16 +106,20 @@ class Workers:
                 helper.abandon()
         return results
 
-    def close(self) -> None:
+    def close(self, *, kill: bool = False) -> None:
+        """Stop the helpers: at the end of their work, or now (`kill`)."""
         for helper in self._helpers or []:
+            if kill:
+                helper.kill()
             helper.stop()
         self._helpers = None
 
     def __enter__(self) -> Workers:
         return self
 
-    def __exit__(self, *exc: object) -> None:
-        self.close()
+    def __exit__(self, kind: type[BaseException] | None, *exc: object) -> None:
+        # Unwinding (an interrupt, an error): nobody will read their results.
+        self.close(kill=kind is not None)
 
 
 def _start(count: int) -> list[_Helper]:
@@ -152,6 +165,7 @@ class _Helper:
     def __init__(self) -> None:
         helper_reads, parent_writes = os.pipe()
         parent_reads, helper_writes = os.pipe()
+        parent = os.getpid()
         try:
             pid = os.fork()
         except OSError:
@@ -165,6 +179,7 @@ class _Helper:
             raise
         if pid == 0:  # the helper: never returns into the parent's code
             try:
+                _exit_when_orphaned(parent)
                 os.close(parent_writes)
                 os.close(parent_reads)
                 # Every other helper (of any `Workers`) must see the end of its
@@ -214,10 +229,28 @@ class _Helper:
         self.abandon()
         self._replies.close()
 
+    def kill(self) -> None:
+        with contextlib.suppress(OSError):  # it has exited already
+            os.kill(self.pid, signal.SIGKILL)
+
     def stop(self) -> None:
         self.close_files()  # end of input: the helper exits
         _open.discard(self)
         os.waitpid(self.pid, 0)
+
+
+def _exit_when_orphaned(parent: int) -> None:
+    """In a helper: exit as soon as `parent` is gone (a parent killed by
+    SIGKILL closes no pipe until the helper's batch is done, and Linux's
+    PR_SET_PDEATHSIG is not in the standard library, nor on macOS)."""
+    import threading
+
+    def watch() -> None:
+        while os.getppid() == parent:
+            time.sleep(_ORPHAN_POLL_SECONDS)
+        os._exit(1)
+
+    threading.Thread(target=watch, daemon=True).start()
 
 
 # The helpers this process has started and not yet stopped.

@@ -1,25 +1,42 @@
-"""Writing a migrated file so that an interrupt never leaves half of it.
+"""Writing a migrated file so that an interrupt never leaves half of it, and
+never over an edit made since the file was read.
 
 The new contents go to a temporary file beside the original, which is then
 renamed over it: a reader, or a run killed at any moment (Ctrl-C, a CI job
-cancelled), sees the old file or the new one, never a truncated one.
+cancelled), sees the old file or the new one, never a truncated one. Just
+before the rename the file is read again: one that changed since the run read
+it (an edit saved while a long run worked) is left as it is.
 """
 
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import stat
 from pathlib import Path
 
 
-def write_atomically(path: Path, data: bytes) -> None:
+class ChangedSinceRead(Exception):
+    """The file is no longer what the run read: it is not written."""
+
+
+def write_atomically(path: Path, data: bytes, *, expected: bytes) -> None:
     """Replace the contents of `path` (the file a link points to, for a link)
-    with `data`, keeping its permission bits. Raises `OSError`."""
+    with `data`, keeping its permission bits, if it still holds `expected`.
+
+    Raises `ChangedSinceRead` when it does not, `PermissionError` for a
+    read-only file (as `ruff --fix` refuses one: the rename could replace it
+    in a writable directory, which is not what the file's mode asks for), and
+    `OSError` when it cannot be written."""
     import tempfile  # here: with random and shutil, 5 ms that --check never needs
 
     target = Path(os.path.realpath(path))
     mode = stat.S_IMODE(target.stat().st_mode)
+    # `access` answers yes to root for any file: a file nobody may write
+    # counts as read-only for root too.
+    if not os.access(target, os.W_OK) or not mode & 0o222:
+        raise PermissionError(errno.EACCES, os.strerror(errno.EACCES), str(path))
     # Hidden, so that a file left by a killed run is skipped by the next walk.
     descriptor, temporary = tempfile.mkstemp(
         prefix=f".{target.name}.", suffix=".tmp", dir=target.parent
@@ -28,6 +45,10 @@ def write_atomically(path: Path, data: bytes) -> None:
         with os.fdopen(descriptor, "wb") as file:
             file.write(data)
         os.chmod(temporary, mode)
+        # As late as possible: what is left is the moment between this read
+        # and the rename.
+        if target.read_bytes() != expected:
+            raise ChangedSinceRead(str(path))
         os.replace(temporary, target)
     except BaseException:
         with contextlib.suppress(OSError):

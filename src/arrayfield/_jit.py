@@ -350,7 +350,8 @@ def _call(wrapper: _FilterJit, /, *args: Any, **kwargs: Any) -> Any:
         if last is not None and last[0] == signature:
             run = last[1]
         else:
-            run = compiled.runs.get(signature)
+            runs = compiled.runs  # not direct: sharing is on, so it exists
+            run = runs.get(signature)  # pyright: ignore[reportOptionalMemberAccess]
             if run is not None:
                 compiled.last = (signature, run)
     if traced is not None and run is compiled.jitted:

@@ -47,16 +47,28 @@ def _widen_init_annotations(cls: type, converters: dict[str, FieldConverter]) ->
             annotations[name] = converter.__signature__.parameters["value"].annotation
 
 
-def _convert_fields(cls: type, converters: dict[str, FieldConverter]):
-    """`convert(self)`: store every field of `converters` converted, in one pass."""
+def _make_init(cls: type, init: Callable[..., None], converters: dict):
+    """`cls.__init__`: the class's own `__init__`, then every field of
+    `converters` stored converted, in one pass.
+
+    Only an instance of `cls` itself converts here: a subclass's `__init__` that
+    calls `super().__init__()` converts once, when it returns itself (each class
+    with fields to convert gets its own wrapper, inherited `__init__` or not).
+    The conversion is written out here, not called: this runs for every instance.
+    """
     fields = tuple(converters.items())
     array_impl = ARRAY_IMPL  # a closure cell: cheaper than a global
 
-    def convert(self: Any) -> None:
+    @functools.wraps(init)  # the signature, `__annotations__` and docs stay init's
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        init(self, *args, **kwargs)
+        if type(self) is not cls:
+            return
         values = self.__dict__
         for name, converter in fields:
-            value: Any = values.get(name, _UNSET)
-            if value is _UNSET:
+            try:
+                value: Any = values[name]
+            except KeyError:
                 # A custom __init__ left it to the class default, or did not set it
                 # (equinox names the missing field right after).
                 value = getattr(self, name, _UNSET)
@@ -72,28 +84,11 @@ def _convert_fields(cls: type, converters: dict[str, FieldConverter]):
             if new is not value:
                 object.__setattr__(self, name, new)
 
-    return convert
+    __init__.__qualname__ = f"{cls.__qualname__}.__init__"
+    return __init__
 
 
 _UNSET = object()
-
-
-def _make_init(cls: type, init: Callable[..., None], convert: Callable[[Any], None]):
-    """`cls.__init__`: the class's own `__init__`, then the conversion.
-
-    Only an instance of `cls` itself converts here: a subclass's `__init__` that
-    calls `super().__init__()` converts once, when it returns itself (each class
-    with fields to convert gets its own wrapper, inherited `__init__` or not).
-    """
-
-    @functools.wraps(init)  # the signature, `__annotations__` and docs stay init's
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        init(self, *args, **kwargs)
-        if type(self) is cls:
-            convert(self)
-
-    __init__.__qualname__ = f"{cls.__qualname__}.__init__"
-    return __init__
 
 
 def _make_check_init(cls: type, own_check: Callable[[Any], None] | None):
@@ -166,8 +161,7 @@ def _finish_class(cls: type) -> None:
     # A class with nothing to convert needs no wrapper: its parents' wrappers skip
     # instances of subclasses (`type(self) is cls`), so nothing is lost.
     if converters:
-        convert = _convert_fields(cls, converters)
-        type.__setattr__(cls, "__init__", _make_init(cls, cls.__init__, convert))
+        type.__setattr__(cls, "__init__", _make_init(cls, cls.__init__, converters))
     if getattr(cls, VALIDATES, False):
         own_check = cls.__dict__.get("__check_init__")
         type.__setattr__(cls, "__check_init__", _make_check_init(cls, own_check))

@@ -27,6 +27,7 @@ import os
 os.environ.setdefault("JAX_PLATFORMS", "cpu")  # before JAX is imported
 
 import argparse
+import contextlib
 import dataclasses
 import functools
 import itertools
@@ -539,7 +540,12 @@ _ADDRESS = re.compile(r"0x[0-9a-fA-F]+")
 # test_jit_differential.py, test_tracer_errors_name_internal_arguments).
 INTERNAL_LOCATIONS = (
     (re.compile(r"(tracing the function \S+) at \S+:\d+ for"), r"\1 at <jit> for"),
-    (re.compile(r"(the value of the argument) \S+?\."), r"\1 <path>."),
+    (
+        re.compile(r"(depends on the values? of the arguments?) [^\n]*?\.(\n|$)"),
+        r"\1 <path>.\2",
+    ),
+    # The position of a deleted (donated) buffer among the executable's inputs.
+    (re.compile(r"(passed to Execute\(\) as argument) \d+"), r"\1 <n>"),
 )
 
 
@@ -757,12 +763,15 @@ def main(argv: list[str] | None = None) -> int:
                 raise
             key = (scenario.kind, scenario.role, scenario.op, scenario.error)
             size = len(scenario.actions)
+            if key not in found:
+                print(f"new disagreement: {error}", flush=True)
             if key not in found or size < found[key][0]:
                 found[key] = (size, str(error))
 
     if options.seed is not None:
         long_run = seed(options.seed)(long_run)
-    long_run()
+    with contextlib.suppress(KeyboardInterrupt):  # stopped by hand, or timeout -s INT
+        long_run()
     print(f"{ran[0]} examples in {time.perf_counter() - started:.0f} s")
     for _, text in found.values():
         print(text)

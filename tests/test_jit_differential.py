@@ -288,3 +288,28 @@ def test_error_if_stack_of_a_first_call_with_a_numpy_array():
 
     seen = under_both(run)  # af's stack also holds the caller's frame
     assert seen["af"] == seen["eqx"]
+
+
+@needs_sharing
+@pytest.mark.xfail(
+    strict=True,
+    reason="a donated array passed again to a new wrapper: eqx RuntimeError, af "
+    "ValueError (JAX's first-call path checks the buffer, an executable's run not)",
+)
+def test_a_deleted_array_passed_to_a_new_wrapper_raises_as_in_eqx():
+    def run(jit):
+        def make():
+            def donor(x, y):  # a new function per wrapper: a first call each
+                return x * y
+
+            return jit(donor, donate="all-except-first")
+
+        y = jnp.ones(2)
+        make()(jnp.ones(2), y)  # donates y
+        try:
+            make()(jnp.ones(2), y)
+        except (RuntimeError, ValueError) as error:
+            return type(error).__name__
+
+    seen = under_both(run)  # eqx: "Array has been deleted"; af: INVALID_ARGUMENT
+    assert seen["af"] == seen["eqx"]

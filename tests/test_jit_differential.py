@@ -33,8 +33,8 @@ needs_sharing = pytest.mark.skipif(
 )
 
 
-# A fixed budget: the same examples on every run, about half a minute on two cores.
-@settings(max_examples=60, derandomize=True, deadline=None)
+# A fixed budget: the same examples on every run, well under a minute on two cores.
+@settings(max_examples=120, derandomize=True, deadline=None)
 @given(scenarios())
 def test_generated_programs_behave_as_under_eqx_filter_jit(scenario: Scenario):
     check(scenario)
@@ -312,4 +312,22 @@ def test_a_deleted_array_passed_to_a_new_wrapper_raises_as_in_eqx():
             return type(error).__name__
 
     seen = under_both(run)  # eqx: "Array has been deleted"; af: INVALID_ARGUMENT
+    assert seen["af"] == seen["eqx"]
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="a gradient through a donating af.filter_jit whose program captures an "
+    "array consumes the caller's argument; eqx.filter_jit's leaves it",
+)
+def test_a_gradient_through_a_donating_call_keeps_the_argument():
+    captured = jnp.asarray([1.0, 2.0])
+
+    def run(jit):
+        step = jit(lambda x: jnp.sum(x * captured), donate="all")
+        x = jnp.ones(2)
+        gradient = jax.grad(step)(x)
+        return np.asarray(gradient).tolist(), x.is_deleted()
+
+    seen = under_both(run)  # eqx: ([1.0, 2.0], False); af: ([1.0, 2.0], True)
     assert seen["af"] == seen["eqx"]

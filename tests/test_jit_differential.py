@@ -331,3 +331,19 @@ def test_a_gradient_through_a_donating_call_keeps_the_argument():
 
     seen = under_both(run)  # eqx: ([1.0, 2.0], False); af: ([1.0, 2.0], True)
     assert seen["af"] == seen["eqx"]
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="a wrapper's first call traces with an earlier equal wrapper's static part",
+)
+def test_equal_static_functions_at_a_first_call():
+    def fill(s, x):
+        return jnp.full(x.shape, s)
+
+    def run(jit):
+        jit(eqx.Partial(fill, True))  # made, never called
+        return dtypes([jit(eqx.Partial(fill, 1))(jnp.ones(2))])
+
+    seen = under_both(run)  # eqx: int32; af: bool
+    assert seen["af"] == seen["eqx"]

@@ -178,10 +178,6 @@ def test_captured_constants_compile_once_per_value():
 # True, 0.0 and -0.0, a dataclass whose field has compare=False) then differ.
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="af traces a new shape with the first equal static argument's value",
-)
 @pytest.mark.parametrize("first, then", [(1, True), (0.0, -0.0)])
 def test_equal_static_arguments_then_a_new_shape(first, then):
     def run(jit):
@@ -194,10 +190,6 @@ def test_equal_static_arguments_then_a_new_shape(first, then):
     assert seen["af"] == seen["eqx"]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="af traces a new shape with the first equal wrapper's static function",
-)
 def test_equal_static_functions_then_a_new_shape():
     def fill(s, x):
         return jnp.full(x.shape, s)
@@ -221,10 +213,6 @@ class Scaled:
         return x * self.gain
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="after a trace that raised, af traces the failed call's equal object",
-)
 def test_an_equal_object_after_a_trace_that_raised():
     def run(jit):
         step = jit(lambda x, f: f(x))
@@ -291,11 +279,6 @@ def test_error_if_stack_of_a_first_call_with_a_numpy_array():
 
 
 @needs_sharing
-@pytest.mark.xfail(
-    strict=True,
-    reason="a donated array passed again to a new wrapper: eqx RuntimeError, af "
-    "ValueError (JAX's first-call path checks the buffer, an executable's run not)",
-)
 def test_a_deleted_array_passed_to_a_new_wrapper_raises_as_in_eqx():
     def run(jit):
         def make():
@@ -333,10 +316,6 @@ def test_a_gradient_through_a_donating_call_keeps_the_argument():
     assert seen["af"] == seen["eqx"]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="a wrapper's first call traces with an earlier equal wrapper's static part",
-)
 def test_equal_static_functions_at_a_first_call():
     def fill(s, x):
         return jnp.full(x.shape, s)

@@ -250,14 +250,24 @@ class _Plan:
     """What a wrapper needs per call, in one object read once (Module attribute
     reads go through `Module.__getattribute__`, which costs on a hot path)."""
 
-    __slots__ = ("filter_warning", "high", "layout", "low", "names", "signature")
+    __slots__ = (
+        "filter_warning",
+        "high",
+        "layout",
+        "low",
+        "names",
+        "signature",
+        "static_fun",
+    )
 
-    def __init__(self, signature, names, layout, filter_warning):
+    def __init__(self, signature, names, layout, filter_warning, static_fun):
         self.signature: inspect.Signature = signature
         self.low, self.high = _arity(signature)
         self.names: tuple[str, str] = names
         self.layout: _Layout | None = layout  # None: every call goes to equinox
         self.filter_warning: bool = filter_warning
+        # This wrapper's own static part: equal to its layout's, maybe not it.
+        self.static_fun = static_fun
 
     # A static field of the wrapper, so part of its tree structure: two wrappers
     # of one function must compare equal, as two `eqx.filter_jit` wrappers do.
@@ -354,19 +364,23 @@ def _call(wrapper: _FilterJit, /, *args: Any, **kwargs: Any) -> Any:
             run = runs.get(signature)  # pyright: ignore[reportOptionalMemberAccess]
             if run is not None:
                 compiled.last = (signature, run)
-    if traced is not None and run is compiled.jitted:
-        _static_now.leaves = static  # it may trace: with this call's static leaves
+    if run is compiled.jitted:  # it may trace: with this call's own static parts
+        _static_now.fun = plan.static_fun
+        if traced is not None:
+            _static_now.leaves = static
     _in_flight.append(None)  # see `_QuietCallbackFailures`
     try:
         if plan.filter_warning:
             with warnings.catch_warnings():
                 warnings.filterwarnings("ignore", message=_UNUSED_DONATION)
                 if run is None:
-                    run = _runner(compiled, call_args, signature, static)
+                    run = _runner(
+                        compiled, call_args, signature, static, plan.static_fun
+                    )
                 result = run(*call_args)
         else:
             if run is None:
-                run = _runner(compiled, call_args, signature, static)
+                run = _runner(compiled, call_args, signature, static, plan.static_fun)
             result = run(*call_args)
         if type(result) is Marked:
             marker = result.parts[0]
@@ -396,14 +410,19 @@ def _call(wrapper: _FilterJit, /, *args: Any, **kwargs: Any) -> Any:
 
 
 def _runner(
-    compiled: Compiled, call_args: tuple, signature: tuple, static: tuple
+    compiled: Compiled,
+    call_args: tuple,
+    signature: tuple,
+    static: tuple,
+    static_fun: Any,
 ) -> Any:
     __tracebackhide__ = True
     with _lock:  # one trace per signature, also when threads race to it
         run = compiled.runs.get(signature)  # pyright: ignore[reportOptionalMemberAccess]
         if run is not None:
             return run
-        _static_now.leaves = static  # traced with this call's static leaves
+        _static_now.leaves = static  # traced with this call's static parts
+        _static_now.fun = static_fun
         return compiled.runner(call_args, signature)
 
 
@@ -574,7 +593,7 @@ def filter_jit(
             )
     wrapper = _FilterJit(
         _fallback=fallback,
-        _plan=_Plan(signature, names, layout, filter_warning),
+        _plan=_Plan(signature, names, layout, filter_warning, static_fun),
         _cached=_internals.cache_of(fallback) if layout is None else layout,
     )
     return eqx.module_update_wrapper(wrapper)

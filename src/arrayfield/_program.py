@@ -251,10 +251,11 @@ def has_host_work(closed: Any) -> bool:
 
 
 class _StaticNow(threading.local):
-    """The static leaves of the call that may trace now, in this thread (set by
-    `_jit` before a call that can trace)."""
+    """The static leaves and function static part of the call that may trace
+    now, in this thread (set by `_jit` before a call that can trace)."""
 
     leaves: tuple
+    fun: Any
 
 
 static_now = _StaticNow()
@@ -270,9 +271,11 @@ def user_program(
     """The user's function on flat leaves: `(*parts of the traced leaves, with the
     function's arrays at fun_at) -> (output, None)`, or `-> (output's arrays,
     Static(rest))` when the output has leaves that are not arrays."""
-    fun_leaves, fun_tree = static_fun
 
     def run(*call_args: Any) -> tuple:
+        # The calling wrapper's own static part: equal to the layout's, but JAX
+        # traces with what the call passed (`Partial(f, 1)` after `Partial(f, True)`).
+        fun_leaves, fun_tree = getattr(static_now, "fun", None) or static_fun
         if fun_at is None:  # no arrays in the function: its static leaves are it
             parts = call_args
             fun = jtu.tree_unflatten(fun_tree, fun_leaves)

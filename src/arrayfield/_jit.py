@@ -138,6 +138,7 @@ class _Layout:
         "donate_rest",
         "fun_at",
         "jits",
+        "mixed",
         "share",
         "static_fun",
     )
@@ -155,6 +156,9 @@ class _Layout:
         self.jits: dict[tuple, Compiled] = {}
         # Whether calls run executables shared by program (`share_compiles`).
         self.share = share
+        # Whether a wrapper whose static part is equal to `static_fun` but not it
+        # joined: then every call that may trace says whose static part it has.
+        self.mixed = False
 
     def compile(self, treedef: Any, static: tuple, names: tuple[str, str]) -> Compiled:
         """The `jax.jit` for a call structure not in `jits` (under `_lock`)."""
@@ -223,6 +227,8 @@ def _layout_for(
         layout = by_key.get(key)
         if layout is None:
             layout = by_key[key] = _Layout(static_fun, donate[0], donate[1], share)
+        elif layout.static_fun is not static_fun:
+            layout.mixed = True
     return layout
 
 
@@ -365,7 +371,8 @@ def _call(wrapper: _FilterJit, /, *args: Any, **kwargs: Any) -> Any:
             if run is not None:
                 compiled.last = (signature, run)
     if run is compiled.jitted:  # it may trace: with this call's own static parts
-        _static_now.fun = plan.static_fun
+        if layout.mixed:
+            _static_now.fun = (layout.static_fun, plan.static_fun)
         if traced is not None:
             _static_now.leaves = static
     _in_flight.append(None)  # see `_QuietCallbackFailures`
@@ -375,12 +382,24 @@ def _call(wrapper: _FilterJit, /, *args: Any, **kwargs: Any) -> Any:
                 warnings.filterwarnings("ignore", message=_UNUSED_DONATION)
                 if run is None:
                     run = _runner(
-                        compiled, call_args, signature, static, plan.static_fun
+                        compiled,
+                        call_args,
+                        signature,
+                        static,
+                        layout.static_fun,
+                        plan.static_fun,
                     )
                 result = run(*call_args)
         else:
             if run is None:
-                run = _runner(compiled, call_args, signature, static, plan.static_fun)
+                run = _runner(
+                    compiled,
+                    call_args,
+                    signature,
+                    static,
+                    layout.static_fun,
+                    plan.static_fun,
+                )
             result = run(*call_args)
         if type(result) is Marked:
             marker = result.parts[0]
@@ -414,6 +433,7 @@ def _runner(
     call_args: tuple,
     signature: tuple,
     static: tuple,
+    layout_fun: Any,
     static_fun: Any,
 ) -> Any:
     __tracebackhide__ = True
@@ -422,7 +442,7 @@ def _runner(
         if run is not None:
             return run
         _static_now.leaves = static  # traced with this call's static parts
-        _static_now.fun = static_fun
+        _static_now.fun = (layout_fun, static_fun)
         return compiled.runner(call_args, signature)
 
 

@@ -275,7 +275,10 @@ def user_program(
     def run(*call_args: Any) -> tuple:
         # The calling wrapper's own static part: equal to the layout's, but JAX
         # traces with what the call passed (`Partial(f, 1)` after `Partial(f, True)`).
-        fun_leaves, fun_tree = getattr(static_now, "fun", None) or static_fun
+        # (`static_now.fun` pairs a layout's static part with the caller's.)
+        pair = getattr(static_now, "fun", None)
+        own = pair[1] if pair is not None and pair[0] is static_fun else static_fun
+        fun_leaves, fun_tree = own
         if fun_at is None:  # no arrays in the function: its static leaves are it
             parts = call_args
             fun = jtu.tree_unflatten(fun_tree, fun_leaves)

@@ -35,6 +35,7 @@ DIAGNOSTICS = tuple(
         "_record",
         "_retrace",
         "_programs",
+        "_findings",
         "_audit",
     )
 )

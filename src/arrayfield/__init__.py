@@ -26,8 +26,8 @@ _PUBLIC = {
     "CompileCount": "._compiles",
     "ConversionError": "._errors",
     "Field": "._typing",
-    "Finding": ".diagnostics._audit",
-    "Findings": ".diagnostics._audit",
+    "Finding": ".diagnostics._findings",
+    "Findings": ".diagnostics._findings",
     "RetraceWarning": "._errors",
     "TraceReuseWarning": "._errors",
     "ValidationError": "._errors",
@@ -55,10 +55,10 @@ if TYPE_CHECKING:
 
     # A class statement mypy can read (see _typing.py); at runtime, _module's.
     from ._typing import ArrayModule as ArrayModule
-    from .diagnostics._audit import Finding as Finding
-    from .diagnostics._audit import Findings as Findings
     from .diagnostics._audit import assert_clean as assert_clean
     from .diagnostics._audit import audit as audit
+    from .diagnostics._findings import Finding as Finding
+    from .diagnostics._findings import Findings as Findings
     from .diagnostics._retrace import explain_retraces as explain_retraces
 
 __version__ = "0.1.0"

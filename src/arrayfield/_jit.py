@@ -377,29 +377,13 @@ def _call(wrapper: _FilterJit, /, *args: Any, **kwargs: Any) -> Any:
             _static_now.leaves = static
     _in_flight.append(None)  # see `_QuietCallbackFailures`
     try:
+        if run is None:
+            run = _runner(compiled, call_args, signature, static, layout, plan)
         if plan.filter_warning:
             with warnings.catch_warnings():
                 warnings.filterwarnings("ignore", message=_UNUSED_DONATION)
-                if run is None:
-                    run = _runner(
-                        compiled,
-                        call_args,
-                        signature,
-                        static,
-                        layout.static_fun,
-                        plan.static_fun,
-                    )
                 result = run(*call_args)
         else:
-            if run is None:
-                run = _runner(
-                    compiled,
-                    call_args,
-                    signature,
-                    static,
-                    layout.static_fun,
-                    plan.static_fun,
-                )
             result = run(*call_args)
         if type(result) is Marked:
             marker = result.parts[0]
@@ -433,17 +417,23 @@ def _runner(
     call_args: tuple,
     signature: tuple,
     static: tuple,
-    layout_fun: Any,
-    static_fun: Any,
+    layout: _Layout,
+    plan: _Plan,
 ) -> Any:
+    """What runs a signature new to `compiled`: traced now, with this call's own
+    static parts (see `_program.static_now`), then shared or compiled."""
     __tracebackhide__ = True
     with _lock:  # one trace per signature, also when threads race to it
         run = compiled.runs.get(signature)  # pyright: ignore[reportOptionalMemberAccess]
         if run is not None:
             return run
-        _static_now.leaves = static  # traced with this call's static parts
-        _static_now.fun = (layout_fun, static_fun)
-        return compiled.runner(call_args, signature)
+        _static_now.leaves = static
+        _static_now.fun = (layout.static_fun, plan.static_fun)
+        if not plan.filter_warning:
+            return compiled.runner(call_args, signature)
+        with warnings.catch_warnings():  # JAX warns as it compiles
+            warnings.filterwarnings("ignore", message=_UNUSED_DONATION)
+            return compiled.runner(call_args, signature)
 
 
 def _call_equinox(fallback: Any, args: tuple, kwargs: dict) -> Any:

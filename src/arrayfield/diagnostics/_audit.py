@@ -18,17 +18,18 @@ import inspect
 import sys
 import types
 from collections.abc import Callable
-from typing import Any, Literal
+from typing import Any
 
 import jax
 import jax.tree_util as jtu
 import numpy as np
 
-from .._errors import AuditError, format_annotation, short_repr
+from .._errors import AuditError, format_annotation
 from .._internals import PYTHON_NUMBERS, is_filter_jit, is_module, jit_wrapper_class
 from .._spec import Unresolved, field_spec
 from ._annotations import field_annotation
 from ._diff import Change, cause_text, diff, group
+from ._findings import AF, EQX, KINDS, Finding, Findings, Jit, check_jit
 from ._hints import (
     FILTER_JIT,
     article,
@@ -40,180 +41,6 @@ from ._hints import (
 from ._paths import FieldRef, StaticField, is_array, path_to_str, walk
 from ._programs import leaves_the_program_reads
 from ._signature import leaf_text, signature
-
-EQX = "eqx.filter_jit"
-AF = "af.filter_jit"
-Jit = Literal["eqx.filter_jit", "af.filter_jit"]
-
-# Report order, and the heading of each group.
-_KINDS = {
-    "python-scalar": "Python scalars in traced positions: filter_jit hashes each "
-    "value, so every new value compiles again, and 1, 1.0 and True collide",
-    "numpy-scalar": "NumPy scalars: traced, but as host values of NumPy's dtype, "
-    "copied to the device on every call",
-    "hashed-leaf": "Non-array leaves: hashed into filter_jit's cache key, so each "
-    "new value (or new object, for closures and partials) compiles again",
-    "weak-type": "Weakly typed arrays: typically strong after the first update, "
-    "which costs one more compile",
-    "static-array": "Arrays in static=True fields: hashed by identity or not "
-    "hashable at all, and never traced",
-    # The kinds of a two-tree audit: what differs between the trees.
-    "structure": "Structure: shapes, dtypes, weak types or the pytree itself "
-    "differ, so both jits compile again",
-    "callable": "Callables: hashed by identity in eqx.filter_jit",
-    "identity": "Objects compared by identity: every new one is a new cache key",
-    "value": "Values: numbers, strings and other hashed values that differ",
-}
-
-
-@dataclasses.dataclass(frozen=True)
-class Finding:
-    """One hazard: where it is, the value found there, its kind, and what to do.
-
-    In a one-tree audit, `kind` is one of `"python-scalar"`, `"numpy-scalar"`,
-    `"hashed-leaf"`, `"weak-type"` and `"static-array"`. In a two-tree audit,
-    `af.audit(tree, other)`, a finding is a leaf that differs between the trees
-    and would compile a jitted function again: `kind` is `"structure"` (a shape,
-    dtype, weak type or the pytree structure), `"callable"`, `"identity"` (an
-    object compared by identity) or `"value"` (a number, string or other value);
-    `value` is the leaf in `tree` and `other` the leaf in `other` (`None` where
-    the leaf does not exist: a pytree never has `None` as a leaf), `why` says why
-    it is a new cache key, and `recompiles` names the jits certain to compile
-    again for it: `("eqx.filter_jit", "af.filter_jit")` for a new shape, dtype or
-    structure, `("eqx.filter_jit",)` for any other leaf, which `af.filter_jit`
-    traces again and compiles only if the new trace is a different program.
-
-    `field` names the Module field that holds the value (or that the value is
-    inside, for a list element) and where it is declared,
-    `"Source.flux (scene.py:12)"`; empty when the value is in no Module field.
-
-    !!! example
-
-        ```python
-        import arrayfield as af
-
-        (finding,) = af.audit({"lr": 0.1}, name="config")
-        assert finding.path == 'config["lr"]' and finding.kind == "python-scalar"
-        assert "jnp.asarray" in finding.hint
-        ```
-    """
-
-    path: str
-    value: Any
-    kind: str
-    hint: str
-    field: str = ""
-    other: Any = None
-    why: str = ""
-    recompiles: tuple[str, ...] = ()
-
-    def __str__(self) -> str:
-        if self.recompiles:
-            old, new = _text(self.value), _text(self.other)
-            return f"{self.path}: {old} -> {new}: {self.hint}"
-        weak = "weak " if self.kind == "weak-type" else ""
-        return f"{self.path} = {weak}{_text(self.value)}: {self.hint}"
-
-
-def _check_jit(jit: Any) -> None:
-    if jit not in (EQX, AF):
-        raise ValueError(
-            f"jit={jit!r}: af.audit knows the cache keys of 'eqx.filter_jit' and "
-            "'af.filter_jit'; pass one of those two strings."
-        )
-
-
-def _text(value: Any) -> str:
-    if value is None:
-        return "(absent)"
-    return short_repr(value) if is_array(value) else leaf_text(value)
-
-
-class Findings(list[Finding]):
-    """The findings of one `af.audit`; prints as a report grouped by kind.
-
-    A two-tree audit prints one line per cause (a field whose leaves differ in
-    the same way counts once), and `compiling(jit)` keeps the findings that
-    compile that jit again.
-
-    !!! example
-
-        ```python
-        import jax.numpy as jnp
-        import arrayfield as af
-
-        print(af.audit({"w": jnp.ones(3, dtype=jnp.float32)}, name="params"))
-        ```
-
-        Output:
-
-        ```text
-        af.audit: params is clean: no recompile hazards found.
-        ```
-    """
-
-    def __init__(
-        self,
-        findings: list[Finding] = (),  # type: ignore[assignment]
-        name: str = "tree",
-        causes: dict[int, tuple[int, str]] | None = None,
-        two_trees: bool = False,
-    ):
-        super().__init__(findings)
-        self.name = name
-        self.two_trees = two_trees
-        # A two-tree report's causes: id(finding) -> (cause number, its line).
-        self._causes = causes or {}
-
-    def compiling(self, jit: Jit = EQX) -> Findings:
-        """The findings that make `jit` compile again (all of them for
-        `"eqx.filter_jit"`; without those `af.filter_jit` shares for
-        `"af.filter_jit"`). Meant for a two-tree audit."""
-        _check_jit(jit)
-        kept = [f for f in self if not f.recompiles or jit in f.recompiles]
-        return Findings(kept, self.name, self._causes, self.two_trees)
-
-    def __str__(self) -> str:
-        if self.two_trees:
-            return self._two_tree_report()
-        if not self:
-            return f"af.audit: {self.name} is clean: no recompile hazards found."
-        count = len(self)
-        lines = [
-            f"af.audit: {count} recompile hazard{'s' if count > 1 else ''} "
-            f"in {self.name}"
-        ]
-        for kind, heading in _KINDS.items():
-            group = [f for f in self if f.kind == kind]
-            if group:
-                lines.append(f"{kind} ({len(group)}): {heading}.")
-                lines.extend(f"  {finding}" for finding in group)
-        return "\n".join(lines)
-
-    def _two_tree_report(self) -> str:
-        if not self:
-            return (
-                f"af.audit: the other {self.name} compiles nothing again: every "
-                "leaf is alike for eqx.filter_jit and af.filter_jit."
-            )
-        on_af = sum(AF in f.recompiles for f in self)
-        count = len(self)
-        lines = [
-            f"af.audit: the other {self.name} compiles again: {count} "
-            f"lea{'ves' if count > 1 else 'f'} differ{'' if count > 1 else 's'} "
-            f"for {EQX}; {on_af} certainly for {AF} (it traces again for "
-            "every one, and compiles only where the trace is a new program)"
-        ]
-        for kind, heading in _KINDS.items():
-            causes: dict[int, str] = {}  # in the order of their first finding
-            for f in self:
-                if f.kind == kind and id(f) in self._causes:
-                    number, line = self._causes[id(f)]
-                    causes.setdefault(number, line)
-            if causes:
-                lines.append(f"{kind}: {heading}.")
-                lines.extend(f"  {line}" for line in causes.values())
-        return "\n".join(lines)
 
 
 def _shared_objects() -> set[int]:
@@ -571,7 +398,7 @@ def audit(
                     static.field.location,
                 )
             )
-    order = list(_KINDS)
+    order = list(KINDS)
     findings.sort(key=lambda f: order.index(f.kind))
     return Findings(findings, name)
 
@@ -659,7 +486,7 @@ def _compare(tree: Any, other: Any, name: str) -> Findings:
             finding = _change_finding(c, old_values, new_values, tree, other, name)
             causes[id(finding)] = (number, line)
             findings.append(finding)
-    order = list(_KINDS)
+    order = list(KINDS)
     findings.sort(key=lambda f: order.index(f.kind))  # stable: causes stay together
     return Findings(findings, name, causes, two_trees=True)
 
@@ -740,7 +567,7 @@ def assert_clean(
         af.assert_clean(mlp, other)  # same structure, same activations
         ```
     """
-    _check_jit(jit)
+    check_jit(jit)
     findings = audit(tree, other, name=name)
     if other is not None:
         failing = findings.compiling(jit)

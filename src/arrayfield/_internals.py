@@ -514,7 +514,11 @@ def traced_out_tree(traced: Any) -> Any:
 def can_share_compiles() -> bool:
     """Whether this JAX shows what `af.filter_jit` compares to share a compile:
     a traced `jax.jit`'s jaxpr, parameters and output tree (JAX 0.5 and later)."""
-    if TOP_LEVEL_STATE is None:
+    from jax._src import util
+
+    # Without this hook `jax.clear_caches()` could not make shared calls trace
+    # again, as it makes `jax.jit` trace again.
+    if TOP_LEVEL_STATE is None or not hasattr(util, "register_cache"):
         return False
     try:
         traced = jax.jit(_identity).trace(np.float32(0))
@@ -538,12 +542,34 @@ def register_cache_clear(clear: Callable[[], None]) -> None:
     cache_clears.append(clear)
 
 
+def _initable_class() -> type | None:
+    try:  # equinox 0.12 builds instances as a subclass marked with it
+        from equinox._module import _Initable  # pyright: ignore
+    except ImportError:
+        return None
+    return _Initable
+
+
+_INITABLE = _initable_class()
+
+
+def class_being_built(instance_type: type) -> type:
+    """The Module class an `__init__` is building an instance of: equinox 0.12
+    runs `__init__` on a temporary subclass `(_Initable, cls)`, later ones on
+    `cls` itself."""
+    if _INITABLE is not None and _INITABLE in instance_type.__bases__:
+        return instance_type.__bases__[-1]
+    return instance_type
+
+
 def register_jax_cache(cache: Any) -> None:
     """Have `jax.clear_caches()` call `cache.cache_clear()`, as it clears its own
     caches of traces and executables (held weakly)."""
     from jax._src import util
 
-    util.register_cache(cache, "af.filter_jit")
+    register = getattr(util, "register_cache", None)
+    if register is not None:  # older JAX: no hook, and no compile is shared there
+        register(cache, "af.filter_jit")
 
 
 def hide_from_tracebacks(filename: str) -> None:

@@ -28,7 +28,12 @@ from ._field import (
     FieldConverter,
     batch_converters,
 )
-from ._internals import ARRAY_IMPL, EQX_MODULE, after_module_class
+from ._internals import (
+    ARRAY_IMPL,
+    EQX_MODULE,
+    after_module_class,
+    class_being_built,
+)
 from ._validate import enabled_by_environment, validate
 
 
@@ -62,7 +67,7 @@ def _make_init(cls: type, init: Callable[..., None], converters: dict):
     @functools.wraps(init)  # the signature, `__annotations__` and docs stay init's
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         init(self, *args, **kwargs)
-        if type(self) is not cls:
+        if type(self) is not cls and class_being_built(type(self)) is not cls:
             return
         values = self.__dict__
         for name, converter in fields:
@@ -101,7 +106,7 @@ def _make_check_init(cls: type, own_check: Callable[[Any], None] | None):
     """
 
     def __check_init__(self):
-        if type(self) is cls:
+        if class_being_built(type(self)) is cls:
             validate(self)
         if own_check is not None:
             own_check(self)

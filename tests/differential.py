@@ -544,6 +544,9 @@ INTERNAL_LOCATIONS = (
         re.compile(r"(depends on the values? of the arguments?) [^\n]*?\.(\n|$)"),
         r"\1 <path>.\2",
     ),
+    # Where the tracer came from: JAX explains it from the innermost jit, whose
+    # arguments are the wrapper's internals (older JAX words it by argument).
+    (re.compile(r"(for jit\.)\s.*?(\nSee https)", re.S), r"\1 <provenance>\2"),
     # The position of a deleted (donated) buffer among the executable's inputs.
     (re.compile(r"(passed to Execute\(\) as argument) \d+"), r"\1 <n>"),
 )

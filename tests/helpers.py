@@ -78,3 +78,25 @@ def script_module(path: Path, name: str) -> Iterator[types.ModuleType]:
         yield module
     finally:
         del sys.modules[name]
+
+
+COMPILE_EVENT = "/jax/core/compile/backend_compile_duration"
+
+
+@contextlib.contextmanager
+def compiles_of(name: str) -> Iterator[list[str]]:
+    """The XLA compiles of programs named `name` (JAX's backend-compile events
+    for `jit(name)`) while the block runs."""
+    import jax
+
+    seen: list[str] = []
+
+    def listener(event: str, duration: float, **kwargs: object) -> None:
+        if event == COMPILE_EVENT and f"({name})" in str(kwargs.get("fun_name")):
+            seen.append(str(kwargs.get("fun_name")))
+
+    jax.monitoring.register_event_duration_secs_listener(listener)
+    try:
+        yield seen
+    finally:
+        jax.monitoring.unregister_event_duration_listener(listener)

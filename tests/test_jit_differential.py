@@ -12,8 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 import warnings
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from typing import Any
 
 import equinox as eqx
@@ -25,8 +24,8 @@ from hypothesis import given, settings
 
 from arrayfield import _internals
 from differential import JITS, Scenario, check, normalise, scenarios
+from helpers import compiles_of
 
-COMPILE_EVENT = "/jax/core/compile/backend_compile_duration"
 needs_sharing = pytest.mark.skipif(
     not _internals.can_share_compiles(),
     reason="sharing compiles needs a JAX whose traced jits show their program",
@@ -113,21 +112,6 @@ def test_one_program_under_two_donation_layouts_runs_under_both():
 
 
 # Compiles are shared where the programs are the same, and only there.
-
-
-@contextmanager
-def compiles_of(name: str) -> Iterator[list[str]]:
-    seen: list[str] = []
-
-    def listener(event: str, duration: float, **kwargs: Any) -> None:
-        if event == COMPILE_EVENT and f"({name})" in str(kwargs.get("fun_name")):
-            seen.append(str(kwargs.get("fun_name")))
-
-    jax.monitoring.register_event_duration_secs_listener(listener)
-    try:
-        yield seen
-    finally:
-        jax.monitoring.unregister_event_duration_listener(listener)
 
 
 class Blur:  # no __eq__: every instance is a new key, so a new trace

@@ -12,8 +12,7 @@ import os
 import subprocess
 import sys
 import textwrap
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from typing import Any
 
 import equinox as eqx
@@ -24,29 +23,12 @@ import pytest
 
 import arrayfield as af
 from arrayfield import _internals
-from helpers import ENV
+from helpers import ENV, compiles_of
 
 needs_sharing = pytest.mark.skipif(
     not _internals.can_share_compiles(),
     reason="sharing compiles needs a JAX whose traced jits show their program",
 )
-COMPILE_EVENT = "/jax/core/compile/backend_compile_duration"
-
-
-@contextmanager
-def compiles_of(name: str) -> Iterator[list[str]]:
-    """The XLA compiles of programs named `name` while the block runs."""
-    seen: list[str] = []
-
-    def listener(event: str, duration: float, **kwargs: Any) -> None:
-        if event == COMPILE_EVENT and f"({name})" in str(kwargs.get("fun_name")):
-            seen.append(str(kwargs.get("fun_name")))
-
-    jax.monitoring.register_event_duration_secs_listener(listener)
-    try:
-        yield seen
-    finally:
-        jax.monitoring.unregister_event_duration_listener(listener)
 
 
 def both(run: Callable[[Callable[..., Any]], list], name: str) -> dict[str, Any]:

@@ -107,8 +107,9 @@ def browser() -> Iterator[object]:
         driver.quit()
 
 
-def search(driver, base: str, query: str) -> set[str]:
-    """The site paths of the pages the search box lists for `query`."""
+def search(driver, base: str, query: str, expected: set[str]) -> set[str]:
+    """The site paths of the pages the search box lists for `query`: all of
+    them, or at least every page of `expected` once the list holds those."""
     from selenium.webdriver.common.by import By
 
     driver.get(base)
@@ -132,6 +133,11 @@ def search(driver, base: str, query: str) -> set[str]:
         count = meta.text.split(" ")[0]
         if count.isdigit() and int(count) == len(found) and found:
             return found
+        # A query whose prefix matches every page ("af." in "af.normalize")
+        # lists them all, and the last batch may not render on a slow host:
+        # what the test asks is that the pages naming the query are listed.
+        if expected and expected <= found:
+            return found
         time.sleep(0.2)
     raise AssertionError(f"search for {query!r}: {meta.text!r}, listed {found}")
 
@@ -140,5 +146,5 @@ def search(driver, base: str, query: str) -> set[str]:
 def test_search_finds_every_page_that_mentions_a_name(site, browser, query):
     expected = pages_mentioning(QUERIES[query])
     assert len(expected) >= 2, expected  # the premise: a name on several pages
-    found = search(browser, site, query)
+    found = search(browser, site, query, expected)
     assert expected <= found, f"{query!r} misses {sorted(expected - found)}"

@@ -282,12 +282,6 @@ def test_a_deleted_array_passed_to_a_new_wrapper_raises_as_in_eqx():
     assert seen["af"] == seen["eqx"]
 
 
-@pytest.mark.xfail(
-    # Not strict: on jax 0.4.38 the argument survives, as under eqx.
-    strict=False,
-    reason="a gradient through a donating af.filter_jit whose program captures an "
-    "array consumes the caller's argument; eqx.filter_jit's leaves it",
-)
 def test_a_gradient_through_a_donating_call_keeps_the_argument():
     captured = jnp.asarray([1.0, 2.0])
 

@@ -321,7 +321,11 @@ def marked_program(
     """`run`, with a marker to wait on first when its program calls back (or
     `always_wait`), else None (see `Compiled`): the output alone when it is
     arrays only and there is no marker, else a `Marked`."""
-    inner = jax.jit(run)
+    # Inlined into the program: a nested jit would make every captured constant
+    # of the user's function an output of the outer one under `jax.grad` (a
+    # residual), and a donated argument of that shape would back it, deleted
+    # where `eqx.filter_jit` leaves it (tests/test_jit_differential.py).
+    inner = jax.jit(run, inline=True)
 
     def flat(*call_args: Any) -> Any:
         if jit_disabled():  # runs eagerly: nothing to trace

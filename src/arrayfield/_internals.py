@@ -499,6 +499,28 @@ def traced_program(traced: Any) -> tuple[Any, dict[str, Any]]:
     return traced.jaxpr, traced._params
 
 
+def plain_jit_options(params: dict[str, Any]) -> bool:
+    """Whether a traced jit's parameters are those of `jax.jit(f, donate_argnums=...)`
+    with no other option: no shardings, layouts, mesh, inlining or compiler
+    options (what `_offsets` may compile a generalised program with)."""
+    unspecified = all(
+        type(s).__name__ == "UnspecifiedValue"
+        for s in (*params.get("in_shardings", ()), *params.get("out_shardings", ()))
+    )
+    no_layouts = all(
+        x is None
+        for x in (*params.get("in_layouts", ()), *params.get("out_layouts", ()))
+    )
+    mesh = params.get("ctx_mesh")
+    return (
+        unspecified
+        and no_layouts
+        and (mesh is None or bool(getattr(mesh, "empty", False)))
+        and not params.get("inline", False)
+        and not params.get("compiler_options_kvs", ())
+    )
+
+
 def traced_in_tree(traced: Any) -> Any:
     """The input treedef of a `jax.jit(...).trace(...)`: what its executable's
     calls must pass."""

@@ -139,12 +139,18 @@ class _Layout:
         "fun_at",
         "jits",
         "mixed",
+        "offsets",
         "share",
         "static_fun",
     )
 
     def __init__(
-        self, static_fun: Any, donate_first: bool, donate_rest: bool, share: bool
+        self,
+        static_fun: Any,
+        donate_first: bool,
+        donate_rest: bool,
+        share: bool,
+        offsets: bool,
     ):
         self.static_fun = static_fun
         self.donate_first = donate_first
@@ -154,8 +160,10 @@ class _Layout:
             1 if donate_first else 0 if fun_has_arrays or donate_rest else None
         )
         self.jits: dict[tuple, Compiled] = {}
-        # Whether calls run executables shared by program (`share_compiles`).
+        # Whether calls run executables shared by program (`share_compiles`),
+        # and by programs that differ only in offsets (`share_offsets`).
         self.share = share
+        self.offsets = offsets
         # Whether a wrapper whose static part is equal to `static_fun` but not it
         # joined: then every call that may trace says whose static part it has.
         self.mixed = False
@@ -168,7 +176,7 @@ class _Layout:
             return found
         traced = tuple(i for i, x in enumerate(static) if x is None)
         mixed = len(traced) != len(static)
-        compiled = Compiled(traced if mixed else None, self.share)
+        compiled = Compiled(traced if mixed else None, self.share, self.offsets)
         run = user_program(
             self.static_fun, treedef, static, traced if mixed else None, self.fun_at
         )
@@ -217,16 +225,17 @@ def _can_share() -> bool:
 
 
 def _layout_for(
-    fun: Any, names: tuple[str, str], static_fun: Any, donate: tuple, share: bool
+    fun: Any, names: tuple[str, str], static_fun: Any, donate: tuple, share: tuple
 ) -> _Layout:
-    """The layout for a new wrapper of `fun`: equinox's `jax.jit` for it."""
+    """The layout for a new wrapper of `fun`: equinox's `jax.jit` for it.
+    `share`: `(share_compiles, share_offsets)`, as they apply."""
     owner = fun if type(fun) is types.FunctionType else _any_callable
     key = (names, static_fun, donate, share)
     with _lock:
         by_key = _layouts.setdefault(owner, {})
         layout = by_key.get(key)
         if layout is None:
-            layout = by_key[key] = _Layout(static_fun, donate[0], donate[1], share)
+            layout = by_key[key] = _Layout(static_fun, *donate, *share)
         elif layout.static_fun is not static_fun:
             layout.mixed = True
     return layout
@@ -487,13 +496,20 @@ _internals.watch_jit_class(_FilterJit, __file__, _program.__file__)
 
 @overload
 def filter_jit(
-    *, donate: Donate = "none", share_compiles: bool = True
+    *,
+    donate: Donate = "none",
+    share_compiles: bool = True,
+    share_offsets: bool = False,
 ) -> Callable[[_F], _F]: ...
 
 
 @overload
 def filter_jit(
-    fun: _F, *, donate: Donate = "none", share_compiles: bool = True
+    fun: _F,
+    *,
+    donate: Donate = "none",
+    share_compiles: bool = True,
+    share_offsets: bool = False,
 ) -> _F: ...
 
 
@@ -502,6 +518,7 @@ def filter_jit(
     *,
     donate: Donate = "none",
     share_compiles: bool = True,
+    share_offsets: bool = False,
     **jitkwargs: Any,
 ) -> Any:
     """`eqx.filter_jit` with less per-call overhead: a drop-in replacement.
@@ -551,6 +568,15 @@ def filter_jit(
         (the default), or compile each trace as `eqx.filter_jit` does (`False`).
         Sharing needs a JAX whose traced `jax.jit`s show their jaxpr and
         options (0.5 or later); on older versions every trace compiles.
+    - `share_offsets`: also run one program for traces that differ only in
+        integer offsets, where slices start and blocks are placed (sources at
+        per-field origins, `frame.at[oy:oy + h, ox:ox + w].add(box)`): from the
+        second such trace on, one program takes the offsets as inputs. Off by
+        default, because it is not exact: XLA optimises a program whose offsets
+        are constants differently (a slice fused into a sum), so results may
+        differ from `eqx.filter_jit`'s in the last bits (the Performance page
+        has the measurements). Shapes are never shared: a box of another size
+        is another program.
 
     **Returns:** the compiled version of `fun`.
 
@@ -581,7 +607,11 @@ def filter_jit(
     """
     if fun is None:
         return functools.partial(
-            filter_jit, donate=donate, share_compiles=share_compiles, **jitkwargs
+            filter_jit,
+            donate=donate,
+            share_compiles=share_compiles,
+            share_offsets=share_offsets,
+            **jitkwargs,
         )
     if donate not in _DONATE:
         _equinox_filter_jit(fun, donate=donate)  # raises equinox's error for it
@@ -599,7 +629,11 @@ def filter_jit(
         else:
             share = share_compiles and _can_share()
             layout = _layout_for(
-                fun, names, static_fun, (donate_first, donate_rest), share
+                fun,
+                names,
+                static_fun,
+                (donate_first, donate_rest),
+                (share, share and share_offsets),
             )
     wrapper = _FilterJit(
         _fallback=fallback,

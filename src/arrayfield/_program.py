@@ -9,6 +9,7 @@ the programs are, so that both halves read on their own.
 from __future__ import annotations
 
 import functools
+import itertools
 import operator
 import threading
 from collections.abc import Callable
@@ -21,8 +22,8 @@ import jax.extend
 import jax.tree_util as jtu
 import numpy as np
 
-from . import _internals
-from ._program_key import program_key
+from . import _internals, _offsets
+from ._program_key import closed_key, program_key
 
 # What `eqx.is_array` accepts: these leaves are traced, all others hashed.
 ARRAY_TYPES = _internals.EQX_ARRAY_TYPES
@@ -130,9 +131,9 @@ class Compiled:
     trace's output tree. None with sharing off: calls go to `jitted`.
     """
 
-    __slots__ = ("__weakref__", "direct", "jitted", "last", "runs", "traced")
+    __slots__ = ("__weakref__", "direct", "jitted", "last", "offsets", "runs", "traced")
 
-    def __init__(self, traced: tuple[int, ...] | None, share: bool):
+    def __init__(self, traced: tuple[int, ...] | None, share: bool, offsets: bool):
         self.jitted: Any = None
         self.runs: dict[tuple, Callable[..., Any]] | None = None
         # `(signature, run)` of the latest call: compared before `runs` is
@@ -150,6 +151,8 @@ class Compiled:
         # Where the traced leaves are, when some leaves are static (calls pass only
         # the traced ones); None when every leaf is traced.
         self.traced = traced
+        # Whether programs that differ only in offsets share one (`_offsets`).
+        self.offsets = offsets
 
     def cache_clear(self) -> None:
         assert self.runs is not None
@@ -164,15 +167,18 @@ class Compiled:
         assert self.runs is not None
         traced = self.jitted.trace(*call_args)
         # Where committed arrays sit decides the devices it compiles for.
-        executable, own = executable_for(traced, signature[2])
+        executable, own, offsets = executable_for(
+            traced, signature[2], call_args, self.offsets
+        )
+        out_tree = _internals.traced_out_tree(traced)
         if own:
             run = self.jitted  # it finds this compile in JAX's own cache
             if not self.runs:
                 self.direct = True  # the first trace: from now on, see `direct`
+        elif offsets is None:
+            run = functools.partial(_with_output_tree, executable, out_tree)
         else:
-            run = functools.partial(
-                _with_output_tree, executable, _internals.traced_out_tree(traced)
-            )
+            run = functools.partial(_with_offsets, executable, offsets, out_tree)
         self.runs[signature] = run
         self.last = (signature, run)
         return run
@@ -184,17 +190,55 @@ def _with_output_tree(executable: Any, out_tree: Any, *call_args: Any) -> Any:
     return out_tree.unflatten(jtu.tree_leaves(executable(*call_args)))
 
 
-class _Executables:
-    """Every program compiled in this process with sharing on, by `program_key`
-    (used under `_jit`'s lock); cleared with JAX's and equinox's caches."""
+def _with_offsets(
+    executable: Any, offsets: tuple[Any, ...], out_tree: Any, *call_args: Any
+) -> Any:
+    """A generalised program (see `_offsets`) run with this trace's offsets."""
+    return out_tree.unflatten(executable(*call_args, offsets))
 
-    __slots__ = ("__weakref__", "by_key")
+
+class _Family:
+    """The programs that differ from a first one only in offsets (`_offsets`):
+    that first program's offsets, and the generalised programs compiled for the
+    family, with which offsets each takes as inputs (the others are the first
+    program's, and stay literals). At most two: at the second program, one
+    that takes the offsets in which it differs from the first; if a later
+    program differs elsewhere too, one that takes every offset. So a family
+    compiles three times at most, however many programs it has."""
+
+    __slots__ = ("first", "general")
+
+    def __init__(self, first: tuple[int, ...]):
+        self.first = first
+        self.general: list[tuple[tuple[bool, ...], Any]] = []
+
+    def executable_for(self, offsets: tuple[int, ...]) -> tuple[tuple, Any] | None:
+        """`(inputs, executable)` of a generalised program that runs a program
+        with these offsets, or None."""
+        for inputs, executable in self.general:
+            if all(
+                given or value == first
+                for given, value, first in zip(inputs, offsets, self.first, strict=True)
+            ):
+                return inputs, executable
+        return None
+
+
+class _Executables:
+    """Every program compiled in this process with sharing on, by `program_key`,
+    and the families of programs that differ only in offsets, by the key of
+    their generalised program (used under `_jit`'s lock); cleared with JAX's and
+    equinox's caches."""
+
+    __slots__ = ("__weakref__", "by_key", "families")
 
     def __init__(self) -> None:
         self.by_key: dict[tuple, Any] = {}
+        self.families: dict[tuple, _Family] = {}
 
     def cache_clear(self) -> None:
         self.by_key.clear()
+        self.families.clear()
 
 
 _executables = _Executables()
@@ -202,19 +246,111 @@ _internals.register_jax_cache(_executables)
 _internals.register_cache_clear(_executables.cache_clear)
 
 
-def executable_for(traced: Any, placement: tuple | None) -> tuple[Any, bool]:
-    """`(executable, compiled now)` for a traced program whose committed
+def executable_for(
+    traced: Any, placement: tuple | None, call_args: tuple, offsets: bool
+) -> tuple[Any, bool, tuple[Any, ...] | None]:
+    """`(executable, compiled now, offsets)` for a traced program whose committed
     arguments have these shardings (None: none committed): the one compiled for
-    the same program and placement before, else a new compile."""
+    the same program and placement before; else, with `offsets` and where
+    programs that differ from it only in offsets were traced before, a
+    generalised program and the offsets to call it with (`_offsets`); else a
+    new compile of its own."""
     # An executable also checks each call's pytree against the one it was
     # compiled for, so the same program called with other containers (a donating
     # layout that passes the first argument apart) is another executable.
-    key = (program_key(traced), _internals.traced_in_tree(traced), placement)
+    in_tree = _internals.traced_in_tree(traced)
+    key = (program_key(traced), in_tree, placement)
     found = _executables.by_key.get(key)
     if found is not None:
-        return found, False
+        return found, False, None
+    general = offsets and _generalised_for(traced, (in_tree, placement), call_args)
+    if general:
+        return general[0], False, general[1]
     executable = _executables.by_key[key] = traced.lower().compile()
-    return executable, True
+    return executable, True, None
+
+
+def _generalised_for(
+    traced: Any, where: tuple, call_args: tuple
+) -> tuple[Any, tuple[Any, ...]] | None:
+    """`(generalised executable, this trace's offsets as its inputs)` where a
+    program that differs from this one only in offsets was traced before, else
+    None (and this program starts a family: it compiles its own program)."""
+    closed, params = _internals.traced_program(traced)
+    if not _internals.plain_jit_options(params) or has_host_work(closed):
+        return None
+    at = _offsets.sites(closed.jaxpr)
+    if not at:
+        return None
+    values = _offsets.offsets(closed.jaxpr, at)
+    family_key = (closed_key(_offsets.blanked(closed, at), params), *where)
+    family = _executables.families.get(family_key)
+    if family is None:  # the first: it keeps its own, specialised program
+        _executables.families[family_key] = _Family(values)
+        return None
+    found = family.executable_for(values)
+    if found is None and not family.general:
+        # Inputs: the offsets in which this program differs from the first one
+        # (those in which it agrees stay literals: XLA folds them).
+        inputs = tuple(v != f for v, f in zip(values, family.first, strict=True))
+    elif found is None:  # it differs elsewhere too: from now on, every offset
+        inputs = (True,) * len(values)
+    else:
+        inputs, executable = found
+    dtypes = _offsets.dtypes(closed.jaxpr, at)
+    offsets = tuple(
+        jax.device_put(np.asarray(value, dtype))
+        for value, dtype, given in zip(values, dtypes, inputs, strict=True)
+        if given
+    )
+    if found is None:
+        executable = _compile_general(closed, at, inputs, params, call_args, offsets)
+        if executable is None:  # JAX would not have it: a program of its own
+            return None
+        family.general.append((inputs, executable))
+    return executable, offsets
+
+
+def _compile_general(
+    closed: Any,
+    at: tuple,
+    inputs: tuple[bool, ...],
+    params: dict,
+    call_args: tuple,
+    offsets: tuple[Any, ...],
+) -> Any:
+    """A `jax.jit` of `closed` generalised at `at` (`_offsets.generalised`),
+    called as `(*call_args, offsets)` and compiled now as the jit `params`
+    describes compiled `closed` (name, donation, unused inputs); None where JAX
+    does not accept the generalisation, or where it returns other avals (shape,
+    dtype or weak type) than `closed`. A `jax.jit`, not its executable: calls
+    then take JAX's C++ path, which finds this compile in its cache."""
+    counts = [len(jtu.tree_leaves(arg)) for arg in call_args]
+    donated = params["donated_invars"]
+    bounds = list(itertools.accumulate(counts, initial=0))
+    by_arg = [set(donated[a:b]) for a, b in itertools.pairwise(bounds)]
+    if any(len(flags) > 1 for flags in by_arg):  # an argument donated in part
+        return None
+    try:
+        run = jax.extend.core.jaxpr_as_fun(_offsets.generalised(closed, at, inputs))
+
+        def program(*args: Any) -> list[Any]:
+            *call_args, offsets = args
+            return run(*jtu.tree_leaves(call_args), *offsets)
+
+        program.__name__ = program.__qualname__ = params["name"]
+        jitted = jax.jit(
+            program,
+            donate_argnums=tuple(i for i, flags in enumerate(by_arg) if True in flags),
+            keep_unused=params["keep_unused"],
+        )
+        traced = jitted.trace(*call_args, offsets)
+    except Exception:  # any refusal means: do not generalise
+        return None
+    if tuple(traced.jaxpr.out_avals) != tuple(closed.out_avals):
+        return None
+    traced.lower().compile()
+    return jitted
 
 
 def concrete(marker: Any) -> bool:

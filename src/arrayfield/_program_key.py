@@ -79,6 +79,11 @@ def program_key(traced: Any) -> tuple:
     """The key of a `jax.jit(...).trace(...)` result: equal for two traces exactly
     when they are the same program (see the module docstring)."""
     closed, params = _internals.traced_program(traced)
+    return closed_key(closed, params)
+
+
+def closed_key(closed: Any, params: dict[str, Any]) -> tuple:
+    """The key of a closed jaxpr compiled with a jit's parameters `params`."""
     walk = _Walk()
     try:
         options = tuple(
@@ -90,7 +95,7 @@ def program_key(traced: Any) -> tuple:
         )
         return (walk.closed(closed), options, _internals.trace_context())
     except (_Unreadable, TypeError, ValueError):
-        return (Same(traced),)  # equal to no other key
+        return (Same(closed),)  # equal to no other key
 
 
 class _Walk:

@@ -1,0 +1,150 @@
+"""Fields whose sources sit in boxes at per-field origins (scarlet2's rendering).
+
+Each source is rendered in a box of one fixed shape and added into the frame at
+a Python-int origin, a static field: `frame.at[:, oy:oy + h, ox:ox + w].add(box)`.
+Every field puts its sources elsewhere, so under every jit each field traces to
+a program of its own, and those programs differ only in the origins.
+`fit_fields(jit, K, steps)` fits K fields with an optax step under one jitted
+step and counts its traces and XLA compiles; `tests/test_offsets.py` holds the
+exact counts, `benchmarks/boxed_fields.py` the timings.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from typing import Any
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+import numpy as np
+import optax
+from jaxtyping import Array, Float
+
+import arrayfield as af
+
+BANDS = 2
+FRAME = 64
+BOX = 15
+SOURCES = 4
+OPTIMIZER = optax.adam(0.05)
+COMPILE_EVENT = "/jax/core/compile/backend_compile_duration"
+
+
+class Source(af.ArrayModule):
+    flux: Float[Array, " bands"]
+    centre: Float[Array, " 2"]  # in the box's pixels
+    size: Float[Array, ""]
+    origin: tuple[int, int] = eqx.field(static=True)  # the box's corner in the frame
+    box: int = eqx.field(static=True, default=BOX)
+
+
+class Scene(af.ArrayModule):
+    sources: list[Source]
+
+
+def render(scene: Scene) -> jax.Array:
+    """The model frame, `(bands, FRAME, FRAME)`: each source's box added in."""
+    frame = jnp.zeros((BANDS, FRAME, FRAME))
+    for source in scene.sources:
+        grid = jnp.stack(
+            jnp.meshgrid(jnp.arange(source.box), jnp.arange(source.box), indexing="ij")
+        )
+        offset = grid - source.centre[:, None, None]
+        blob = jnp.exp(-jnp.sum(offset**2, axis=0) / (2 * source.size**2))
+        oy, ox = source.origin
+        frame = frame.at[:, oy : oy + source.box, ox : ox + source.box].add(
+            source.flux[:, None, None] * blob
+        )
+    return frame
+
+
+def loss(scene: Scene, data: jax.Array) -> jax.Array:
+    return 0.5 * jnp.sum((render(scene) - data) ** 2)
+
+
+def step(scene: Scene, opt_state: Any, data: jax.Array) -> tuple[Scene, Any, Any]:
+    value, grads = eqx.filter_value_and_grad(loss)(scene, data)
+    updates, opt_state = OPTIMIZER.update(grads, opt_state)
+    return eqx.apply_updates(scene, updates), opt_state, value
+
+
+def build_scene(field: int, box: int = BOX, truth: bool = False) -> Scene:
+    """One field's scene: its sources at seeded origins, starting off the truth
+    (or at it, with `truth`)."""
+    rng = np.random.default_rng(field)
+    sources = []
+    for _ in range(SOURCES):
+        flux = rng.uniform(1.0, 3.0, BANDS)
+        centre = rng.uniform(box / 3, 2 * box / 3, 2)
+        size = rng.uniform(1.5, 2.5)
+        origin = tuple(int(v) for v in rng.integers(0, FRAME - box + 1, 2))
+        if not truth:
+            flux, centre = flux * 0.7, centre + 0.5
+        sources.append(
+            Source(
+                flux=flux.astype(np.float32),
+                centre=centre.astype(np.float32),
+                size=float(size),
+                origin=origin,
+                box=box,
+            )
+        )
+    return Scene(sources=sources)
+
+
+def observed(field: int, box: int = BOX) -> jax.Array:
+    """The field's data: its true scene rendered, with seeded noise."""
+    noise = np.random.default_rng(1000 + field).normal(0.0, 0.05, (FRAME, FRAME))
+    return render(build_scene(field, box, truth=True)) + jnp.asarray(noise, jnp.float32)
+
+
+class Fitter:
+    """One jitted step for every field, counting its traces and its XLA compiles
+    (JAX's backend-compile events for programs named after it)."""
+
+    def __init__(self, jit: Callable[..., Any]):
+        self.traces = 0
+        self.compiles = 0
+
+        def boxed_step(scene, opt_state, data):
+            self.traces += 1  # runs only while tracing
+            return step(scene, opt_state, data)
+
+        def on_event(event: str, duration: float, **kwargs: Any) -> None:
+            if event == COMPILE_EVENT and "boxed_step" in str(kwargs.get("fun_name")):
+                self.compiles += 1
+
+        self.listener = on_event
+        jax.monitoring.register_event_duration_secs_listener(on_event)
+        self.step = jit(boxed_step)
+
+    def close(self) -> None:
+        jax.monitoring.unregister_event_duration_listener(self.listener)
+
+    def fit(self, scene: Scene, data: jax.Array, steps: int) -> dict[str, Any]:
+        opt_state = OPTIMIZER.init(eqx.filter(scene, eqx.is_inexact_array))
+        losses, times = [], []
+        for _ in range(steps):
+            start = time.perf_counter()
+            scene, opt_state, value = self.step(scene, opt_state, data)
+            jax.block_until_ready(value)
+            times.append(time.perf_counter() - start)
+            losses.append(float(value))
+        return {"scene": scene, "losses": losses, "times": times}
+
+
+def fit_fields(
+    jit: Callable[..., Any], fields: int, steps: int, box: int = BOX
+) -> tuple[list[dict[str, Any]], int, int]:
+    """Each field's fit, and how many times the step traced and compiled."""
+    fitter = Fitter(jit)
+    try:
+        runs = [
+            fitter.fit(build_scene(field, box), observed(field, box), steps)
+            for field in range(fields)
+        ]
+    finally:
+        fitter.close()
+    return runs, fitter.traces, fitter.compiles

@@ -17,6 +17,7 @@ place, and the test of the default checks that it stays exact.
 from __future__ import annotations
 
 import functools
+import warnings
 from collections.abc import Callable
 from typing import Any
 
@@ -30,7 +31,7 @@ from hypothesis import given, note, settings
 
 import arrayfield as af
 from arrayfield import _internals, _offsets
-from boxed_fields import BOX, fit_fields
+from boxed_fields import BOX, build_scene, fit_fields, loss, observed
 from helpers import compiles_of
 
 pytestmark = pytest.mark.skipif(
@@ -99,7 +100,7 @@ def test_boxes_of_another_shape_are_another_program():
         assert_bitwise(a["scene"], b["scene"])
 
 
-# -- each operation generalised, on random offsets ----------------------------------
+# -- each operation generalised, on random offsets ------------------------------------
 
 
 def _placed(kind: str, frame: jax.Array, box: jax.Array, y: int, x: int) -> Any:
@@ -207,7 +208,7 @@ def test_every_kind_is_generalised():
         assert len(compiled) == 2, kind
 
 
-# -- what stays specialised ------------------------------------------------------------
+# -- what stays specialised -----------------------------------------------------------
 
 
 def _count(fun: Callable[..., Any], calls: list[tuple]) -> tuple[int, int]:
@@ -290,3 +291,43 @@ def test_a_third_field_that_differs_where_the_first_two_agreed_compiles_again():
     calls = [(x, 0, 3), (x, 1, 3), (x, 2, 3), (x, 2, 5), (x, 4, 1), (x, 0, 0)]
     # Its own; a generalised one for the first offset; then one for both.
     assert _count(window, calls) == (6, 3)
+
+
+# -- diagnostics ---------------------------------------------------------------------
+
+
+def test_explain_retraces_says_offsets_differ_shared():
+    jax.clear_caches()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        with af.explain_retraces():
+            fit_fields(SHARING, 3, 1)
+    texts = [str(w.message) for w in caught if isinstance(w.message, af.RetraceWarning)]
+    assert len(texts) == 2, texts  # the second field compiled, the third did not
+    assert all("offsets differ: shared" in t for t in texts)
+    assert "this call compiled it" in texts[0]
+    assert "this call compiled nothing" in texts[1]
+    assert not any("ordinary array field" in t for t in texts)  # no rewrite advised
+
+
+def test_audit_with_the_step_says_offsets_differ_shared():
+    data = observed(0)
+    findings = af.audit(build_scene(0), build_scene(1), fn=lambda s: loss(s, data))
+    assert findings and all(f.kind == "value" for f in findings)
+    assert all(f.hint.startswith("offsets differ: shared") for f in findings)
+    assert "offsets differ: shared" in str(findings)
+
+
+def test_audit_advises_as_before_where_the_integer_is_also_a_value():
+    class Window(eqx.Module):
+        x: jax.Array
+        k: int = eqx.field(static=True)
+
+    def scaled(w):  # k starts the slice and scales it: not offsets alone
+        return w.x[w.k : w.k + 2] * w.k
+
+    findings = af.audit(
+        Window(jnp.arange(8.0), 1), Window(jnp.arange(8.0), 2), fn=scaled
+    )
+    assert findings
+    assert not any("offsets differ" in f.hint for f in findings)

@@ -179,6 +179,7 @@ class Compiled:
             run = functools.partial(_with_output_tree, executable, out_tree)
         else:
             run = functools.partial(_with_offsets, executable, offsets, out_tree)
+            static_now.offset_runs += 1
         self.runs[signature] = run
         self.last = (signature, run)
         return run
@@ -388,10 +389,13 @@ def has_host_work(closed: Any) -> bool:
 
 class _StaticNow(threading.local):
     """The static leaves and function static part of the call that may trace
-    now, in this thread (set by `_jit` before a call that can trace)."""
+    now, in this thread (set by `_jit` before a call that can trace); and how
+    many traces in this thread ran a program shared by offsets (`_offsets`),
+    which `explain_retraces` reads around a call."""
 
     leaves: tuple
     fun: Any
+    offset_runs: int = 0
 
 
 static_now = _StaticNow()

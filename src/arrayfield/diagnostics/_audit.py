@@ -39,7 +39,7 @@ from ._hints import (
     opted_out,
 )
 from ._paths import FieldRef, StaticField, is_array, path_to_str, walk
-from ._programs import leaves_the_program_reads
+from ._programs import leaves_the_program_reads, offsets_only
 from ._signature import leaf_text, signature
 
 
@@ -491,6 +491,19 @@ def _compare(tree: Any, other: Any, name: str) -> Findings:
     return Findings(findings, name, causes, two_trees=True)
 
 
+_OFFSETS_HINT = (
+    "offsets differ: shared with af.filter_jit(share_offsets=True). The two "
+    "programs differ only in integer offsets (where slices start and blocks are "
+    "placed), so that option runs one program, which takes them as inputs, for "
+    "both; nothing needs rewriting (results may differ from eqx.filter_jit's in "
+    "the last bits)"
+)
+
+_OFFSETS_CAUSE = (
+    "offsets differ: shared with af.filter_jit(share_offsets=True), nothing to rewrite"
+)
+
+
 def _by_program(findings: Findings, fn: Callable[[Any], Any], tree, other) -> Findings:
     """`findings` with `recompiles` read off the programs `fn` traces to: a leaf
     that changes no program compiles only eqx.filter_jit again."""
@@ -505,6 +518,8 @@ def _by_program(findings: Findings, fn: Callable[[Any], Any], tree, other) -> Fi
         }
     tried = sorted({by_path[f.path] for f in findings if f.path in by_path})
     differ, read = leaves_the_program_reads(fn, tree, other, tried)
+    # Programs that differ only in where slices start: nothing to rewrite.
+    shared = differ and offsets_only(fn, tree, other)
     exact = []
     for f in findings:
         if f.kind == "structure" or (differ and f.path not in by_path):
@@ -513,11 +528,14 @@ def _by_program(findings: Findings, fn: Callable[[Any], Any], tree, other) -> Fi
             jits = (EQX, AF)
         else:
             jits = (EQX,)
-        exact.append(dataclasses.replace(f, recompiles=jits))
-    causes = {
-        id(new): findings._causes[id(old)]
-        for old, new in zip(findings, exact, strict=True)
-    }
+        hint = _OFFSETS_HINT if shared and f.kind != "structure" else f.hint
+        exact.append(dataclasses.replace(f, recompiles=jits, hint=hint))
+    causes = {}
+    for old, new in zip(findings, exact, strict=True):
+        number, line = findings._causes[id(old)]
+        if new.hint is _OFFSETS_HINT:  # the cause's own fix does not apply
+            line = f"{line.split('; fix: ')[0]}; {_OFFSETS_CAUSE}"
+        causes[id(new)] = (number, line)
     return Findings(exact, findings.name, causes, two_trees=True)
 
 

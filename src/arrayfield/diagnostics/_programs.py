@@ -18,13 +18,12 @@ import equinox as eqx
 import jax
 import jax.tree_util as jtu
 
-from .._program_key import program_key
+from .. import _internals, _offsets
+from .._program_key import closed_key, program_key
 
 
-def program_of(fn: Callable[..., Any], tree: Any) -> tuple:
-    """The key of the program `fn(tree)` traces to under `af.filter_jit`'s rule:
-    arrays traced, every other leaf static (by identity, so that `==` on user
-    objects is never needed here)."""
+def _trace(fn: Callable[..., Any], tree: Any) -> Any:
+    """`fn(tree)` traced with its arrays as inputs and every other leaf static."""
     leaves, treedef = jtu.tree_flatten(tree)
     arrays = [x if eqx.is_array(x) else None for x in leaves]
     static = [
@@ -39,7 +38,28 @@ def program_of(fn: Callable[..., Any], tree: Any) -> tuple:
         return eqx.filter(out, eqx.is_array)
 
     traced.__name__ = getattr(fn, "__name__", "fn")
-    return program_key(jax.jit(traced).trace(arrays))
+    return jax.jit(traced).trace(arrays)
+
+
+def program_of(fn: Callable[..., Any], tree: Any) -> tuple:
+    """The key of the program `fn(tree)` traces to under `af.filter_jit`'s rule:
+    arrays traced, every other leaf static (by identity, so that `==` on user
+    objects is never needed here)."""
+    return program_key(_trace(fn, tree))
+
+
+def offsets_only(fn: Callable[..., Any], tree: Any, other: Any) -> bool:
+    """Whether the programs `fn` traces to on two trees differ only in integer
+    offsets, so that `af.filter_jit(share_offsets=True)` runs one program for
+    both (`_offsets`)."""
+    keys = []
+    for t in (tree, other):
+        closed, params = _internals.traced_program(_trace(fn, t))
+        at = _offsets.sites(closed.jaxpr)
+        if not at:
+            return False
+        keys.append(closed_key(_offsets.blanked(closed, at), params))
+    return keys[0] == keys[1]
 
 
 class _ById:

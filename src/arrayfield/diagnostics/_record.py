@@ -74,19 +74,24 @@ class _Repeats:
     """Retraces of one function that had the causes of its last full warning:
     counted, and told in one line at its next other warning or at exit."""
 
-    def __init__(self, where: str, causes: tuple, what: str, compiled: bool):
+    def __init__(
+        self, where: str, causes: tuple, what: str, compiled: bool, offsets: bool
+    ):
         self.where = where  # `qualname (file:line)` of the function
-        self.causes = causes  # as `_diff.causes` gives them, and `compiled`
+        # as `_diff.causes` gives them, with `compiled` and `offsets`
+        self.causes = causes
         self.what = what  # the causes, in words, for the one line
         self.compiled = compiled
+        self.offsets = offsets
         self.count = 0
 
     def line(self) -> str:
         times = "time" if self.count == 1 else "times"
         done = "traced and compiled again" if self.compiled else "traced again"
+        then = "offsets differ: shared" if self.offsets else "the same fix applies"
         return (
             f"{self.where} was {done} {self.count} more {times} for the causes "
-            f"of its warning above ({self.what}): the same fix applies."
+            f"of its warning above ({self.what}): {then}."
         )
 
 
@@ -154,12 +159,15 @@ class Site:
         jit: str | None = None,
         quiet: bool = False,
         compiled: bool = True,
+        offsets: bool = False,
     ) -> bool:
         """This call traced: compare it with the earlier ones, then remember it.
 
         Returns whether it warned; `quiet` only remembers (an inner wrapper warned).
         `compiled`: whether the call also compiled (af.filter_jit compiles
-        nothing for a trace that is a program compiled before).
+        nothing for a trace that is a program compiled before). `offsets`:
+        whether it ran a program shared by traces that differ only in integer
+        offsets (`af.filter_jit(share_offsets=True)`).
         """
         arguments = {**extra, **self.arguments(args, kwargs)}
         new = signature(arguments, args, kwargs, self.traced_scalars)
@@ -176,7 +184,7 @@ class Site:
             changes = min(
                 (diff(old, new, jit, scalar_values=True) for old in history), key=len
             )
-        key = (causes(changes), compiled)
+        key = (causes(changes), compiled, offsets)
         with self.lock:
             repeats = self.repeats
             if repeats is not None and repeats.causes == key:
@@ -185,16 +193,30 @@ class Site:
                     _untold[id(repeats)] = repeats
                 return True
             where = location(self.fn)
-            self.repeats = _Repeats(where, key, _in_words(changes), compiled)
+            self.repeats = _Repeats(where, key, _in_words(changes), compiled, offsets)
         _tell(repeats)  # the count for the earlier causes comes first
-        warn_in_user_code(RetraceWarning(self._message(changes, compiled)))
+        warn_in_user_code(RetraceWarning(self._message(changes, compiled, offsets)))
         return True
 
     def tell_repeats(self) -> None:
         """Say now how often the causes of the last full warning repeated."""
         _tell(self.repeats)
 
-    def _message(self, changes: list[Change], compiled: bool) -> str:
+    def _message(self, changes: list[Change], compiled: bool, offsets: bool) -> str:
+        if offsets:  # nothing to fix: say so, and what changed
+            done = (
+                "this call compiled it"
+                if compiled
+                else "compiled before, so this call compiled nothing"
+            )
+            return (
+                f"{location(self.fn)} was traced again, and its program differs "
+                "from one traced before only in integer offsets (where slices "
+                "start and blocks are placed): offsets differ: shared. One program "
+                f"that takes the offsets as inputs runs every such trace ({done}); "
+                "nothing needs to change. Compared with the closest earlier call, "
+                f"{_in_words(changes)} changed."
+            )
         head = f"{location(self.fn)} was traced and compiled again."
         if not compiled:
             head = (

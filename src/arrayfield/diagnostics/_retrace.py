@@ -24,7 +24,7 @@ import weakref
 from collections.abc import Callable
 from typing import Any, TypeVar, overload
 
-from .. import _internals
+from .. import _internals, _program
 from .._env import EXPLAIN_RETRACES, env_flag
 from .._errors import class_name, short_repr
 from ._hints import FILTER_JIT, JAX_JIT
@@ -80,11 +80,13 @@ def _wrap_jitted(fn: Any) -> Any:
     def explained(*args: Any, **kwargs: Any) -> Any:
         __tracebackhide__ = True
         before, compiles = counter.traces, counter.compiles
+        shared = _program.static_now.offset_runs
         out = fn(*args, **kwargs)
         if counter.traces != before:
             if _thread.explained < before:  # else a `with` block's hook did
                 compiled = counter.compiles != compiles
-                site.traced(args, kwargs, no_extra, compiled=compiled)
+                offsets = _program.static_now.offset_runs != shared
+                site.traced(args, kwargs, no_extra, compiled=compiled, offsets=offsets)
         elif check and site.check_reuse:
             site.check_hit(args, kwargs)
         return out
@@ -159,6 +161,7 @@ def _watching_call(original: Callable[..., Any]) -> Callable[..., Any]:
             return original(self, *args, **kwargs)
         site = session.sites.get(id(cache_of(self))) or session.site_for(self)
         before, compiles = counter.traces, counter.compiles
+        shared = _program.static_now.offset_runs
         out = original(self, *args, **kwargs)
         if counter.traces != before:
             # The jitted callable is hashed into the key too: show it as an argument
@@ -166,8 +169,16 @@ def _watching_call(original: Callable[..., Any]) -> Callable[..., Any]:
             extra = {} if site.shared else {"<function>": self.__wrapped__}
             quiet = _thread.explained >= before  # a wrapped plain function warned
             compiled = counter.compiles != compiles
+            offsets = _program.static_now.offset_runs != shared
             if (
-                site.traced(args, kwargs, extra, quiet=quiet, compiled=compiled)
+                site.traced(
+                    args,
+                    kwargs,
+                    extra,
+                    quiet=quiet,
+                    compiled=compiled,
+                    offsets=offsets,
+                )
                 or site.shared
             ):
                 _thread.explained = before

@@ -6,7 +6,9 @@ interleaved round by round, and reports medians: timings are reported, never
 asserted. Trace counts are exact: if one is wrong the script exits with status 1.
 `dispatch.py` adds the per-step cost of `af.filter_jit` (issue 13), and
 `field_compiles.py` K fields of a sky-fitting job under the three jits, with
-JAX's persistent compilation cache across processes (issue 20), and
+JAX's persistent compilation cache across processes (issue 20),
+`field_offsets.py` fields whose sources sit at other origins with offsets shared
+(issue 28), and
 `migrate_tree.py` `arrayfield migrate --check` against `ruff check` (issue 21).
 
 Every number arrayfield publishes comes from the one file a run writes:
@@ -747,6 +749,24 @@ def many_fields_case(results: Results) -> None:
         {k: m[k] for k in ("jit", "fields", "steps", "traces", "compile_s", "step_ms")}
         for m in measured
     ]
+
+
+# -- boxed fields, offsets shared (benchmarks/field_offsets.py) ---------------------
+
+
+@case
+def boxed_fields_case(results: Results) -> None:
+    sys.path.insert(0, str(HERE))
+    try:
+        import field_offsets  # pyright: ignore[reportMissingImports]
+    finally:
+        sys.path.remove(str(HERE))
+    measured = field_offsets.main(results.quick)
+    rows = [Row(**row) for row in field_offsets.rows(measured)]
+    results.rows += rows
+    results.traces_ok &= all(row.status != "FAIL" for row in rows)
+    results.tables["boxed_fields"] = Table(*field_offsets.table(measured))
+    results.raw["boxed_fields"] = measured
 
 
 # -- migrate --check against ruff (benchmarks/migrate_tree.py) -----------------------

@@ -6,7 +6,7 @@ Every field puts its sources elsewhere, so under every jit each field traces to
 a program of its own, and those programs differ only in the origins.
 `fit_fields(jit, K, steps)` fits K fields with an optax step under one jitted
 step and counts its traces and XLA compiles; `tests/test_offsets.py` holds the
-exact counts, `benchmarks/boxed_fields.py` the timings.
+exact counts, `benchmarks/field_offsets.py` the timings.
 """
 
 from __future__ import annotations

@@ -1,0 +1,302 @@
+"""Fields whose sources sit at other origins: `af.filter_jit(share_offsets=True)`
+against `eqx.filter_jit` and the default `af.filter_jit` (issue 28).
+
+The fields come from `tests/boxed_fields` (sources in boxes of one shape added
+into a frame at per-field Python-int origins, an optax step). Three figures:
+
+- XLA compiles and wall time for K fields under each jit, results compared
+  bitwise with `eqx.filter_jit`'s per field;
+- the per-step cost of the generalised program against each field's own
+  (specialised) one: both run under `af.filter_jit`, interleaved call by call
+  in one process, one blocking step at a time (as a fit loop that reads its
+  loss each step), then back to back without blocking (throughput); medians;
+- how often generated programs (random placements and origins, with their
+  gradients) give bitwise `eqx.filter_jit`'s results when offsets are shared.
+
+Run by `benchmarks/run.py` (which publishes it), or alone:
+`python benchmarks/field_offsets.py [--quick]`.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import statistics
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+os.environ.setdefault("JAX_PLATFORMS", "cpu")
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+import arrayfield as af
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
+from boxed_fields import OPTIMIZER, build_scene, fit_fields, observed, step  # pyright: ignore
+
+JITS = {
+    "eqx.filter_jit": eqx.filter_jit,
+    "af.filter_jit": af.filter_jit,
+    "af.filter_jit(share_offsets=True)": functools.partial(
+        af.filter_jit, share_offsets=True
+    ),
+}
+
+
+def sizes(quick: bool) -> tuple[int, int, int, int]:
+    """(fields, steps per field, timed rounds per field, generated programs)."""
+    return (3, 5, 30, 4) if quick else (8, 30, 300, 40)
+
+
+def _bitwise(a: Any, b: Any) -> bool:
+    return all(
+        np.array_equal(np.asarray(x), np.asarray(y))
+        for x, y in zip(jax.tree.leaves(a), jax.tree.leaves(b), strict=True)
+    )
+
+
+def fits(fields: int, steps: int) -> list[dict[str, Any]]:
+    measured = []
+    for name, jit in JITS.items():
+        jax.clear_caches()  # every jit starts cold
+        start = time.perf_counter()
+        runs, traces, compiles = fit_fields(jit, fields, steps)
+        measured.append(
+            {
+                "jit": name,
+                "fields": fields,
+                "steps": steps,
+                "traces": traces,
+                "compiles": compiles,
+                "total_s": time.perf_counter() - start,
+                "runs": runs,
+            }
+        )
+    eqx_runs = measured[0]["runs"]
+    for m in measured:
+        m["bitwise_fields"] = sum(
+            a["losses"] == b["losses"] and _bitwise(a["scene"], b["scene"])
+            for a, b in zip(eqx_runs, m.pop("runs"), strict=True)
+        )
+    return measured
+
+
+def step_costs(fields: int, rounds: int) -> dict[str, float]:
+    """Median step time (µs) of the generalised program and of each field's own,
+    fields 1..K-1 (field 0 runs its own program under both)."""
+    jax.clear_caches()
+    own = af.filter_jit(step)
+    shared = af.filter_jit(step, share_offsets=True)
+    states = []
+    for field in range(fields):
+        scene, data = build_scene(field), observed(field)
+        opt_state = OPTIMIZER.init(eqx.filter(scene, eqx.is_inexact_array))
+        for fn in (own, shared):  # trace and compile outside the timings
+            jax.block_until_ready(fn(scene, opt_state, data))
+        states.append((scene, opt_state, data))
+    latency: dict[str, list[float]] = {"own": [], "shared": []}
+    throughput: dict[str, list[float]] = {"own": [], "shared": []}
+    for args in states[1:]:
+        times: dict[str, list[float]] = {"own": [], "shared": []}
+        for r in range(rounds):
+            order = (("own", own), ("shared", shared))
+            for name, fn in order if r % 2 else order[::-1]:
+                begin = time.perf_counter()
+                jax.block_until_ready(fn(*args))
+                times[name].append(time.perf_counter() - begin)
+        for name in times:
+            latency[name].append(statistics.median(times[name]))
+        for r in range(5):
+            order = (("own", own), ("shared", shared))
+            for name, fn in order if r % 2 else order[::-1]:
+                begin = time.perf_counter()
+                for _ in range(rounds // 5 or 1):
+                    out = fn(*args)
+                jax.block_until_ready(out)
+                throughput[name].append(
+                    (time.perf_counter() - begin) / (rounds // 5 or 1)
+                )
+    return {
+        "own_us": statistics.median(latency["own"]) * 1e6,
+        "shared_us": statistics.median(latency["shared"]) * 1e6,
+        "own_back_to_back_us": statistics.median(throughput["own"]) * 1e6,
+        "shared_back_to_back_us": statistics.median(throughput["shared"]) * 1e6,
+    }
+
+
+class _Placement(eqx.Module):
+    scale: jax.Array
+    y: int = eqx.field(static=True)
+    x: int = eqx.field(static=True)
+    h: int = eqx.field(static=True)
+    w: int = eqx.field(static=True)
+
+
+def _program(frame: jax.Array, placements: list[_Placement]) -> Any:
+    def loss(frame, placements):
+        out = frame
+        for p in placements:
+            ramp = jnp.arange(p.h * p.w, dtype=jnp.float32).reshape(p.h, p.w)
+            box = p.scale * jnp.exp(-ramp / 7)
+            out = out.at[:, p.y : p.y + p.h, p.x : p.x + p.w].add(box)
+            out = out + jnp.sum(out[:, p.x : p.x + p.w, p.y : p.y + p.h]) * 1e-3
+        return jnp.sum(jnp.sin(out) * jnp.arange(out.size).reshape(out.shape))
+
+    return jax.value_and_grad(loss, argnums=(0, 1))(frame, placements)
+
+
+def generated(programs: int) -> dict[str, Any]:
+    """Over `programs` random programs of 4 fields each: output leaves, and how
+    many equal `eqx.filter_jit`'s bitwise, with offsets shared and without."""
+    rng = np.random.default_rng(28)
+    frame = jnp.asarray(rng.normal(size=(2, 40, 40)), jnp.float32)
+    counts = {"leaves": 0, "shared_equal": 0, "default_equal": 0, "max_rel": 0.0}
+    for _ in range(programs):
+        shapes = [
+            (int(rng.integers(1, 16)), int(rng.integers(1, 16))) for _ in range(3)
+        ]
+        calls = [
+            [
+                _Placement(
+                    jnp.asarray(rng.normal(size=(2, 1, 1)), jnp.float32),
+                    int(rng.integers(0, 41 - max(h, w))),
+                    int(rng.integers(0, 41 - max(h, w))),
+                    h,
+                    w,
+                )
+                for h, w in shapes
+            ]
+            for _ in range(4)
+        ]
+        outs = {}
+        for name, jit in JITS.items():
+            jax.clear_caches()
+            fn = jit(_program)
+            outs[name] = [jax.tree.leaves(fn(frame, c)) for c in calls]
+        for e, a, s in zip(*outs.values(), strict=True):
+            for x, y, z in zip(e, a, s, strict=True):
+                x, y, z = np.asarray(x), np.asarray(y), np.asarray(z)
+                counts["leaves"] += 1
+                counts["default_equal"] += int(np.array_equal(x, y))
+                counts["shared_equal"] += int(np.array_equal(x, z))
+                scale = float(np.max(np.abs(x))) or 1.0
+                counts["max_rel"] = max(
+                    counts["max_rel"], float(np.max(np.abs(x - z))) / scale
+                )
+    counts["programs"] = programs
+    return counts
+
+
+def main(quick: bool) -> dict[str, Any]:
+    fields, steps, rounds, programs = sizes(quick)
+    return {
+        "fits": fits(fields, steps),
+        "steps": step_costs(fields, rounds),
+        "generated": generated(programs),
+    }
+
+
+def rows(measured: dict[str, Any]) -> list[dict[str, str]]:
+    """Summary rows: case, baseline, arrayfield, ratio, target, status ("FAIL"
+    for a wrong trace or compile count, or results not bitwise eqx's)."""
+    by = {m["jit"]: m for m in measured["fits"]}
+    e, d = by["eqx.filter_jit"], by["af.filter_jit"]
+    s = by["af.filter_jit(share_offsets=True)"]
+    k, steps = e["fields"], e["steps"]
+    counts_ok = (
+        e["traces"] == d["traces"] == s["traces"] == k
+        and (e["compiles"], d["compiles"], s["compiles"]) == (k, k, min(k, 2))
+        and e["bitwise_fields"] == d["bitwise_fields"] == s["bitwise_fields"] == k
+    )
+    c, g = measured["steps"], measured["generated"]
+    ratio = c["shared_us"] / c["own_us"]
+    back_to_back = c["shared_back_to_back_us"] / c["own_back_to_back_us"]
+    return [
+        {
+            "case": f"boxed fields: compiles for {k} fields ({steps} steps each), "
+            "share_offsets=True",
+            "baseline": f"eqx.filter_jit {e['compiles']}, "
+            f"af.filter_jit {d['compiles']}",
+            "arrayfield": str(s["compiles"]),
+            "ratio": "",
+            "target": f"1 (issue 28); {k} traces each; results bitwise eqx's "
+            f"({s['bitwise_fields']}/{k} fields)",
+            "status": ("pass" if s["compiles"] == 1 else "MISS")
+            if counts_ok
+            else "FAIL",
+        },
+        {
+            "case": f"boxed fields: wall time (s), all {k} fields",
+            "baseline": f"eqx.filter_jit {e['total_s']:.2f}, "
+            f"af.filter_jit {d['total_s']:.2f}",
+            "arrayfield": f"{s['total_s']:.2f}",
+            "ratio": f"{s['total_s'] / e['total_s']:.2f}x eqx",
+            "target": "report",
+            "status": "info",
+        },
+        {
+            "case": "boxed fields: one step, the shared program / the field's own "
+            "(median µs, blocking each step)",
+            "baseline": f"{c['own_us']:.0f}",
+            "arrayfield": f"{c['shared_us']:.0f}",
+            "ratio": f"{ratio:.2f}x",
+            "target": "≤ 1.05x (issue 28)",
+            "status": "pass" if ratio <= 1.05 else "MISS",
+        },
+        {
+            "case": "boxed fields: one step, the shared program / the field's own "
+            "(median µs, back to back)",
+            "baseline": f"{c['own_back_to_back_us']:.0f}",
+            "arrayfield": f"{c['shared_back_to_back_us']:.0f}",
+            "ratio": f"{back_to_back:.2f}x",
+            "target": "report",
+            "status": "info",
+        },
+        {
+            "case": f"generated offset programs ({g['programs']} x 4 fields): output "
+            "leaves bitwise eqx.filter_jit's",
+            "baseline": f"af.filter_jit {g['default_equal']}/{g['leaves']}",
+            "arrayfield": f"{g['shared_equal']}/{g['leaves']}",
+            "ratio": "",
+            "target": f"report (largest difference {g['max_rel']:.1e} of the "
+            "leaf's largest value)",
+            "status": "info" if g["default_equal"] == g["leaves"] else "FAIL",
+        },
+    ]
+
+
+def table(measured: dict[str, Any]) -> tuple[list[str], list, str]:
+    """The docs page's table: one column per jit, one row per figure."""
+    fits = measured["fits"]
+    k, steps = fits[0]["fields"], fits[0]["steps"]
+    columns = ["", *(f"`{m['jit']}`" for m in fits)]
+    lines = [
+        (f"XLA compiles for {k} fields", lambda m: str(m["compiles"])),
+        (f"traces for {k} fields", lambda m: str(m["traces"])),
+        (f"wall time, all {k} fields (s)", lambda m: f"{m['total_s']:.2f}"),
+        (
+            "fields bitwise equal to `eqx.filter_jit`'s",
+            lambda m: f"{m['bitwise_fields']}/{k}",
+        ),
+    ]
+    rows = [[label, *(cell(m) for m in fits)] for label, cell in lines]
+    c = measured["steps"]
+    caption = (
+        f"{k} fields of `tests/boxed_fields`, {steps} optax steps each, one process. "
+        f"One step of a later field: {c['own_us']:.0f} µs on its own program, "
+        f"{c['shared_us']:.0f} µs on the shared one when each step is waited for, "
+        f"{c['own_back_to_back_us']:.0f} and {c['shared_back_to_back_us']:.0f} µs "
+        "back to back (medians, interleaved)."
+    )
+    return columns, rows, caption
+
+
+if __name__ == "__main__":
+    found = rows(main("--quick" in sys.argv[1:]))
+    for row in found:
+        print(" | ".join(row.values()))

@@ -45,8 +45,10 @@ import jax.core
 import jax.extend.core as jcore
 import numpy as np
 
+from . import _internals
+
 _LITERAL = jcore.Literal
-_DROP_VAR = jcore.DropVar
+_DROP_VAR = _internals.DROP_VAR
 _SLICE = jax.lax.slice_p
 _PAD = jax.lax.pad_p
 # Equations through which an integer stays an index: they only move or

@@ -521,6 +521,20 @@ def plain_jit_options(params: dict[str, Any]) -> bool:
     )
 
 
+def new_var(aval: Any) -> Any:
+    """A fresh jaxpr variable of this aval (what `_offsets` adds as an input)."""
+    from jax._src import core
+
+    return core.Var(aval)  # pyright: ignore[reportCallIssue]
+
+
+def check_jaxpr(jaxpr: Any) -> None:
+    """JAX's type check of a jaxpr: raises where JAX would not accept it."""
+    from jax._src import core
+
+    core.check_jaxpr(jaxpr)
+
+
 def traced_in_tree(traced: Any) -> Any:
     """The input treedef of a `jax.jit(...).trace(...)`: what its executable's
     calls must pass."""

@@ -231,7 +231,7 @@ def _dynamic(eqn: Any, starts: list[Any]) -> list[Any]:
 def dtypes(jaxpr: Any, at: Sequence[Site]) -> tuple[np.dtype, ...]:
     """The dtype of each offset, in `offsets` order: a literal's own, int32 for
     a slice's starts (what `dynamic_slice` is given for them)."""
-    found: list[np.dtype] = []
+    found: list[Any] = []
     for site in at:
         eqn = jaxpr.eqns[site.eqn]
         if site.operand is None:
@@ -260,7 +260,7 @@ def blanked(closed: Any, at: Sequence[Site]) -> Any:
             eqns[site.eqn] = eqn.replace(params=params)
         else:
             invars = list(eqn.invars)
-            var = jcore.Var(invars[site.operand].aval)
+            var = _internals.new_var(invars[site.operand].aval)
             invars[site.operand] = var
             added.append(var)
             eqns[site.eqn] = eqn.replace(invars=invars)
@@ -280,7 +280,7 @@ def generalised(closed: Any, at: Sequence[Site], inputs: Sequence[bool]) -> Any:
     def offset_input(value: int, aval: Any) -> Any:
         if not next(flags):
             return _LITERAL(value, aval)
-        var = jcore.Var(aval.update(weak_type=False))
+        var = _internals.new_var(aval.update(weak_type=False))
         added.append(var)
         return var
 
@@ -304,5 +304,5 @@ def generalised(closed: Any, at: Sequence[Site], inputs: Sequence[bool]) -> Any:
     new = jaxpr.replace(
         invars=[*jaxpr.invars, *added], eqns=eqns, debug_info=debug_info
     )
-    jcore.check_jaxpr(new)
+    _internals.check_jaxpr(new)
     return jcore.ClosedJaxpr(new, closed.consts)

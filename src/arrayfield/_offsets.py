@@ -88,7 +88,8 @@ def _plumbs_indices(eqn: Any) -> bool:
 
 class Site(NamedTuple):
     """Where offsets sit in a jaxpr: an integer literal (`operand` its position
-    among the equation's inputs) or a `slice`'s starts (`operand` None)."""
+    among the equation's inputs) or the starts of a placing equation, a slice
+    or a pad (`operand` None; see `_placed`)."""
 
     eqn: int
     operand: int | None
@@ -136,10 +137,10 @@ def sites(jaxpr: Any) -> tuple[Site, ...]:
 
 
 def _placed(eqn: Any) -> bool:
-    """Whether an equation places a block at starts given as parameters, in a
-    way `dynamic_slice`/`dynamic_update_slice` does exactly: a `slice` with unit
-    strides, or a `pad` by non-negative amounts with no interior padding (what
-    the gradient of a slice is)."""
+    """Whether an equation places a block at starts given as parameters, as a
+    `dynamic_slice` or `dynamic_update_slice` would: a `slice` with unit
+    strides, or a `pad` without interior padding that only grows or only crops
+    (`_pad_kind`)."""
     if eqn.primitive is _SLICE:
         return all(stride == 1 for stride in eqn.params["strides"] or ())
     if eqn.primitive is _PAD:
@@ -148,8 +149,9 @@ def _placed(eqn: Any) -> bool:
 
 
 def _pad_kind(eqn: Any) -> str | None:
-    """ "grow" for a pad that only adds (`jnp.pad`), "crop" for one that only
-    removes (the gradient of a pad: a slice), None for any other pad."""
+    """ "grow" for a pad that only adds (`lax.pad`; the gradient of a slice),
+    "crop" for one that only removes (the gradient of a growing pad), None for
+    any other pad."""
     config = eqn.params["padding_config"]
     if any(interior != 0 for _, _, interior in config):
         return None
@@ -169,7 +171,8 @@ def _starts(eqn: Any) -> tuple[int, ...]:
 
 
 def offsets(jaxpr: Any, at: Sequence[Site]) -> tuple[int, ...]:
-    """The integers at `at`, one per literal and one per dimension of a slice."""
+    """The integers at `at`: one per literal, one per dimension of a placing
+    equation."""
     values: list[int] = []
     for site in at:
         eqn = jaxpr.eqns[site.eqn]

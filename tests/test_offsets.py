@@ -331,3 +331,33 @@ def test_audit_advises_as_before_where_the_integer_is_also_a_value():
     )
     assert findings
     assert not any("offsets differ" in f.hint for f in findings)
+
+
+def test_explain_retraces_names_the_option_where_offsets_alone_differ():
+    jax.clear_caches()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        with af.explain_retraces():
+            fit_fields(af.filter_jit, 2, 1)
+    (text,) = [
+        str(w.message) for w in caught if isinstance(w.message, af.RetraceWarning)
+    ]
+    assert "share_offsets=True" in text and "ordinary array field" not in text
+
+
+def test_explain_retraces_advises_as_before_where_the_integer_is_also_a_value():
+    @af.filter_jit
+    def scaled_window(x, k):
+        return x[k : k + 2] * k
+
+    jax.clear_caches()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        with af.explain_retraces():
+            for k in (1, 2):
+                scaled_window(jnp.arange(8.0), k)
+    (text,) = [
+        str(w.message) for w in caught if isinstance(w.message, af.RetraceWarning)
+    ]
+    assert "share_offsets" not in text and "integer offsets" not in text
+    assert "fix:" in text

@@ -120,6 +120,11 @@ def acquire_trace_counter() -> None:
         _listener_users += 1
 
 
+def counting_traces() -> bool:
+    """Whether anything counts traces now (`explain_retraces` watches a call)."""
+    return _listener_users > 0
+
+
 def release_trace_counter() -> None:
     global _listener_users
     with _lock:

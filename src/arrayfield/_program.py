@@ -264,30 +264,40 @@ def executable_for(
     found = _executables.by_key.get(key)
     if found is not None:
         return found, False, None
-    general = offsets and _generalised_for(traced, (in_tree, placement), call_args)
-    if general:
+    general = None
+    if offsets or _internals.counting_traces():  # explain_retraces reads families
+        general = _generalised_for(traced, (in_tree, placement), call_args, offsets)
+    if general is not None:
         return general[0], False, general[1]
     executable = _executables.by_key[key] = traced.lower().compile()
     return executable, True, None
 
 
 def _generalised_for(
-    traced: Any, where: tuple, call_args: tuple
+    traced: Any, where: tuple, call_args: tuple, share: bool
 ) -> tuple[Any, tuple[Any, ...]] | None:
     """`(generalised executable, this trace's offsets as its inputs)` where a
     program that differs from this one only in offsets was traced before, else
-    None (and this program starts a family: it compiles its own program)."""
+    None (and this program starts a family: it compiles its own program).
+    Without `share` only the family is found: None, and counted in
+    `static_now.offset_families` where it would have shared."""
     closed, params = _internals.traced_program(traced)
     if not _internals.plain_jit_options(params) or has_host_work(closed):
         return None
-    at = _offsets.sites(closed.jaxpr)
-    if not at:
+    try:
+        at = _offsets.sites(closed.jaxpr)
+        if not at:
+            return None
+        values = _offsets.offsets(closed.jaxpr, at)
+        family_key = (closed_key(_offsets.blanked(closed, at), params), *where)
+    except Exception:  # a program this JAX writes otherwise: its own compile
         return None
-    values = _offsets.offsets(closed.jaxpr, at)
-    family_key = (closed_key(_offsets.blanked(closed, at), params), *where)
     family = _executables.families.get(family_key)
     if family is None:  # the first: it keeps its own, specialised program
         _executables.families[family_key] = _Family(values)
+        return None
+    if not share:
+        static_now.offset_families += 1
         return None
     found = family.executable_for(values)
     if found is None and not family.general:
@@ -391,11 +401,13 @@ class _StaticNow(threading.local):
     """The static leaves and function static part of the call that may trace
     now, in this thread (set by `_jit` before a call that can trace); and how
     many traces in this thread ran a program shared by offsets (`_offsets`),
-    which `explain_retraces` reads around a call."""
+    and how many would have, had the wrapper shared offsets; `explain_retraces`
+    reads both around a call."""
 
     leaves: tuple
     fun: Any
     offset_runs: int = 0
+    offset_families: int = 0
 
 
 static_now = _StaticNow()

@@ -75,7 +75,7 @@ class _Repeats:
     counted, and told in one line at its next other warning or at exit."""
 
     def __init__(
-        self, where: str, causes: tuple, what: str, compiled: bool, offsets: bool
+        self, where: str, causes: tuple, what: str, compiled: bool, offsets: Any
     ):
         self.where = where  # `qualname (file:line)` of the function
         # as `_diff.causes` gives them, with `compiled` and `offsets`
@@ -88,7 +88,10 @@ class _Repeats:
     def line(self) -> str:
         times = "time" if self.count == 1 else "times"
         done = "traced and compiled again" if self.compiled else "traced again"
-        then = "offsets differ: shared" if self.offsets else "the same fix applies"
+        then = {
+            "shared": "offsets differ: shared",
+            "could share": "offsets differ: share_offsets=True would share them",
+        }.get(self.offsets, "the same fix applies")
         return (
             f"{self.where} was {done} {self.count} more {times} for the causes "
             f"of its warning above ({self.what}): {then}."
@@ -159,15 +162,17 @@ class Site:
         jit: str | None = None,
         quiet: bool = False,
         compiled: bool = True,
-        offsets: bool = False,
+        offsets: str | None = None,
     ) -> bool:
         """This call traced: compare it with the earlier ones, then remember it.
 
         Returns whether it warned; `quiet` only remembers (an inner wrapper warned).
         `compiled`: whether the call also compiled (af.filter_jit compiles
         nothing for a trace that is a program compiled before). `offsets`:
-        whether it ran a program shared by traces that differ only in integer
-        offsets (`af.filter_jit(share_offsets=True)`).
+        "shared" where it ran a program shared by traces that differ only in
+        integer offsets (`af.filter_jit(share_offsets=True)`), "could share"
+        where its program differs from an earlier one only so but the wrapper
+        does not share offsets, else None.
         """
         arguments = {**extra, **self.arguments(args, kwargs)}
         new = signature(arguments, args, kwargs, self.traced_scalars)
@@ -202,7 +207,24 @@ class Site:
         """Say now how often the causes of the last full warning repeated."""
         _tell(self.repeats)
 
-    def _message(self, changes: list[Change], compiled: bool, offsets: bool) -> str:
+    def _message(
+        self, changes: list[Change], compiled: bool, offsets: str | None
+    ) -> str:
+        changed = (
+            f"Compared with the closest earlier call, {_in_words(changes)} changed."
+        )
+        if offsets == "could share":  # no rewrite helps; the option does
+            return (
+                f"{location(self.fn)} was traced and compiled again, and its "
+                "program differs from one traced before only in integer offsets "
+                "(where slices start and blocks are placed). "
+                "af.filter_jit(..., share_offsets=True) would run one program, "
+                "which takes the offsets as inputs, for every such trace, with no "
+                "change to the code (its results may then differ from "
+                "eqx.filter_jit's in the last bits); placing the blocks with "
+                "jax.lax.dynamic_slice and dynamic_update_slice at array origins "
+                f"does the same by hand. {changed}"
+            )
         if offsets:  # nothing to fix: say so, and what changed
             done = (
                 "this call compiled it"
@@ -214,8 +236,7 @@ class Site:
                 "from one traced before only in integer offsets (where slices "
                 "start and blocks are placed): offsets differ: shared. One program "
                 f"that takes the offsets as inputs runs every such trace ({done}); "
-                "nothing needs to change. Compared with the closest earlier call, "
-                f"{_in_words(changes)} changed."
+                f"nothing needs to change. {changed}"
             )
         head = f"{location(self.fn)} was traced and compiled again."
         if not compiled:

@@ -57,6 +57,22 @@ _thread = _ThreadState()
 _decorated: weakref.WeakValueDictionary[int, Site] = weakref.WeakValueDictionary()
 
 
+def _offsets_seen() -> tuple[int, int]:
+    """This thread's counts of traces that ran a program shared by offsets, and
+    that would have under `share_offsets=True` (`_program.static_now`)."""
+    now = _program.static_now
+    return now.offset_runs, now.offset_families
+
+
+def _offsets_since(seen: tuple[int, int]) -> str | None:
+    """What a call did with offsets since `_offsets_seen()` gave `seen`: "shared",
+    "could share", or None."""
+    runs, families = _offsets_seen()
+    if runs != seen[0]:
+        return "shared"
+    return "could share" if families != seen[1] else None
+
+
 def _wrap(fn: Function) -> Function:
     if _internals.is_filter_jit(fn) or hasattr(fn, "lower"):
         return _wrap_jitted(fn)
@@ -80,12 +96,12 @@ def _wrap_jitted(fn: Any) -> Any:
     def explained(*args: Any, **kwargs: Any) -> Any:
         __tracebackhide__ = True
         before, compiles = counter.traces, counter.compiles
-        shared = _program.static_now.offset_runs
+        shared = _offsets_seen()
         out = fn(*args, **kwargs)
         if counter.traces != before:
             if _thread.explained < before:  # else a `with` block's hook did
                 compiled = counter.compiles != compiles
-                offsets = _program.static_now.offset_runs != shared
+                offsets = _offsets_since(shared)
                 site.traced(args, kwargs, no_extra, compiled=compiled, offsets=offsets)
         elif check and site.check_reuse:
             site.check_hit(args, kwargs)
@@ -161,7 +177,7 @@ def _watching_call(original: Callable[..., Any]) -> Callable[..., Any]:
             return original(self, *args, **kwargs)
         site = session.sites.get(id(cache_of(self))) or session.site_for(self)
         before, compiles = counter.traces, counter.compiles
-        shared = _program.static_now.offset_runs
+        shared = _offsets_seen()
         out = original(self, *args, **kwargs)
         if counter.traces != before:
             # The jitted callable is hashed into the key too: show it as an argument
@@ -169,7 +185,7 @@ def _watching_call(original: Callable[..., Any]) -> Callable[..., Any]:
             extra = {} if site.shared else {"<function>": self.__wrapped__}
             quiet = _thread.explained >= before  # a wrapped plain function warned
             compiled = counter.compiles != compiles
-            offsets = _program.static_now.offset_runs != shared
+            offsets = _offsets_since(shared)
             if (
                 site.traced(
                     args,

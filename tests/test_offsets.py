@@ -361,3 +361,26 @@ def test_explain_retraces_advises_as_before_where_the_integer_is_also_a_value():
     ]
     assert "share_offsets" not in text and "integer offsets" not in text
     assert "fix:" in text
+
+
+@pytest.mark.parametrize("donate", ["all", "all-except-first", "none"])
+def test_donation_consumes_what_eqx_consumes(donate):
+    def place(frame, box, y, x):
+        return frame.at[y : y + 2, x : x + 2].add(box) * 2.0
+
+    seen = {}
+    jits = {"eqx": eqx.filter_jit, "af": SHARING}
+    for name, jit in jits.items():
+        jax.clear_caches()
+        step = jit(place, donate=donate)
+        calls = []
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # JAX: a donated buffer not usable
+            with compiles_of("place") as compiled:
+                for y, x in [(0, 1), (2, 3), (4, 0)]:
+                    frame, box = jnp.ones((8, 8)), jnp.ones((2, 2))
+                    out = np.asarray(step(frame, box, y, x))
+                    calls.append((out.tolist(), frame.is_deleted(), box.is_deleted()))
+        seen[name] = (calls, len(compiled))
+    assert seen["af"][0] == seen["eqx"][0]
+    assert (seen["eqx"][1], seen["af"][1]) == (3, 2)

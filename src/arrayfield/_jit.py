@@ -573,7 +573,7 @@ def filter_jit(
         per-field origins, `frame.at[oy:oy + h, ox:ox + w].add(box)`): from the
         second such trace on, one program takes the offsets as inputs. Off by
         default, because it is not exact: XLA optimises a program whose offsets
-        are constants differently (a slice fused into a sum), so results may
+        are constants differently (it fuses around them), so results may
         differ from `eqx.filter_jit`'s in the last bits (the Performance page
         has the measurements). Shapes are never shared: a box of another size
         is another program.

@@ -75,7 +75,12 @@ class _Repeats:
     counted, and told in one line at its next other warning or at exit."""
 
     def __init__(
-        self, where: str, causes: tuple, what: str, compiled: bool, offsets: Any
+        self,
+        where: str,
+        causes: tuple,
+        what: str,
+        compiled: bool,
+        offsets: str | None,
     ):
         self.where = where  # `qualname (file:line)` of the function
         # as `_diff.causes` gives them, with `compiled` and `offsets`
@@ -91,7 +96,7 @@ class _Repeats:
         then = {
             "shared": "offsets differ: shared",
             "could share": "offsets differ: share_offsets=True would share them",
-        }.get(self.offsets, "the same fix applies")
+        }.get(self.offsets or "", "the same fix applies")
         return (
             f"{self.where} was {done} {self.count} more {times} for the causes "
             f"of its warning above ({self.what}): {then}."
@@ -213,7 +218,7 @@ class Site:
         changed = (
             f"Compared with the closest earlier call, {_in_words(changes)} changed."
         )
-        if offsets == "could share":  # no rewrite helps; the option does
+        if offsets == "could share":  # the option, not the arguments' advice
             return (
                 f"{location(self.fn)} was traced and compiled again, and its "
                 "program differs from one traced before only in integer offsets "

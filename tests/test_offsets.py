@@ -100,7 +100,7 @@ def test_boxes_of_another_shape_are_another_program():
         assert_bitwise(a["scene"], b["scene"])
 
 
-# -- each operation generalised, on random offsets ------------------------------------
+# -- each operation generalised, on random offsets -------------------------------------
 
 
 def _placed(kind: str, frame: jax.Array, box: jax.Array, y: int, x: int) -> Any:
@@ -208,7 +208,7 @@ def test_every_kind_is_generalised():
         assert len(compiled) == 2, kind
 
 
-# -- what stays specialised -----------------------------------------------------------
+# -- what stays specialised ------------------------------------------------------------
 
 
 def _count(fun: Callable[..., Any], calls: list[tuple]) -> tuple[int, int]:
@@ -293,7 +293,7 @@ def test_a_third_field_that_differs_where_the_first_two_agreed_compiles_again():
     assert _count(window, calls) == (6, 3)
 
 
-# -- diagnostics ---------------------------------------------------------------------
+# -- diagnostics -----------------------------------------------------------------------
 
 
 def test_explain_retraces_says_offsets_differ_shared():

@@ -46,6 +46,7 @@ import jax.extend.core as jcore
 import numpy as np
 
 from . import _internals
+from ._program_key import closed_key
 
 _LITERAL = jcore.Literal
 _DROP_VAR = _internals.DROP_VAR
@@ -269,6 +270,13 @@ def blanked(closed: Any, at: Sequence[Site]) -> Any:
             eqns[site.eqn] = eqn.replace(invars=invars)
     new = jaxpr.replace(invars=[*jaxpr.invars, *added], eqns=eqns)
     return jcore.ClosedJaxpr(new, closed.consts)
+
+
+def family_key(closed: Any, at: Sequence[Site], params: dict[str, Any]) -> tuple:
+    """The key of `closed` (compiled with the jit parameters `params`) with its
+    offsets at `at` blanked: equal for two programs exactly when they differ
+    only in offsets."""
+    return closed_key(blanked(closed, at), params)
 
 
 def generalised(closed: Any, at: Sequence[Site], inputs: Sequence[bool]) -> Any:

@@ -23,7 +23,7 @@ import jax.tree_util as jtu
 import numpy as np
 
 from . import _internals, _offsets
-from ._program_key import closed_key, program_key
+from ._program_key import program_key
 
 # What `eqx.is_array` accepts: these leaves are traced, all others hashed.
 ARRAY_TYPES = _internals.EQX_ARRAY_TYPES
@@ -289,7 +289,7 @@ def _generalised_for(
         if not at:
             return None
         values = _offsets.offsets(closed.jaxpr, at)
-        family_key = (closed_key(_offsets.blanked(closed, at), params), *where)
+        family_key = (_offsets.family_key(closed, at, params), *where)
     except Exception:  # a program this JAX writes otherwise: its own compile
         return None
     family = _executables.families.get(family_key)

@@ -19,7 +19,7 @@ import jax
 import jax.tree_util as jtu
 
 from .. import _internals, _offsets
-from .._program_key import closed_key, program_key
+from .._program_key import program_key
 
 
 def _trace(fn: Callable[..., Any], tree: Any) -> Any:
@@ -58,7 +58,7 @@ def offsets_only(fn: Callable[..., Any], tree: Any, other: Any) -> bool:
         at = _offsets.sites(closed.jaxpr)
         if not at:
             return False
-        keys.append(closed_key(_offsets.blanked(closed, at), params))
+        keys.append(_offsets.family_key(closed, at, params))
     return keys[0] == keys[1]
 
 

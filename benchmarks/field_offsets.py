@@ -80,7 +80,7 @@ def fits(fields: int, steps: int) -> list[dict[str, Any]]:
     eqx_runs = measured[0]["runs"]
     for m in measured:
         m["bitwise_fields"] = sum(
-            a["losses"] == b["losses"] and _bitwise(a["scene"], b["scene"])
+            a.losses == b.losses and _bitwise(a.scene, b.scene)
             for a, b in zip(eqx_runs, m.pop("runs"), strict=True)
         )
     return measured

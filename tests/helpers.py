@@ -100,3 +100,20 @@ def compiles_of(name: str) -> Iterator[list[str]]:
         yield seen
     finally:
         jax.monitoring.unregister_event_duration_listener(listener)
+
+
+def assert_bitwise(a: object, b: object) -> None:
+    """Two pytrees alike: one structure; arrays of one dtype, weak type and shape
+    with equal bytes; other leaves of one type and `==`."""
+    import jax
+    import numpy as np
+
+    assert jax.tree_util.tree_structure(a) == jax.tree_util.tree_structure(b)
+    leaves_a, leaves_b = jax.tree_util.tree_leaves(a), jax.tree_util.tree_leaves(b)
+    for x, y in zip(leaves_a, leaves_b, strict=True):
+        if isinstance(x, jax.Array):
+            assert isinstance(y, jax.Array)
+            assert (x.dtype, x.weak_type, x.shape) == (y.dtype, y.weak_type, y.shape)
+            np.testing.assert_array_equal(np.asarray(x), np.asarray(y))
+        else:
+            assert type(x) is type(y) and x == y

@@ -23,7 +23,7 @@ import pytest
 
 import arrayfield as af
 from arrayfield import _internals
-from helpers import ENV, compiles_of
+from helpers import ENV, assert_bitwise, compiles_of
 
 needs_sharing = pytest.mark.skipif(
     not _internals.can_share_compiles(),
@@ -41,15 +41,7 @@ def both(run: Callable[[Callable[..., Any]], list], name: str) -> dict[str, Any]
             outputs = run(jit)
         results[label] = (outputs, len(compiled))
     for a, b in zip(results["eqx"][0], results["af"][0], strict=True):
-        assert jax.tree_util.tree_structure(a) == jax.tree_util.tree_structure(b)
-        for x, y in zip(
-            jax.tree_util.tree_leaves(a), jax.tree_util.tree_leaves(b), strict=True
-        ):
-            if isinstance(x, jax.Array):
-                assert (x.dtype, x.weak_type) == (y.dtype, y.weak_type)
-                np.testing.assert_array_equal(np.asarray(x), np.asarray(y))
-            else:
-                assert type(x) is type(y) and x == y
+        assert_bitwise(a, b)
     return {label: count for label, (_, count) in results.items()}
 
 

@@ -32,7 +32,7 @@ from hypothesis import given, note, settings
 import arrayfield as af
 from arrayfield import _internals, _offsets
 from boxed_fields import BOX, build_scene, fit_fields, loss, observed
-from helpers import compiles_of
+from helpers import assert_bitwise, compiles_of
 
 pytestmark = pytest.mark.skipif(
     not _internals.can_share_compiles(),
@@ -41,17 +41,6 @@ pytestmark = pytest.mark.skipif(
 
 K = 8
 STEPS = 3
-
-
-def assert_bitwise(a: Any, b: Any) -> None:
-    leaves_a, leaves_b = jax.tree_util.tree_leaves(a), jax.tree_util.tree_leaves(b)
-    assert jax.tree_util.tree_structure(a) == jax.tree_util.tree_structure(b)
-    for x, y in zip(leaves_a, leaves_b, strict=True):
-        if isinstance(x, jax.Array):
-            assert (x.dtype, x.weak_type, x.shape) == (y.dtype, y.weak_type, y.shape)
-            np.testing.assert_array_equal(np.asarray(x), np.asarray(y))
-        else:
-            assert type(x) is type(y) and x == y
 
 
 def fits(jit: Callable[..., Any], box: int = BOX, fields: int = K):
@@ -69,8 +58,8 @@ def test_eight_fields_at_other_origins_compile_twice_bitwise_as_eqx():
     # The first field's own program, then one for every field after it.
     assert (af_traces, af_compiles) == (K, 2)
     for a, b in zip(eqx_runs, af_runs, strict=True):
-        assert a["losses"] == b["losses"]
-        assert_bitwise(a["scene"], b["scene"])
+        assert a.losses == b.losses
+        assert_bitwise(a.scene, b.scene)
 
 
 @pytest.mark.parametrize(
@@ -96,8 +85,8 @@ def test_boxes_of_another_shape_are_another_program():
     # Each shape: its first field's own program and one generalised program.
     assert af_compiles == [2, 2]
     for a, b in zip(eqx_runs, af_runs, strict=True):
-        assert a["losses"] == b["losses"]
-        assert_bitwise(a["scene"], b["scene"])
+        assert a.losses == b.losses
+        assert_bitwise(a.scene, b.scene)
 
 
 # -- each operation generalised, on random offsets -------------------------------------

@@ -5,13 +5,13 @@ a Python-int origin, a static field: `frame.at[:, oy:oy + h, ox:ox + w].add(box)
 Every field puts its sources elsewhere, so under every jit each field traces to
 a program of its own, and those programs differ only in the origins.
 `fit_fields(jit, K, steps)` fits K fields with an optax step under one jitted
-step and counts its traces and XLA compiles; `tests/test_offsets.py` holds the
-exact counts, `benchmarks/field_offsets.py` the timings.
+step (`tests/many_fields`' `Fitter`) and counts its traces and XLA compiles;
+`tests/test_offsets.py` holds the exact counts, `benchmarks/field_offsets.py`
+the timings.
 """
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable
 from typing import Any
 
@@ -23,13 +23,13 @@ import optax
 from jaxtyping import Array, Float
 
 import arrayfield as af
+from many_fields import FieldRun, Fitter
 
 BANDS = 2
 FRAME = 64
 BOX = 15
 SOURCES = 4
 OPTIMIZER = optax.adam(0.05)
-COMPILE_EVENT = "/jax/core/compile/backend_compile_duration"
 
 
 class Source(af.ArrayModule):
@@ -100,46 +100,11 @@ def observed(field: int, box: int = BOX) -> jax.Array:
     return render(build_scene(field, box, truth=True)) + jnp.asarray(noise, jnp.float32)
 
 
-class Fitter:
-    """One jitted step for every field, counting its traces and its XLA compiles
-    (JAX's backend-compile events for programs named after it)."""
-
-    def __init__(self, jit: Callable[..., Any]):
-        self.traces = 0
-        self.compiles = 0
-
-        def boxed_step(scene, opt_state, data):
-            self.traces += 1  # runs only while tracing
-            return step(scene, opt_state, data)
-
-        def on_event(event: str, duration: float, **kwargs: Any) -> None:
-            if event == COMPILE_EVENT and "boxed_step" in str(kwargs.get("fun_name")):
-                self.compiles += 1
-
-        self.listener = on_event
-        jax.monitoring.register_event_duration_secs_listener(on_event)
-        self.step = jit(boxed_step)
-
-    def close(self) -> None:
-        jax.monitoring.unregister_event_duration_listener(self.listener)
-
-    def fit(self, scene: Scene, data: jax.Array, steps: int) -> dict[str, Any]:
-        opt_state = OPTIMIZER.init(eqx.filter(scene, eqx.is_inexact_array))
-        losses, times = [], []
-        for _ in range(steps):
-            start = time.perf_counter()
-            scene, opt_state, value = self.step(scene, opt_state, data)
-            jax.block_until_ready(value)
-            times.append(time.perf_counter() - start)
-            losses.append(float(value))
-        return {"scene": scene, "losses": losses, "times": times}
-
-
 def fit_fields(
     jit: Callable[..., Any], fields: int, steps: int, box: int = BOX
-) -> tuple[list[dict[str, Any]], int, int]:
+) -> tuple[list[FieldRun], int, int]:
     """Each field's fit, and how many times the step traced and compiled."""
-    fitter = Fitter(jit)
+    fitter = Fitter(jit, step, OPTIMIZER)
     try:
         runs = [
             fitter.fit(build_scene(field, box), observed(field, box), steps)

@@ -55,11 +55,19 @@ COMPILE_EVENT = "/jax/core/compile/backend_compile_duration"
 
 class Fitter:
     """One jitted step (`jit(step)`) for every field, counting its traces and its
-    XLA compiles (JAX's backend-compile events for programs named after it)."""
+    XLA compiles (JAX's backend-compile events for programs named after it).
+    `step` and `optimizer` default to this package's; `tests/boxed_fields`
+    passes its own."""
 
-    def __init__(self, jit: Callable[..., Any]):
+    def __init__(
+        self,
+        jit: Callable[..., Any],
+        step: Callable[..., Any] = step,
+        optimizer: Any = OPTIMIZER,
+    ):
         self.traces = 0
         self.compiles = 0
+        self.optimizer = optimizer
 
         def counted(scene, opt_state, data):
             self.traces += 1  # runs only while tracing
@@ -76,8 +84,8 @@ class Fitter:
     def close(self) -> None:
         jax.monitoring.unregister_event_duration_listener(self.listener)
 
-    def fit(self, scene: Scene, data: jax.Array, steps: int) -> FieldRun:
-        opt_state = OPTIMIZER.init(eqx.filter(scene, eqx.is_inexact_array))
+    def fit(self, scene: Any, data: jax.Array, steps: int) -> FieldRun:
+        opt_state = self.optimizer.init(eqx.filter(scene, eqx.is_inexact_array))
         losses, times = [], []
         for _ in range(steps):
             start = time.perf_counter()

@@ -78,6 +78,7 @@ MIGRATE = tuple(
         "_analysis",
         "_rewrite",
         "_transform",
+        "_splice",
         # the command
         "_runner",
         "_cli",

@@ -29,8 +29,16 @@ TESTS = ROOT / "tests"
 sys.path.insert(0, str(ROOT / "benchmarks"))
 from migrate_tree import build_tree  # noqa: E402
 
-# The reports compared: those the ast reading gives (changed files' text unread).
-MODES = (["--check"], ["--check", "--fix"], ["--check", "--typed"], ["--diff"])
+# The reports compared: those the ast reading gives (changed files' text
+# unread), and the patches spliced from its plan (`_splice`).
+MODES = (
+    ["--check"],
+    ["--check", "--fix"],
+    ["--check", "--typed"],
+    ["--diff"],
+    ["--diff", "--fix", "--typed"],
+    ["--diff", "--typed"],
+)
 
 SUBCLASSES = {
     "pkg/__init__.py": "",

@@ -18,10 +18,19 @@ from ._names import dotted_name
 NESTED_BODIES = ("body", "orelse", "handlers", "finalbody", "cases")
 
 
+# The fields of NESTED_BODIES each node class has (most have none), found once
+# per class: a large file asks for a million nodes' bodies.
+_BODIES_OF: dict[type, tuple[str, ...]] = {}
+
+
 def nested_statements(node: ast.AST) -> Iterable[ast.AST]:
     """The statements (and handlers, cases) directly inside a compound statement."""
-    for name in NESTED_BODIES:
-        nested = getattr(node, name, None)
+    names = _BODIES_OF.get(type(node))
+    if names is None:
+        fields = type(node)._fields
+        names = _BODIES_OF[type(node)] = tuple(n for n in NESTED_BODIES if n in fields)
+    for name in names:
+        nested = getattr(node, name)
         if isinstance(nested, list):
             yield from nested
 
@@ -51,7 +60,7 @@ class ImportMap:
         """The imports of an `ast` module, as `_imports.import_map` reads those
         of a libcst module (kept there: this module stays below libcst)."""
         everywhere: dict[str, str] = {}
-        for statement in _imports_in(tree.body):
+        for statement in imports_in(tree.body):
             _bind(statement, everywhere)
         module_level: dict[str, str] = {}
         for statement in tree.body:
@@ -87,13 +96,13 @@ class ImportMap:
         return None
 
 
-def _imports_in(body: Iterable[Any]) -> Iterable[ast.Import | ast.ImportFrom]:
+def imports_in(body: Iterable[Any]) -> Iterable[ast.Import | ast.ImportFrom]:
     """The import statements of a body at any depth, in the libcst walk's order."""
     for node in body:
         if isinstance(node, ast.Import | ast.ImportFrom):
             yield node
             continue
-        yield from _imports_in(nested_statements(node))
+        yield from imports_in(nested_statements(node))
 
 
 def _bind(statement: ast.Import | ast.ImportFrom, bindings: dict[str, str]) -> None:

@@ -102,8 +102,19 @@ class AstAnalysis(Plan):
         typed: bool,
     ) -> None:
         super().__init__(imports, context, fix, typed, text)
+        self.text = text
+        self.encoding = "utf-8"  # as detected: "utf-8-sig" after a BOM
+        self.tree: ast.Module | None = None  # the parse walked
         # ast counts columns in UTF-8 bytes of the decoded text.
         self.lines = text.encode("utf-8").splitlines(keepends=True)
+
+    def result(self) -> CheckResult:
+        return CheckResult(
+            original=self.text,
+            encoding="utf-8" if self.encoding == "utf-8-sig" else self.encoding,
+            diagnostics=tuple(sorted(self.diagnostics)),
+            changed=self.changes,
+        )
 
     def position(self, node: Any) -> tuple[int, int]:
         known = self.known_positions.get(node)
@@ -211,6 +222,26 @@ class AstAnalysis(Plan):
         return sites
 
 
+def analyse_source(
+    source: bytes,
+    context: FileContext | None = None,
+    *,
+    fix: bool = False,
+    typed: bool = False,
+    tree: ast.Module | None = None,
+) -> AstAnalysis:
+    """The plan of `source`'s migration, read with `ast` (see `check_source`)."""
+    encoding, _ = tokenize.detect_encoding(BytesIO(source).readline)
+    text = source.decode(encoding)
+    if tree is None:
+        tree = ast.parse(text)
+    analysis = AstAnalysis(text, ImportMap.from_ast(tree), context, fix, typed)
+    analysis.encoding = encoding
+    analysis.tree = tree
+    analysis.walk(tree, scan_calls="type(" in text)
+    return analysis
+
+
 def check_source(
     source: bytes,
     context: FileContext | None = None,
@@ -228,15 +259,4 @@ def check_source(
     for a file that does not decode or parse: the caller then migrates it with
     libcst, which reports those as libcst does.
     """
-    encoding, _ = tokenize.detect_encoding(BytesIO(source).readline)
-    text = source.decode(encoding)
-    if tree is None:
-        tree = ast.parse(text)
-    analysis = AstAnalysis(text, ImportMap.from_ast(tree), context, fix, typed)
-    analysis.walk(tree, scan_calls="type(" in text)
-    return CheckResult(
-        original=text,
-        encoding="utf-8" if encoding == "utf-8-sig" else encoding,
-        diagnostics=tuple(sorted(analysis.diagnostics)),
-        changed=analysis.changes,
-    )
+    return analyse_source(source, context, fix=fix, typed=typed, tree=tree).result()

@@ -136,9 +136,10 @@ class _NameCollector(cst.CSTVisitor):
         self.names.update(_IDENTIFIER.findall(node.value))
 
 
-def used_names(module: cst.Module) -> set[str]:
+def used_names(node: cst.CSTNode) -> set[str]:
+    """The identifiers `node` uses as names or in strings, imports aside."""
     collector = _NameCollector()
-    module.visit(collector)
+    node.visit(collector)
     return collector.names
 
 
@@ -273,10 +274,15 @@ def remove_unused_imports(module: cst.Module, candidates: set[str]) -> cst.Modul
     drops the comments and blank lines above an import it removes, and leaves
     `try: pass` where a guarded import was; this keeps both as they were.
     """
-    removable = candidates - used_names(module)
-    if not removable:
+    return remove_imports(module, candidates - used_names(module))
+
+
+def remove_imports(module: cst.Module, names: set[str]) -> cst.Module:
+    """Drop the imports binding a name in `names`, at any depth, keeping the
+    comments above them (see `remove_unused_imports`)."""
+    if not names:
         return module
-    return module.visit(_UnusedImportRemover(removable))
+    return module.visit(_UnusedImportRemover(names))
 
 
 # isort's sections, in the order isort and ruff's `I` rules write them.

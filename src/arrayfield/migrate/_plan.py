@@ -142,6 +142,20 @@ class Plan:
             or self.wrap_defaults
         )
 
+    def names_needed(self) -> list[str]:
+        """Which of arrayfield's `ArrayModule`, `Field` and `field` the
+        rewritten code refers to."""
+        no_convert = FieldEdit.NO_CONVERT in self.field_edits.values()
+        return [
+            name
+            for name, edits in (
+                ("ArrayModule", self.base_edits or self.expression_edits),
+                ("Field", self.wrap_annotations),
+                ("field", self.wrap_defaults or no_convert),
+            )
+            if edits
+        ]
+
     def _suppressed(self, line: int, code: str) -> bool:
         """Whether `# noqa` on `line` silences `code`: a silenced fix is not made."""
         if self.source is None:

@@ -7,16 +7,16 @@ kept. Removing an argument from a field call keeps the comments around it.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping
 
 import libcst as cst
 
-from ._analysis import Analysis
 from ._bindings import ImportMap
-from ._plan import SPECIFIERS, FieldEdit
+from ._plan import SPECIFIERS, FieldEdit, Plan
 
 # Legacy annotations: functions, not types; `ndarray` is the type each stands for.
-_LEGACY_ANNOTATIONS = frozenset({"numpy.array", "jax.numpy.array"})
+LEGACY_ANNOTATIONS = frozenset({"numpy.array", "jax.numpy.array"})
 
 
 def _has_comment(whitespace: cst.BaseParenthesizableWhitespace) -> bool:
@@ -109,15 +109,23 @@ def _comments(node: cst.CSTNode) -> list[cst.Comment]:
     return found
 
 
-class Rewriter(cst.CSTTransformer):
-    """Applies an `Analysis` plan; every node it was not told about is kept."""
+@functools.cache
+def _expression(code: str) -> cst.BaseExpression:
+    """`code` parsed, once: libcst's nodes are immutable, so one serves all."""
+    return cst.parse_expression(code)
 
-    def __init__(self, analysis: Analysis, names: Mapping[str, str]) -> None:
+
+class Rewriter(cst.CSTTransformer):
+    """Applies a plan whose nodes are libcst's (`_analysis.Analysis`, or the
+    plan of one statement, `_splice`); every node it was not told about is
+    kept."""
+
+    def __init__(self, analysis: Plan, names: Mapping[str, str]) -> None:
         super().__init__()
         self.analysis = analysis
-        self.array_module = cst.parse_expression(names["ArrayModule"])
-        self.field_type = cst.parse_expression(names["Field"])
-        self.field_function = cst.parse_expression(names["field"])
+        self.array_module = _expression(names["ArrayModule"])
+        self.field_type = _expression(names["Field"])
+        self.field_function = _expression(names["field"])
 
         # Comments of field calls dropped whole, to go above their statement.
         self._moved_comments: list[cst.Comment] = []
@@ -258,7 +266,7 @@ class _LegacyAnnotations(cst.CSTTransformer):
     def leave_Attribute(
         self, original_node: cst.Attribute, updated_node: cst.Attribute
     ) -> cst.Attribute:
-        if self.imports.resolve(original_node) in _LEGACY_ANNOTATIONS:
+        if self.imports.resolve(original_node) in LEGACY_ANNOTATIONS:
             return updated_node.with_changes(attr=cst.Name("ndarray"))
         return updated_node
 

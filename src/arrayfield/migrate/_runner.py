@@ -20,7 +20,7 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ._check_ast import CheckResult, check_source
+from ._check_ast import CheckResult, analyse_source
 from ._facts import FileFacts, module_name, package_of, read_file
 from ._index import FileContext, ProjectIndex
 from ._lint import config_for
@@ -132,12 +132,19 @@ def _transform_file(
     tree = kept.pop(path, None)
     if READ_WITH_AST:
         try:
-            checked = check_source(data, context, fix=fix, typed=typed, tree=tree)
+            analysis = analyse_source(data, context, fix=fix, typed=typed, tree=tree)
         except (Undecidable, SyntaxError, ValueError, LookupError):
             pass  # libcst decides, and words any error as libcst sees it
         else:
-            if not (checked.changed and text):
-                return checked
+            if not (analysis.changes and text):
+                return analysis.result()
+            from ._splice import splice_source
+
+            try:
+                return splice_source(analysis)
+            except Undecidable:
+                pass  # only the whole file's libcst tree tells
+            del analysis
     # libcst's tree of a file takes several times the memory of ast's: the
     # two are not held at once.
     del tree

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import ast
 import io
+import re
 import tokenize
 from typing import Any
 
@@ -72,7 +73,15 @@ def segment(lines: list[bytes], node: ast.AST) -> str:
     return chunk[node.col_offset : len(chunk) - tail].decode()  # type: ignore[attr-defined]
 
 
-def _one_string_token(text: str) -> bool:
+# One short string literal, with no escapes and no quotes inside: what most
+# annotations' strings (`Float[Array, "n"]`) are; the tokenizer decides the rest.
+_PLAIN_STRING = re.compile(r"""[rRbBuU]{0,2}(?:"[^"\\\n]*"|'[^'\\\n]*')""")
+
+
+def one_string_token(text: str) -> bool:
+    """Whether `text` is one string literal (not `"a" "b"`), comments aside."""
+    if _PLAIN_STRING.fullmatch(text):
+        return True
     try:
         tokens = list(tokenize.generate_tokens(io.StringIO(text).readline))
     except (tokenize.TokenError, SyntaxError):
@@ -91,7 +100,7 @@ def ensure_same_reading(expr: ast.AST, lines: list[bytes]) -> None:
     `expr` than for libcst's parse of the same text."""
     for node in ast.walk(expr):
         if isinstance(node, ast.Constant) and isinstance(node.value, str):
-            if not _one_string_token(segment(lines, node)):
+            if not one_string_token(segment(lines, node)):
                 raise Undecidable("implicitly concatenated string")
         elif isinstance(node, ast.Subscript) and isinstance(node.slice, ast.Tuple):
             index = node.slice

@@ -13,7 +13,7 @@ bases live elsewhere and how the whole tree uses their fields, comes in as a
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import libcst as cst
 from libcst.metadata import MetadataWrapper
@@ -23,7 +23,6 @@ from ._bindings import ImportMap
 from ._diagnostics import Diagnostic
 from ._imports import add_import, can_bind, import_map, remove_unused_imports
 from ._index import FileContext
-from ._plan import FieldEdit
 from ._rewrite import Rewriter
 
 
@@ -49,21 +48,20 @@ class MigrationResult:
         return self.code != self.original
 
 
-def _arrayfield_names(
-    wrapper: MetadataWrapper,
-    imports: ImportMap,
-    needed: Sequence[str],
-    source: str | None,
+def arrayfield_names(
+    imports: ImportMap, needed: Sequence[str], af_is_free: Callable[[], bool]
 ) -> tuple[dict[str, str], str | None]:
     """Source text naming arrayfield's `ArrayModule`, `Field` and `field`, and
-    the import to add for the `needed` ones the file does not import (if any)."""
+    the import to add for the `needed` ones the file does not import (if any);
+    `af_is_free` says whether the file may bind `af` to arrayfield
+    (`_imports.can_bind`), asked only when an import is added."""
     found = {
         name: imports.local_name_for(f"arrayfield.{name}")
         for name in ("ArrayModule", "Field", "field")
     }
     if all(found[name] is not None for name in needed):
         module, new_import = "arrayfield", None
-    elif can_bind(wrapper, "af", "arrayfield", source):
+    elif af_is_free():
         module, new_import = "af", "import arrayfield as af"
     else:
         module, new_import = "arrayfield", "import arrayfield"
@@ -91,20 +89,13 @@ def migrate_module(
     else:
         analysis.walk_statements(module)
     diagnostics = sorted(analysis.diagnostics)
-    no_convert = FieldEdit.NO_CONVERT in analysis.field_edits.values()
-    needed = [
-        name
-        for name, edits in (
-            ("ArrayModule", analysis.base_edits or analysis.expression_edits),
-            ("Field", analysis.wrap_annotations),
-            ("field", analysis.wrap_defaults or no_convert),
-        )
-        if edits
-    ]
+    needed = analysis.names_needed()
     if not (needed or analysis.field_edits):
         return module, diagnostics
 
-    names, new_import = _arrayfield_names(wrapper, imports, needed, source)
+    names, new_import = arrayfield_names(
+        imports, needed, lambda: can_bind(wrapper, "af", "arrayfield", source)
+    )
     migrated = wrapper.visit(Rewriter(analysis, names))
     if new_import is not None:
         first_party = context.lint.first_party if context else frozenset()

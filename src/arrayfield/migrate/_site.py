@@ -7,6 +7,7 @@ The same description comes from both front ends, libcst (`_analysis`) and
 from __future__ import annotations
 
 import dataclasses
+import functools
 from collections.abc import Callable
 from typing import Any
 
@@ -50,7 +51,7 @@ class FieldSite:
     position: Callable[[Any], tuple[int, int]]
     snippet: Callable[[Any], str]
 
-    @property
+    @functools.cached_property  # read by every check
     def name(self) -> str:
         name = syntax.identifier(self.node.target)
         assert name is not None

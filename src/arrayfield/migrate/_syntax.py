@@ -98,16 +98,31 @@ _LAYOUT_TOKENS = frozenset(
 def ensure_same_reading(expr: ast.AST, lines: list[bytes]) -> None:
     """Raise `Undecidable` where the readers above may answer differently for
     `expr` than for libcst's parse of the same text."""
-    for node in ast.walk(expr):
-        if isinstance(node, ast.Constant) and isinstance(node.value, str):
-            if not one_string_token(segment(lines, node)):
+    # A walk of its own, not `ast.walk`: every field's annotation is walked, and
+    # names and attributes, most of what annotations hold, end it at once.
+    stack = [expr]
+    while stack:
+        node = stack.pop()
+        kind = type(node)
+        if kind is ast.Name:
+            continue
+        if kind is ast.Attribute:
+            stack.append(node.value)  # type: ignore[attr-defined]
+        elif kind is ast.Constant:
+            if isinstance(node.value, str) and not one_string_token(  # type: ignore[attr-defined]
+                segment(lines, node)
+            ):
                 raise Undecidable("implicitly concatenated string")
-        elif isinstance(node, ast.Subscript) and isinstance(node.slice, ast.Tuple):
-            index = node.slice
-            if any(isinstance(item, ast.Starred) for item in index.elts) or (
-                segment(lines, index).startswith("(")
+        elif kind is ast.Subscript:
+            index = node.slice  # type: ignore[attr-defined]
+            if isinstance(index, ast.Tuple) and (
+                any(isinstance(item, ast.Starred) for item in index.elts)
+                or segment(lines, index).startswith("(")
             ):
                 raise Undecidable("parenthesized or starred index")
+            stack += (node.value, index)  # type: ignore[attr-defined]
+        else:
+            stack.extend(ast.iter_child_nodes(node))
 
 
 def parse_expression(text: str, like: Any) -> Any | None:

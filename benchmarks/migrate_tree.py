@@ -1,4 +1,5 @@
-"""`arrayfield migrate --check` against `ruff check` on the same 300-file tree.
+"""`arrayfield migrate --check` against `ruff check` on the same 300-file tree,
+and `migrate --check` and `--diff` on one large generated file.
 
 The tree is what issue 11 measured: 300 files of about 380 lines, one in ten of
 them with equinox Module classes (a project base class and subclasses), the
@@ -9,7 +10,11 @@ ruff. `--check` reads the 31 Module files from the `ast` trees the index parsed
 (`arrayfield.migrate._check_ast`) and never imports libcst; arrayfield runs
 byte-compiled, as an installed copy does.
 
-    python benchmarks/migrate_tree.py [--files 300] [--rounds 7]
+The large file (issue 30) is a generated module of 25,000 Module classes, 5.3 MB:
+each command runs as a fresh process, interleaved with `ruff check` round by
+round; the table gives median wall times and the largest resident size seen.
+
+    python benchmarks/migrate_tree.py [--files 300] [--rounds 7] [--classes 25000]
 
 Timings are reported, never asserted. The script checks that migrate finds
 every Module class file (exit 1 otherwise).
@@ -25,6 +30,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import textwrap
 import time
 from pathlib import Path
 from typing import Any
@@ -103,6 +109,85 @@ def build_tree(root: Path, n_files: int) -> int:
     return module_files
 
 
+def generated_module(count: int) -> str:
+    """A generated module like a real one: many Module classes with fields."""
+    head = "import equinox as eqx\nimport jax\nfrom jaxtyping import Array, Float\n"
+    unit = textwrap.dedent(
+        '''\
+
+
+        class Layer{n}(eqx.Module):
+            """Layer {n}."""
+
+            weight: jax.Array
+            bias: Float[Array, "n"]
+            scale: float = 1.0
+
+            def __call__(self, x):
+                return self.weight @ x + self.bias * self.scale
+        '''
+    )
+    return head + "".join(unit.format(n=n) for n in range(count))
+
+
+def _run(command: list[str], cwd: Path, env: dict[str, str]) -> tuple[float, float]:
+    """Wall seconds and peak resident size (MB) of one command."""
+    start = time.perf_counter()
+    process = subprocess.Popen(
+        command, cwd=cwd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+    )
+    _, status, usage = os.wait4(process.pid, 0)
+    wall = time.perf_counter() - start
+    process.returncode = os.waitstatus_to_exitcode(status)
+    if process.returncode not in (0, 1):  # 1: the file would be migrated
+        raise RuntimeError(f"{command} exited {process.returncode}")
+    return wall, usage.ru_maxrss / 1024  # kB on Linux
+
+
+# The large-file commands: (label, arguments after `arrayfield migrate`).
+LARGE_COMMANDS = (
+    ("migrate --check", ["--check"]),
+    ("migrate --diff", ["--diff"]),
+    ("migrate --diff --fix --typed", ["--diff", "--fix", "--typed"]),
+)
+
+
+def measure_large(classes: int = 25_000, rounds: int = 3) -> dict[str, Any]:
+    """`migrate --check` and `--diff` on one generated file, with `ruff check`
+    on the same file each round for scale."""
+    env = {**os.environ, "PYTHONPATH": str(SRC)}
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
+    migrate = [sys.executable, "-m", "arrayfield", "migrate", "-q"]
+    commands = [
+        (label, [*migrate, *args, "layers.py"]) for label, args in LARGE_COMMANDS
+    ]
+    commands.append(("ruff check", [RUFF, "check", "--no-cache", "--exit-zero", "-q"]))
+    with tempfile.TemporaryDirectory() as directory:
+        root = Path(directory)
+        text = generated_module(classes)
+        (root / "layers.py").write_text(text)
+        _run(commands[0][1], root, env)  # untimed: writes the byte-code caches
+        walls: dict[str, list[float]] = {label: [] for label, _ in commands}
+        peaks: dict[str, float] = dict.fromkeys(walls, 0.0)
+        for round_number in range(rounds):
+            order = commands if round_number % 2 == 0 else commands[::-1]
+            for label, command in order:
+                wall, peak = _run(command, root, env)
+                walls[label].append(wall)
+                peaks[label] = max(peaks[label], peak)
+    return {
+        "classes": classes,
+        "megabytes": len(text.encode()) / 1e6,
+        "lines": text.count("\n"),
+        "rounds": rounds,
+        "seconds": {
+            label: statistics.median(values) for label, values in walls.items()
+        },
+        "spread": {label: [min(v), max(v)] for label, v in walls.items()},
+        "peak_mb": peaks,
+    }
+
+
 def _time(
     command: list[str], cwd: Path, env: dict[str, str]
 ) -> tuple[float, float, str]:
@@ -172,6 +257,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--files", type=int, default=300)
     parser.add_argument("--rounds", type=int, default=7)
+    parser.add_argument("--classes", type=int, default=25_000)
     args = parser.parse_args()
     try:
         found = measure(args.files, args.rounds)
@@ -192,6 +278,10 @@ def main() -> int:
         print(
             f"ratio, {kind} (median of rounds): {ratio:.1f}x, target <= 5x: {verdict}"
         )
+    large = measure_large(args.classes, max(1, args.rounds // 2))
+    print(f"\none file: {large['classes']} classes, {large['megabytes']:.1f} MB")
+    for label, seconds in large["seconds"].items():
+        print(f"{label:<32}{seconds:>8.2f} s{large['peak_mb'][label]:>8.0f} MB")
     return 0
 
 

@@ -21,6 +21,9 @@ import pytest
 
 from helpers import run_cli
 
+sys.path.insert(0, str(Path(__file__).parents[1] / "benchmarks"))
+from migrate_tree import generated_module as _classes
+
 TREE = {
     # A class to migrate: the plain run writes it.
     "src/pkg/base.py": """\
@@ -328,27 +331,6 @@ def test_sigterm_during_the_writes_leaves_no_temporary_file(tmp_path):
     assert "interrupted (SIGTERM)" in stderr
     assert [p for p in tmp_path.rglob("*") if p.is_file() and p not in paths] == []
     assert all(path.read_bytes() in (before, after) for path in paths)
-
-
-def _classes(count: int) -> str:
-    """A generated module like a real one: many Module classes with fields."""
-    head = "import equinox as eqx\nimport jax\nfrom jaxtyping import Array, Float\n"
-    unit = textwrap.dedent(
-        '''\
-
-
-        class Layer{n}(eqx.Module):
-            """Layer {n}."""
-
-            weight: jax.Array
-            bias: Float[Array, "n"]
-            scale: float = 1.0
-
-            def __call__(self, x):
-                return self.weight @ x + self.bias * self.scale
-        '''
-    )
-    return head + "".join(unit.format(n=n) for n in range(count))
 
 
 @LINUX_PROC

@@ -6,7 +6,8 @@ Parsing with libcst (and importing it) costs most of `arrayfield migrate
 only the diagnostics and which files would change. `check_source` walks the
 `ast` tree as `_analysis.Analysis` walks the libcst one, in the same order, and
 hands the same statements to the same `Plan` (`_plan`), so the verdicts agree;
-the command line parses with libcst only the files it writes or previews.
+`_splice` writes the new text of the files the command writes or previews from
+this plan.
 
 Where the `ast` tree may read differently from libcst's (`_syntax.Undecidable`),
 `check_source` raises, and the caller analyses the file with libcst.

@@ -3,9 +3,10 @@ project index until nothing new turns up, and the per-file rewrite, shared out
 among forked copies of this process (`_workers`) when there are many files.
 
 Each file is first analysed from its `ast` parse (`_check_ast`), which gives its
-diagnostics and whether the rewrite changes it; libcst parses only the files
-whose new text is written or previewed (or that `ast` cannot decide), so that
-`migrate --check` never imports libcst for most trees.
+diagnostics and whether the rewrite changes it, so that `migrate --check` never
+imports libcst for most trees. The new text of a file that is written or
+previewed is spliced from that plan (`_splice`); libcst parses a whole file
+only where `ast` cannot decide.
 
 Nothing here prints: errors come back as `FileError`s for the command line
 (`_cli`) to report, in the order they were found.

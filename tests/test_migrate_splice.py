@@ -8,7 +8,9 @@ two readings on every input the migrate tests have).
 
 from __future__ import annotations
 
+import itertools
 import textwrap
+from pathlib import Path
 
 import libcst
 import pytest
@@ -175,3 +177,56 @@ def test_where_a_piece_may_read_apart_the_whole_file_is_rewritten(source):
     context = None
     result = _runner._transform_file({}, "m.py", data, context, True, False, True)
     assert result == migrate_source(data, context, fix=True)
+
+
+PLAIN = b"import equinox as eqx\nimport jax\nclass A(eqx.Module):\n    x: jax.Array\n"
+CONVERTED = (
+    b"import equinox as eqx\nimport jax\nimport jax.numpy as jnp\n"
+    b"class A(eqx.Module):\n    x: jax.Array = eqx.field(converter=jnp.asarray)"
+)
+
+
+# Where fuzzing the splice against libcst's whole-file rewrite found them apart
+# (each spliced a text libcst does not write, before the splice learnt to tell).
+@pytest.mark.parametrize(
+    "data",
+    [
+        # Whitespace libcst does not write back as read.
+        PLAIN + b"\r",
+        b"import equinox as eqx\rclass A(eqx.Module):\r    pass\reqx\r",
+        PLAIN + b"\x0cY = 1\n",
+        b"import equinox as eqx\nimport jax\nclass A(eqx.Module):\n"
+        b"    y: int\n\x0c    x: jax.Array\n",
+        PLAIN + b"\n\t",
+        PLAIN + b"\r\t\n",
+        # The last line, without a newline, rewritten by libcst.
+        CONVERTED,
+        b"import equinox as eqx\nimport numpy as np\nclass A(eqx.Module):\n"
+        b"    x: np.array",
+        b"import equinox as eqx\nimport jax\nimport jax.numpy as jnp\n"
+        b"class A(eqx.Module):\n    def f(self):\n        return jnp.zeros(self.n)\n"
+        b"    n: jax.Array",
+        # A backslash joins a rewritten statement to the line before.
+        CONVERTED.replace(b":\n    x", b": \\\n    x").replace(
+            b"(conv", b"(  # c\n conv"
+        )
+        + b"\n",
+        CONVERTED.replace(b":\n    x", b":\n    y: int = 1; \\\n    x") + b"\n",
+        b"import jax\nimport equinox as eqx; \\\n X = 1\n"
+        b"class A(eqx.Module):\n    y: jax.Array\n",
+        # Names that Python's parser folds to NFKC and libcst keeps.
+        "import equinox as eqx\nimport jax\n# eqx\nclass A(eqx.Module):\n"
+        "    y: jax.Array\nprint(\uff45qx)\n".encode(),
+        "import equinox as eqx\nimport jax\nclass A(eqx.\uff2dodule):\n"
+        "    y: jax.Array\n".encode(),
+        "import equinox as eqx\nclass A(eqx.Module):\n    \ufb01eld: float\n".encode(),
+    ],
+)
+def test_the_runner_writes_what_libcst_writes_where_fuzzing_found_them_apart(data):
+    index, errors = _runner.index_project({Path("m.py"): data})
+    assert not errors
+    context = index.context("m.py")
+    for fix, typed in itertools.product([False, True], repeat=2):
+        result = _runner._transform_file({}, "m.py", data, context, fix, typed, True)
+        reference = migrate_source(data, context, fix=fix, typed=typed)
+        assert result == reference, (fix, typed)

@@ -17,7 +17,9 @@ from __future__ import annotations
 
 import ast
 import dataclasses
+import re
 import tokenize
+import unicodedata
 from collections.abc import Iterable
 from io import BytesIO
 from typing import Any
@@ -223,6 +225,21 @@ class AstAnalysis(Plan):
         return sites
 
 
+# A word with a letter outside ASCII.
+_UNICODE_WORD = re.compile(r"\w*[^\x00-\x7f]\w*")
+
+
+def _ensure_normalized_names(text: str) -> None:
+    """Raise `Undecidable` where a name may be spelled otherwise than `ast`
+    reads it: Python's parser folds names to NFKC (a fullwidth `e` is an `e`),
+    libcst keeps them as written."""
+    if text.isascii() or unicodedata.is_normalized("NFKC", text):
+        return
+    for word in _UNICODE_WORD.findall(text):
+        if not unicodedata.is_normalized("NFKC", word):
+            raise syntax.Undecidable(f"a name that NFKC folds: {word}")
+
+
 def analyse_source(
     source: bytes,
     context: FileContext | None = None,
@@ -234,6 +251,7 @@ def analyse_source(
     """The plan of `source`'s migration, read with `ast` (see `check_source`)."""
     encoding, _ = tokenize.detect_encoding(BytesIO(source).readline)
     text = source.decode(encoding)
+    _ensure_normalized_names(text)
     if tree is None:
         tree = ast.parse(text)
     analysis = AstAnalysis(text, ImportMap.from_ast(tree), context, fix, typed)

@@ -47,6 +47,10 @@ _WORD = rb"A-Za-z0-9_\x80-\xff"
 _BLOCK_HEAD = "if True:"
 _PLACEHOLDER = "pass"
 _IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+# Whitespace that libcst's parse of a whole file does not write back as it was
+# read (found by fuzzing the two rewrites against each other): a form feed, a
+# carriage return not followed by a line feed, and blanks ending the file.
+_REWRITTEN_WHITESPACE = re.compile(r"[\f\v]|\r(?!\n)|[ \t]+\Z")
 
 
 class _Source:
@@ -91,6 +95,9 @@ class _Splice:
         if analysis.encoding != "utf-8":
             # libcst names encodings and reads a BOM its own way.
             raise Undecidable(f"a file in {analysis.encoding}")
+        if _REWRITTEN_WHITESPACE.search(analysis.text):
+            # libcst's rewrite of the whole file would not keep these bytes.
+            raise Undecidable("a form feed, a lone carriage return or a blank end")
         self.analysis = analysis
         self.tree = tree
         self.source = _Source(analysis.lines)
@@ -207,14 +214,31 @@ class _Splice:
                 return True
         return False
 
-    def _lines_of(self, statement: ast.stmt) -> tuple[int, int]:
-        """The byte range of the whole lines of a statement alone on them."""
+    def _ensure_alone(self, statement: ast.stmt) -> None:
+        """Raise unless the statement's lines hold nothing but it (and a
+        comment), and no backslash joins them to the lines around."""
         lines = self.source.lines
-        indent = lines[statement.lineno - 1][: statement.col_offset]
+        first = _first_line(statement)
+        # A decorator starts its line; the statement itself may follow another.
+        before = (
+            lines[first - 1][: statement.col_offset]
+            if first == statement.lineno
+            else b""
+        )
         last = lines[statement.end_lineno - 1]  # type: ignore[index]
         after = last[statement.end_col_offset :].strip()  # type: ignore[misc]
-        if indent.strip() or (after and not after.startswith(b"#")):
-            raise Undecidable("a field on a line with another statement")
+        if (
+            before.strip()
+            or (after and not after.startswith(b"#"))
+            or _continued(last)
+            or (first > 1 and _continued(lines[first - 2]))
+        ):
+            raise Undecidable("a statement on a line with another")
+
+    def _lines_of(self, statement: ast.stmt) -> tuple[int, int]:
+        """The byte range of the whole lines of a statement alone on them."""
+        self._ensure_alone(statement)
+        lines = self.source.lines
         start = self.source.line_start(statement.lineno)
         return start, start + len(
             b"".join(lines[statement.lineno - 1 : statement.end_lineno])
@@ -248,6 +272,10 @@ class _Splice:
             code = rewritten.code_for_node(block)
             if not code.startswith(head):
                 raise Undecidable("a field statement libcst writes apart")
+            if not self.source.data[:end].endswith((b"\n", b"\r")):
+                # The file's last line: libcst ends a statement with a newline
+                # where a whole module says it had none.
+                code = code.removesuffix(self.newline)
             self.edits.append((start, end, code[len(head) :].encode()))
             self.replaced.add(id(statement))
             self.new_names |= used_names(block)
@@ -269,10 +297,8 @@ class _Splice:
         while cut < len(body) and isinstance(body[cut], ast.Import | ast.ImportFrom):
             cut += 1
         head_statements = body[:cut]
-        for index, statement in enumerate(head_statements):
-            following = body[index + 1] if index + 1 < len(body) else None
-            if following is not None and _first_line(following) <= statement.end_lineno:  # type: ignore[operator]
-                raise Undecidable("two statements on a line in the imports")
+        for statement in body[: cut + 1]:
+            self._ensure_alone(statement)
         in_head = {id(statement) for statement in head_statements}
         for statement in self.imports:
             if id(statement) not in in_head and any(
@@ -345,6 +371,12 @@ class _Splice:
             if hits and one_string_token(raw.decode("utf-8")):
                 found |= hits
         return found
+
+
+def _continued(line: bytes) -> bool:
+    """Whether a backslash joins the next line to this one (or it is a
+    comment that ends in one: either way, not a line to cut after)."""
+    return line.rstrip(b"\r\n").endswith(b"\\")
 
 
 def _only_statement(block: cst.BaseStatement) -> cst.AnnAssign:

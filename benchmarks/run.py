@@ -28,6 +28,7 @@ import argparse
 import dataclasses
 import datetime
 import gc
+import importlib
 import itertools
 import json
 import math
@@ -96,6 +97,15 @@ def case(measure: Callable[[Results], None]) -> Callable[[Results], None]:
     """Register a benchmark case; cases run in the order they are defined."""
     CASES.append(measure)
     return measure
+
+
+def _sibling(name: str) -> types.ModuleType:
+    """A module of benchmarks/ (the scripts import each other by plain name)."""
+    sys.path.insert(0, str(HERE))
+    try:
+        return importlib.import_module(name)
+    finally:
+        sys.path.remove(str(HERE))
 
 
 # -- timing helpers ------------------------------------------------------------
@@ -594,15 +604,12 @@ def bench_memory(quick: bool) -> list[Row]:
 
 
 def bench_retrace(quick: bool) -> list[Row]:
-    sys.path.insert(0, str(HERE))
     try:
-        import retrace_overhead  # pyright: ignore[reportMissingImports]
+        retrace_overhead = _sibling("retrace_overhead")
     except ModuleNotFoundError as error:
         if error.name != "retrace_overhead":
             raise
         return []
-    finally:
-        sys.path.remove(str(HERE))
     rows = []
     for found in retrace_overhead.main(quick):
         ratio, target = found.get("ratio"), found.get("target")
@@ -624,12 +631,7 @@ def bench_retrace(quick: bool) -> list[Row]:
 
 
 def _dispatch() -> types.ModuleType:
-    sys.path.insert(0, str(HERE))
-    try:
-        import dispatch  # pyright: ignore[reportMissingImports]
-    finally:
-        sys.path.remove(str(HERE))
-    return dispatch
+    return _sibling("dispatch")
 
 
 def bench_dispatch(quick: bool) -> tuple[list[Row], list[dict[str, Any]]]:
@@ -734,11 +736,7 @@ def dispatch_case(results: Results) -> None:
 
 @case
 def many_fields_case(results: Results) -> None:
-    sys.path.insert(0, str(HERE))
-    try:
-        import field_compiles  # pyright: ignore[reportMissingImports]
-    finally:
-        sys.path.remove(str(HERE))
+    field_compiles = _sibling("field_compiles")
     measured, cache = field_compiles.main(results.quick)
     rows = [Row(**row) for row in field_compiles.rows(measured, cache)]
     results.rows += rows
@@ -756,11 +754,7 @@ def many_fields_case(results: Results) -> None:
 
 @case
 def boxed_fields_case(results: Results) -> None:
-    sys.path.insert(0, str(HERE))
-    try:
-        import field_offsets  # pyright: ignore[reportMissingImports]
-    finally:
-        sys.path.remove(str(HERE))
+    field_offsets = _sibling("field_offsets")
     measured = field_offsets.main(results.quick)
     rows = [Row(**row) for row in field_offsets.rows(measured)]
     results.rows += rows
@@ -774,11 +768,7 @@ def boxed_fields_case(results: Results) -> None:
 
 @case
 def migrate_case(results: Results) -> None:
-    sys.path.insert(0, str(HERE))
-    try:
-        import migrate_tree  # pyright: ignore[reportMissingImports]
-    finally:
-        sys.path.remove(str(HERE))
+    migrate_tree = _sibling("migrate_tree")
     found = migrate_tree.measure(300, 3 if results.quick else 9)
     seconds, ratio = found["seconds"], found["ratio"]
     results.rows.append(
@@ -815,11 +805,7 @@ LARGE_FILE_TARGET_S = 15.0
 
 @case
 def migrate_large_case(results: Results) -> None:
-    sys.path.insert(0, str(HERE))
-    try:
-        import migrate_tree  # pyright: ignore[reportMissingImports]
-    finally:
-        sys.path.remove(str(HERE))
+    migrate_tree = _sibling("migrate_tree")
     classes = 2_500 if results.quick else 25_000
     found = migrate_tree.measure_large(classes, 1 if results.quick else 3)
     seconds, peaks = found["seconds"], found["peak_mb"]
@@ -949,11 +935,7 @@ def main(argv: list[str] | None = None) -> int:
     path.write_text(dumps(to_json(results, elapsed)))
     print(f"wrote {path.relative_to(HERE.parent)}")
     if not args.quick and not args.no_publish:
-        sys.path.insert(0, str(HERE))
-        try:
-            import publish  # pyright: ignore[reportMissingImports]
-        finally:
-            sys.path.remove(str(HERE))
+        publish = _sibling("publish")
         publish.main([])
     if not results.traces_ok or any(row.status == "FAIL" for row in results.rows):
         print("FAIL: a trace count is wrong (see the table)", file=sys.stderr)

@@ -220,6 +220,14 @@ CONVERTED = (
         "import equinox as eqx\nimport jax\nclass A(eqx.\uff2dodule):\n"
         "    y: jax.Array\n".encode(),
         "import equinox as eqx\nclass A(eqx.Module):\n    \ufb01eld: float\n".encode(),
+        # NFKC reorders combining marks that are not `\w`.
+        b"import equinox as q\xcc\x81\xcc\xa3\nclass A(q\xcc\xa3\xcc\x81.Module):\n"
+        b"    x: int\n",
+        # An import's name glued to a digit or a letter outside ASCII in a
+        # string: libcst's reading of strings finds it there.
+        b"import equinox as eqx\nclass A(eqx.Module):\n    x: int\ns = '1eqx'\n",
+        "import equinox as eqx\nclass A(eqx.Module):\n    x: int\n"
+        "s = 'eqx\xe9'\n".encode(),
     ],
 )
 def test_the_runner_writes_what_libcst_writes_where_fuzzing_found_them_apart(data):

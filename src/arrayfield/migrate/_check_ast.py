@@ -225,8 +225,9 @@ class AstAnalysis(Plan):
         return sites
 
 
-# A word with a letter outside ASCII.
-_UNICODE_WORD = re.compile(r"\w*[^\x00-\x7f]\w*")
+# A word with a character outside ASCII (combining marks are not `\w`, and NFKC
+# may reorder them: they stay in the word).
+_UNICODE_WORD = re.compile(r"(?:\w|[^\x00-\x7f])*[^\x00-\x7f](?:\w|[^\x00-\x7f])*")
 
 
 def _ensure_normalized_names(text: str) -> None:

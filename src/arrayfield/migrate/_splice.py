@@ -41,8 +41,6 @@ from ._rewrite import LEGACY_ANNOTATIONS, Rewriter
 from ._syntax import Undecidable, one_string_token
 from ._transform import MigrationResult, arrayfield_names
 
-# What may continue an identifier, in UTF-8 bytes (non-ASCII letters' bytes too).
-_WORD = rb"A-Za-z0-9_\x80-\xff"
 # The statement a field statement is parsed under, to keep its indentation.
 _BLOCK_HEAD = "if True:"
 _PLACEHOLDER = "pass"
@@ -340,8 +338,10 @@ class _Splice:
         new_texts = [new for _, _, new in self.edits]
         mentioned = set()
         for name in candidates:
+            # Every place libcst may read the name, and more: in a string,
+            # `[A-Za-z_][A-Za-z0-9_]*` finds `eqx` in `'1eqx'` and `'eqxé'` too.
             word = re.compile(
-                rb"(?<![%s])%s(?![%s])" % (_WORD, re.escape(name.encode()), _WORD)
+                rb"(?<![A-Za-z_])%s(?![A-Za-z0-9_])" % re.escape(name.encode())
             )
             if any(word.search(text) for text in new_texts) or any(
                 not _inside(skipped, found.start())

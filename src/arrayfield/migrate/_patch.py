@@ -52,7 +52,15 @@ def opcodes(old: Sequence[bytes], new: Sequence[bytes]) -> list[Opcode]:
     out: list[Opcode] = []
     i0 = j0 = 0
     for i, j in [*_anchors(old, new), (len(old), len(new))]:
-        if i > i0 or j > j0:
+        if i0 == i or j0 == j or (i - i0, j - j0) == (1, 1):
+            # What difflib answers for these, without building a matcher: a
+            # migration mostly changes one line between two unchanged ones.
+            if i > i0 or j > j0:
+                tag = "insert" if i0 == i else "delete" if j0 == j else "replace"
+                if tag == "replace" and old[i0] == new[j0]:
+                    tag = "equal"
+                _append(out, (tag, i0, i, j0, j))
+        else:
             between = difflib.SequenceMatcher(None, old[i0:i], new[j0:j])
             for tag, a1, a2, b1, b2 in between.get_opcodes():
                 _append(out, (tag, i0 + a1, i0 + a2, j0 + b1, j0 + b2))

@@ -24,7 +24,8 @@ from ._statements import small_statements
 
 _Item = TypeVar("_Item", cst.ImportAlias, cst.BaseSmallStatement, cst.Arg)
 
-_IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+# What `used_names` reads as names in a string literal.
+IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 
 def binding_name(alias: cst.ImportAlias) -> str:
@@ -133,7 +134,7 @@ class _NameCollector(cst.CSTVisitor):
         self.names.add(node.value)
 
     def visit_SimpleString(self, node: cst.SimpleString) -> None:
-        self.names.update(_IDENTIFIER.findall(node.value))
+        self.names.update(IDENTIFIER.findall(node.value))
 
 
 def used_names(node: cst.CSTNode) -> set[str]:

@@ -35,7 +35,7 @@ import libcst as cst
 
 from ._bindings import imports_in
 from ._check_ast import AstAnalysis
-from ._imports import add_import, remove_imports, used_names
+from ._imports import IDENTIFIER, add_import, remove_imports, used_names
 from ._plan import Plan
 from ._rewrite import LEGACY_ANNOTATIONS, Rewriter
 from ._syntax import Undecidable, one_string_token
@@ -44,7 +44,6 @@ from ._transform import MigrationResult, arrayfield_names
 # The statement a field statement is parsed under, to keep its indentation.
 _BLOCK_HEAD = "if True:"
 _PLACEHOLDER = "pass"
-_IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 # Whitespace that libcst's parse of a whole file does not write back as it was
 # read (found by fuzzing the two rewrites against each other): a form feed, a
 # carriage return not followed by a line feed, and blanks ending the file.
@@ -107,6 +106,7 @@ class _Splice:
         self.imports = list(imports_in(tree.body))
 
     def text(self) -> str:
+        """The file's text with every edit made."""
         out, done = [], 0
         for start, end, new in sorted(self.edits):
             if start < done:
@@ -121,7 +121,7 @@ class _Splice:
         start, end = self.source.start(node), self.source.end(node)
         self.edits.append((start, end, code.encode()))
         self.replaced.add(id(node))
-        self.new_names.update(_IDENTIFIER.findall(code))
+        self.new_names.update(IDENTIFIER.findall(code))
 
     def wrap(self, node: ast.AST, before: str, after: str) -> None:
         """`before` and `after` (names and brackets) put around `node`."""
@@ -131,7 +131,7 @@ class _Splice:
         self.edits.append(
             (self.source.end(node), self.source.end(node), after.encode())
         )
-        self.new_names.update(_IDENTIFIER.findall(before))
+        self.new_names.update(IDENTIFIER.findall(before))
 
     # The edits, one kind each.
 
@@ -366,9 +366,10 @@ class _Splice:
         found = set()
         for node in _strings(self.tree, self.replaced):
             raw = self.source.data[self.source.start(node) : self.source.end(node)]
-            words = set(re.findall(rb"[A-Za-z_][A-Za-z0-9_]*", raw))
-            hits = {name for name in names - found if name.encode() in words}
-            if hits and one_string_token(raw.decode("utf-8")):
+            literal = raw.decode("utf-8")
+            words = set(IDENTIFIER.findall(literal))
+            hits = (names - found) & words
+            if hits and one_string_token(literal):
                 found |= hits
         return found
 

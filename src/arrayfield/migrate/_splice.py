@@ -88,7 +88,8 @@ def _first_line(statement: ast.stmt) -> int:
 class _Splice:
     """The edits of one file, as (start, end, new bytes) of its UTF-8 text."""
 
-    def __init__(self, analysis: AstAnalysis, tree: ast.Module) -> None:
+    def __init__(self, analysis: AstAnalysis) -> None:
+        assert analysis.tree is not None  # `analyse_source` keeps its parse
         if analysis.encoding != "utf-8":
             # libcst names encodings and reads a BOM its own way.
             raise Undecidable(f"a file in {analysis.encoding}")
@@ -96,14 +97,14 @@ class _Splice:
             # libcst's rewrite of the whole file would not keep these bytes.
             raise Undecidable("a form feed, a lone carriage return or a blank end")
         self.analysis = analysis
-        self.tree = tree
+        self.tree = analysis.tree
         self.source = _Source(analysis.lines)
         self.newline = _default_newline(analysis.text)
         self.edits: list[tuple[int, int, bytes]] = []
         # Names the rewritten statements use, and the `ast` nodes they replace.
         self.new_names: set[str] = set()
         self.replaced: set[int] = set()
-        self.imports = list(imports_in(tree.body))
+        self.imports = list(imports_in(self.tree.body))
 
     def text(self) -> str:
         """The file's text with every edit made."""
@@ -398,6 +399,8 @@ def _inside(spans: list[tuple[int, int]], offset: int) -> bool:
 
 
 def _binds(statement: ast.Import | ast.ImportFrom, name: str) -> bool:
+    """Whether the import binds `name`, as `_imports.binding_name` reads it for
+    the remover: relative imports too, which `_bindings.ImportMap` leaves out."""
     for alias in statement.names:
         if alias.name == "*":
             continue
@@ -476,9 +479,7 @@ def splice_source(analysis: AstAnalysis) -> MigrationResult:
     """The migrated text of the file `analysis` has planned (with `ast`), as
     `_transform.migrate_source` writes it. Raises `Undecidable` where only a
     whole-file rewrite can tell."""
-    tree = analysis.tree
-    assert tree is not None
-    splice = _Splice(analysis, tree)
+    splice = _Splice(analysis)
     names, new_import = arrayfield_names(
         analysis.imports, analysis.names_needed(), lambda: _af_is_free(analysis.text)
     )

@@ -484,3 +484,111 @@ def test_a_local_class_and_its_instances_round_trip_through_cloudpickle():
     assert copied(x=1, later=2).later.dtype == jnp.float32
     instance = pickle.loads(cloudpickle.dumps(local(x=1)))
     assert instance.x.dtype == jnp.float32
+
+
+@pytest.mark.parametrize(
+    ("skipped", "broken"),
+    [
+        ("converters", "a list given to an array field was stored unconverted"),
+        ("checks", "a check=True class accepted a wrongly shaped array"),
+    ],
+)
+def test_import_fails_naming_versions_when_equinox_stops_running_our_hooks(
+    skipped, broken
+):
+    # An equinox that runs no field converters, or no __check_init__, as a
+    # future release might: ArrayModule must refuse to load, never convert or
+    # validate silently less.
+    code = (
+        "import dataclasses, equinox, jax\n"
+        "meta = type(equinox.Module)\n"
+        "call = meta.__call__\n"
+        "def no_converters(cls, *args, **kwargs):\n"
+        "    fields = cls.__dataclass_fields__\n"
+        "    saved = {n: f.metadata for n, f in fields.items()}\n"
+        "    for f in fields.values():\n"
+        "        f.metadata = {k: v for k, v in f.metadata.items()\n"
+        "                      if k != 'converter'}\n"
+        "    try:\n"
+        "        return call(cls, *args, **kwargs)\n"
+        "    finally:\n"
+        "        for n, f in fields.items():\n"
+        "            f.metadata = saved[n]\n"
+        "def no_checks(cls, *args, **kwargs):\n"
+        "    hooks = {k: k.__dict__['__check_init__'] for k in cls.__mro__\n"
+        "             if '__check_init__' in k.__dict__}\n"
+        "    for k in hooks:\n"
+        "        type.__delattr__(k, '__check_init__')\n"
+        "    try:\n"
+        "        return call(cls, *args, **kwargs)\n"
+        "    finally:\n"
+        "        for k, hook in hooks.items():\n"
+        "            type.__setattr__(k, '__check_init__', hook)\n"
+        f"meta.__call__ = no_{skipped}\n"
+        "import arrayfield as af\n"
+        "try:\n"
+        "    af.ArrayModule\n"
+        "except ImportError as error:\n"
+        "    print(error)\n"
+    )
+    result = run_code(code)
+    assert result.returncode == 0, result.stderr
+    assert f"equinox {eqx.__version__} and jax {jax.__version__}" in result.stdout
+    assert broken in result.stdout
+
+
+def test_equinox_classes_keep_their_own_methods_after_arrayfield_is_used():
+    # Nothing of equinox's is replaced for the process: after defining classes
+    # (check=True too) and running every diagnostic, with every block closed,
+    # each equinox class's namespace holds the objects it held before.
+    code = """
+import inspect, sys
+import equinox as eqx, jax.numpy as jnp
+from jaxtyping import Array, Float
+
+def namespaces():
+    found = {}
+    for name, module in list(sys.modules.items()):
+        if name.split(".")[0] != "equinox":
+            continue
+        for value in list(vars(module).values()):
+            if inspect.isclass(value) and value.__module__.startswith("equinox"):
+                for cls in (value, type(value)):
+                    found[cls] = dict(vars(cls))
+    return found
+
+before = namespaces()
+import arrayfield as af
+
+class Star(af.ArrayModule, check=True):
+    flux: Float[Array, ""]
+    n: int = 0
+
+@eqx.filter_jit
+def plain(star):
+    return star.flux * 2
+
+@af.explain_retraces
+@eqx.filter_jit
+def watched(star):
+    return star.flux + star.n
+
+star = Star(flux=1.0)
+af.audit(star)
+af.normalize(star)
+with af.explain_retraces():
+    plain(star)
+    af.filter_jit(lambda s: s.flux)(star)
+watched(star)
+watched(Star(flux=2.0, n=1))
+changed = [
+    f"{cls.__qualname__}.{key}"
+    for cls, names in before.items()
+    for key in names.keys() | vars(cls).keys()
+    if names.get(key, None) is not vars(cls).get(key, None)
+]
+print(sorted(changed))
+"""
+    result = run_code(code)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "[]"

@@ -1,10 +1,11 @@
-"""`af.field`, `FieldConverter` and the per-class table of converted fields.
+"""`af.field`, `FieldConverter`, and the converters of an ArrayModule's fields.
 
-A `FieldConverter` converts one field of one class: equinox calls it as a field
-converter for an `af.field(...)` (how single fields of plain `eqx.Module`s opt in),
-and `ArrayModule`'s one-pass hook calls it for every other array field. Its
-annotation is parsed once per class, when the class is created (or on first use
-for forward references), never per instance.
+A `FieldConverter` converts one field of one class, as the field's equinox
+converter (`eqx.field(converter=...)`, equinox's public hook, which runs after
+any `__init__`): `af.field(...)` gives one to a single field (how fields of plain
+`eqx.Module`s opt in), and `declare_array_fields` gives one to every array field
+of an `ArrayModule` class while the class is created. Its annotation is parsed
+once per class (or on first use for forward references), never per instance.
 
 `field_converters(cls)` is the table validation, `normalize` and the diagnostics
 read: every field of `cls` that arrayfield converts, with its converter.
@@ -12,10 +13,13 @@ read: every field of `cls` that arrayfield converts, with its converter.
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import inspect
 import sys
 import threading
+import types
+import typing
 from collections.abc import Callable
 from typing import Any, NoReturn
 
@@ -33,6 +37,7 @@ from ._errors import (
     short_repr,
     warn_in_user_code,
 )
+from ._internals import ARRAY_IMPL
 from ._spec import (
     ArraySpec,
     FieldSpec,
@@ -203,9 +208,18 @@ class FieldConverter:
     # -- conversion -------------------------------------------------------------
 
     def __call__(self, value: Any) -> Any:
-        """What equinox calls for an `af.field`: the user's converter, then ours."""
+        """What equinox calls after `__init__`: the user's converter, then ours.
+
+        Once per field of every instance: a concrete JAX array whose dtype is
+        already right is returned before any other call.
+        """
         if self.user_converter is not None:
             value = self.user_converter(value)
+        if type(value) is ARRAY_IMPL:
+            # `.aval.dtype` costs about half of `.dtype`.
+            fast = self.fast_dtypes
+            if fast is None or value.aval.dtype in fast:
+                return value
         return self.store(value)
 
     def store(self, value: Any, cls: type | None = None) -> Any:
@@ -495,74 +509,154 @@ def _field_dtype(dtype: Any) -> np.dtype:
         ) from None
 
 
-# -- the per-class table -----------------------------------------------------------
+# -- ArrayModule's fields ------------------------------------------------------------
 
-# Where an ArrayModule class keeps its converters: name -> FieldConverter, for the
-# fields it converts in one pass. Computed once, when the class is created.
-CONVERTERS = "__arrayfield_converters__"
 VALIDATES = "__arrayfield_validates__"
 
+# What a class body may annotate without declaring a dataclass field (dataclasses'
+# and equinox's markers), read off an annotation arrayfield cannot resolve yet.
+_NOT_FIELDS = frozenset({"ClassVar", "InitVar", "KW_ONLY", "AbstractVar"})
+_NOT_FIELDS |= {"AbstractClassVar"}
 
-def _declaring_class(cls: type, f: dataclasses.Field) -> type:
-    """The class whose body declared field `f`: its annotation's namespace.
 
-    Dataclasses hand an inherited field object down unchanged, so that is the most
-    basic class in the MRO that holds this very object.
+def declare_array_fields(cls: type) -> None:
+    """Give every array field of a new ArrayModule class an arrayfield converter.
+
+    Runs from `ArrayModule.__init_subclass__`, while `type.__new__` builds the class
+    and before equinox makes it a dataclass: each array-annotated name of the class
+    body becomes `eqx.field(converter=...)` (its default, and any converter or
+    option written there, kept), so equinox's own converter hook stores the
+    converted value once the class's `__init__` (any `__init__`) has returned,
+    before any `__check_init__` runs. A field a plain `eqx.Module` base declared is
+    declared again here, as it was, with a converter. Static fields, fields opted
+    out with `af.field(convert=False)`, `af.field(...)` fields (which convert
+    already) and non-array annotations are left exactly as written.
     """
-    for klass in reversed(cls.__mro__):
-        if klass.__dict__.get("__dataclass_fields__", {}).get(f.name) is f:
-            return klass
-    return cls
-
-
-def _inherited_converter(cls: type, f: dataclasses.Field) -> FieldConverter | None:
-    """The converter a base made for this very field object, if any (no re-parsing)."""
-    for base in cls.__mro__[1:]:
-        converters = base.__dict__.get(CONVERTERS)
-        if converters is not None and f.name in converters:
-            if base.__dict__["__dataclass_fields__"].get(f.name) is f:
-                return converters[f.name]
-            return None
-    return None
-
-
-def batch_converters(cls: type) -> dict[str, FieldConverter]:
-    """The fields of a new ArrayModule class that it converts itself, in one pass.
-
-    Every dataclass field counts, whichever base declared it (plain `eqx.Module`
-    parents included), except static ones, ones opted out with
-    `af.field(convert=False)`, ones an `af.field` converter already handles, and ones
-    whose annotation does not denote an array.
-    """
-    converters = {}
-    for f in dataclasses.fields(cls):  # pyright: ignore[reportArgumentType]
-        metadata = f.metadata
-        if metadata.get("static", False):
+    own = inspect.get_annotations(cls)
+    for name, annotation in own.items():
+        value = cls.__dict__.get(name, dataclasses.MISSING)
+        declared = _with_converter(cls, cls, name, annotation, value)
+        if declared is not None:
+            type.__setattr__(cls, name, declared)
+    for name, (inherited, owner) in _inherited_fields(cls).items():
+        if name in own:
             continue
+        converter = inherited.metadata.get("converter")
+        if name in cls.__dict__:
+            if isinstance(converter, FieldConverter) and inspect.isdatadescriptor(
+                cls.__dict__[name]
+            ):
+                declared = _without_converter(inherited, cls.__dict__[name])
+            else:
+                continue  # a value that replaces the field: nothing to convert
+        elif isinstance(converter, FieldConverter):
+            continue  # an ArrayModule base or af.field converts it already
+        else:
+            declared = _with_converter(cls, owner, name, inherited.type, inherited)
+        if declared is not None:
+            # Set, not updated: `cls.__annotations__` of a class whose body
+            # annotated nothing is a dict the class does not keep.
+            annotations = {**inspect.get_annotations(cls), name: inherited.type}
+            type.__setattr__(cls, "__annotations__", annotations)
+            type.__setattr__(cls, name, declared)
+
+
+def _inherited_fields(cls: type) -> dict[str, tuple[dataclasses.Field, type]]:
+    """The dataclass fields `cls` inherits, each with the class whose body declared
+    it (dataclasses hand an inherited field object down unchanged)."""
+    fields: dict[str, tuple[dataclasses.Field, type]] = {}
+    for base in reversed(cls.__mro__[1:]):
+        if "__dataclass_fields__" not in base.__dict__:
+            continue
+        for f in dataclasses.fields(base):
+            known = fields.get(f.name)
+            fields[f.name] = (f, known[1] if known and known[0] is f else base)
+    return fields
+
+
+def _with_converter(
+    cls: type, owner: type, name: str, annotation: Any, value: Any
+) -> dataclasses.Field | None:
+    """The field `name` declared with an arrayfield converter, or None to leave
+    the class body's `value` as it is."""
+    if isinstance(value, dataclasses.Field):
+        metadata = value.metadata
         options = metadata.get(OPTIONS_KEY)
-        if options is not None and not options.convert:
-            continue
-        if isinstance(metadata.get("converter"), FieldConverter):
-            continue  # af.field(...): converted by equinox's converter hook
-        if inspect.isdatadescriptor(inspect.getattr_static(cls, f.name, None)):
-            continue  # a subclass property overrides the field: nothing is stored
-        converter = _inherited_converter(cls, f)
-        if converter is None:
-            owner = _declaring_class(cls, f)
-            converter = FieldConverter()
-            converter.bind(owner, f.name, f.type, f.default)
-        if converter.spec is not None:
-            converters[f.name] = converter
-    return converters
+        user_converter = metadata.get("converter")
+        if (
+            metadata.get("static", False)
+            or (options is not None and not options.convert)
+            or isinstance(user_converter, FieldConverter)
+        ):
+            return None
+        default = value.default
+    elif inspect.isdatadescriptor(value) or type(value) is _RaiseOnLookup:
+        # A property under an annotation stores nothing; a mistaken `af.field`
+        # raises its error when dataclasses look the default up.
+        return None
+    else:
+        user_converter, default = None, value
+    if _names_no_field(annotation, owner):
+        return None
+    converter = FieldConverter(user_converter=user_converter)
+    converter.bind(owner, name, annotation, default)
+    if converter.spec is None:
+        return None
+    if isinstance(value, dataclasses.Field):
+        declared = copy.copy(value)
+        declared.metadata = types.MappingProxyType(
+            {**value.metadata, "converter": converter}
+        )
+        return declared
+    if value is dataclasses.MISSING:
+        return eqx.field(converter=converter)
+    return eqx.field(default=value, converter=converter)
+
+
+def _names_no_field(annotation: Any, owner: type) -> bool:
+    """Whether a class body's annotation is a `ClassVar`, `InitVar`, `KW_ONLY` or
+    equinox's `AbstractVar`/`AbstractClassVar`: no field that holds a value."""
+    if isinstance(annotation, str):
+        head = annotation.strip().split("[", 1)[0].rsplit(".", 1)[-1].strip()
+        if head in _NOT_FIELDS:
+            return True
+        try:
+            annotation = resolve_annotation(annotation, owner)
+        except Unresolved:
+            return False
+    if annotation is dataclasses.KW_ONLY or isinstance(annotation, dataclasses.InitVar):
+        return True
+    origin = typing.get_origin(annotation)
+    return origin is typing.ClassVar or getattr(origin, "__name__", "") in _NOT_FIELDS
+
+
+def _without_converter(
+    inherited: dataclasses.Field, descriptor: Any
+) -> dataclasses.Field:
+    """The inherited field again, with no arrayfield converter, for a class in
+    which a property replaces it.
+
+    equinox allows that (the property is read, nothing is stored), but it stores
+    what a field's converter returns, which a property cannot take. The field keeps
+    the property as its default: dataclasses put it back on the class.
+    """
+    declared = copy.copy(inherited)
+    converter = inherited.metadata["converter"]
+    metadata = {k: v for k, v in inherited.metadata.items() if k != "converter"}
+    if converter.user_converter is not None:
+        metadata["converter"] = converter.user_converter
+    declared.metadata = types.MappingProxyType(metadata)
+    declared.default, declared.default_factory = descriptor, dataclasses.MISSING
+    return declared
 
 
 def field_converters(cls: type) -> dict[str, FieldConverter]:
     """Every field of `cls` that arrayfield converts, with its converter.
 
-    The fields an `ArrayModule` converts in one pass, and those with an `af.field`
-    converter (on any Module). What `normalize`, validation and diagnostics read.
+    The array fields of an `ArrayModule`, and `af.field(...)` fields of any Module.
+    What `normalize`, validation and diagnostics read.
     """
-    converters = dict(cls.__dict__.get(CONVERTERS, {}))
+    converters = {}
     for f in dataclasses.fields(cls):  # pyright: ignore[reportArgumentType]
         converter = f.metadata.get("converter")
         if isinstance(converter, FieldConverter):

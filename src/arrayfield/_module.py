@@ -1,99 +1,32 @@
-"""`ArrayModule`: equinox's Module with its array fields converted in one pass.
+"""`ArrayModule`: equinox's Module whose array fields store arrays.
 
-An `ArrayModule` class converts all its array fields right after its `__init__`
-(the dataclass one or a custom one) returns: `_finish_class` wraps the class's
-`__init__`. Equinox then runs field converters and every `__check_init__` in the
-MRO, which already see arrays. The conversion adds no `__check_init__` to the
+Everything happens through what Python and equinox document: while `type.__new__`
+builds a subclass, `ArrayModule.__init_subclass__` declares each array field with
+an arrayfield converter (`_field.declare_array_fields`), and equinox, which makes
+the class a dataclass right after, runs those converters as it runs any
+`eqx.field(converter=...)`: once the class's `__init__` (the dataclass one or a
+custom one) has returned, before any `__check_init__`. Nothing is added to the
 MRO, so code that walks the hooks equinox will call (quax's fast construction
-path counts them) sees a subclass exactly as it sees an `eqx.Module` one. One pass
-is cheaper than a converter per field (equinox's converter hook alone costs more
-per field than an already-right array needs). Fields declared with
-`af.field(...)` keep the converter of their own (`_field.py`), and converters a
-user wrote run before either. Validation (`check=True`) needs every field
-converted, those with an `af.field` converter too, so it runs in a
-`__check_init__`, added only to classes that ask for it.
+path counts the `__check_init__`s) sees a subclass exactly as it sees an
+`eqx.Module` one, and nothing of equinox's is replaced. Validation (`check=True`)
+needs every field converted, so it runs in a `__check_init__`, added only to
+classes that ask for it, and before equinox records the class's hooks.
 """
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Callable
 from typing import Any
 
-from ._errors import class_name, did_you_mean
-from ._field import (
-    CONVERTERS,
-    NOT_YET,
-    VALIDATES,
-    FieldConverter,
-    batch_converters,
-)
-from ._internals import (
-    ARRAY_IMPL,
-    EQX_MODULE,
-    after_module_class,
-    class_being_built,
-)
+import equinox
+import jax
+import numpy as np
+from jaxtyping import Float
+
+from ._errors import ValidationError, class_name, did_you_mean
+from ._field import VALIDATES, declare_array_fields
+from ._internals import EQX_MODULE
 from ._validate import enabled_by_environment, validate
-
-
-def _widen_init_annotations(cls: type, converters: dict[str, FieldConverter]) -> None:
-    """Let jaxtyping/beartype-checked `__init__`s accept scalars for array fields.
-
-    What equinox does for a converter's first-parameter annotation, done for the
-    fields converted in one pass. Fields with a converter of their own keep the
-    annotation equinox gave them.
-    """
-    annotations = cls.__init__.__annotations__
-    for name, converter in converters.items():
-        if name not in annotations or converter.spec is NOT_YET:
-            continue
-        if cls.__dataclass_fields__[name].metadata.get("converter") is None:
-            annotations[name] = converter.__signature__.parameters["value"].annotation
-
-
-def _make_init(cls: type, init: Callable[..., None], converters: dict):
-    """`cls.__init__`: the class's own `__init__`, then every field of
-    `converters` stored converted, in one pass.
-
-    Only an instance of `cls` itself converts here: a subclass's `__init__` that
-    calls `super().__init__()` converts once, when it returns itself (each class
-    with fields to convert gets its own wrapper, inherited `__init__` or not).
-    The conversion is written out here, not called: this runs for every instance.
-    """
-    fields = tuple(converters.items())
-    array_impl = ARRAY_IMPL  # a closure cell: cheaper than a global
-
-    @functools.wraps(init)  # the signature, `__annotations__` and docs stay init's
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        init(self, *args, **kwargs)
-        if type(self) is not cls and class_being_built(type(self)) is not cls:
-            return
-        values = self.__dict__
-        for name, converter in fields:
-            try:
-                value: Any = values[name]
-            except KeyError:
-                # A custom __init__ left it to the class default, or did not set it
-                # (equinox names the missing field right after).
-                value = getattr(self, name, _UNSET)
-                if value is _UNSET:
-                    continue
-            if type(value) is array_impl:
-                # Inlined: the common case of an array that is already right.
-                # `.aval.dtype` is about half the cost of `.dtype`.
-                fast = converter.fast_dtypes
-                if fast is None or value.aval.dtype in fast:
-                    continue
-            new = converter.store(value, cls)
-            if new is not value:
-                object.__setattr__(self, name, new)
-
-    __init__.__qualname__ = f"{cls.__qualname__}.__init__"
-    return __init__
-
-
-_UNSET = object()
 
 
 def _make_check_init(cls: type, own_check: Callable[[Any], None] | None):
@@ -102,11 +35,11 @@ def _make_check_init(cls: type, own_check: Callable[[Any], None] | None):
     Equinox calls the `__check_init__` of every class in the MRO, most derived first,
     after `__init__` and after field converters: every field is converted by then.
     It replaces the class's own `__check_init__` (calling it), so only a class that
-    has none gains a hook.
+    has none gains a hook; only the hook of the instance's own class validates.
     """
 
     def __check_init__(self):
-        if class_being_built(type(self)) is cls:
+        if type(self) is cls:
             validate(self)
         if own_check is not None:
             own_check(self)
@@ -144,43 +77,6 @@ def _init_behind_array_module(cls: type, base: type) -> Callable | None:
         if klass is not base and "__init__" in klass.__dict__:
             return klass.__dict__["__init__"]
     return None
-
-
-def _finish_class(cls: type) -> None:
-    """Finish an ArrayModule class once equinox has made it a dataclass.
-
-    It gets its converters (annotations parsed once, here), an `__init__` that
-    converts after it runs (its annotations, which runtime type checkers read,
-    widened), and for `check=True` the `__check_init__` that validates. Equinox's
-    own metaclass runs this step (`after_module_class`), so ArrayModule needs no
-    metaclass of its own, and a library's metaclass derived from equinox's works
-    with it unchanged.
-    """
-    if not _derives_from_array_module(cls):
-        return  # a plain Module, or ArrayModule itself
-    converters = batch_converters(cls)
-    setattr(cls, CONVERTERS, converters)
-    if cls.__dataclass_params__.init:  # pyright: ignore[reportAttributeAccessIssue]
-        # Equinox made this class a dataclass `__init__` of its own.
-        _widen_init_annotations(cls, converters)
-    # A class with nothing to convert needs no wrapper: its parents' wrappers skip
-    # instances of subclasses (`type(self) is cls`), so nothing is lost.
-    if converters:
-        type.__setattr__(cls, "__init__", _make_init(cls, cls.__init__, converters))
-    if getattr(cls, VALIDATES, False):
-        own_check = cls.__dict__.get("__check_init__")
-        type.__setattr__(cls, "__check_init__", _make_check_init(cls, own_check))
-
-
-# Marks the ArrayModule class itself. Recognising it by this mark rather than by
-# identity keeps classes converted after `importlib.reload` of this module (what
-# IPython's autoreload does when the file changes): the reload makes a second
-# ArrayModule class, and subclasses of either must be finished.
-_BASE_MARK = "__arrayfield_base__"
-
-
-def _derives_from_array_module(cls: type) -> bool:
-    return any(klass.__dict__.get(_BASE_MARK) for klass in cls.__mro__[1:])
 
 
 class ArrayModule(EQX_MODULE):
@@ -237,8 +133,6 @@ class ArrayModule(EQX_MODULE):
         ```
     """
 
-    __arrayfield_base__ = True  # _BASE_MARK, read from this class's own __dict__
-
     def __init_subclass__(cls, *, check: bool | None = None, **kwargs: Any):
         # `__class__`: the ArrayModule this method belongs to, also after a reload
         # has bound the module's global name to a newer one.
@@ -249,13 +143,14 @@ class ArrayModule(EQX_MODULE):
         shadowed = _init_behind_array_module(cls, base)
         if shadowed is not None:
             type.__setattr__(cls, "__init__", shadowed)  # before equinox looks
+        declare_array_fields(cls)
         if check if check is not None else enabled_by_environment():
             setattr(cls, VALIDATES, True)  # inherited: subclasses validate too
         elif check is False:
             setattr(cls, VALIDATES, False)
-
-
-after_module_class(_finish_class)
+        if getattr(cls, VALIDATES, False):
+            own_check = cls.__dict__.get("__check_init__")
+            type.__setattr__(cls, "__check_init__", _make_check_init(cls, own_check))
 
 
 def _reject_unknown_class_keywords(
@@ -279,3 +174,34 @@ def _reject_unknown_class_keywords(
         "An ArrayModule subclass takes check=True/False (validation against the "
         "annotations) and equinox's strict= and is_abstract=."
     )
+
+
+def _check_equinox_runs_our_hooks() -> None:
+    """Fail at import, naming the versions, if equinox stops doing what
+    ArrayModule is built on: running a field's converter after `__init__`, and a
+    `__check_init__` set while the class is created. Checked by behaviour, on
+    NumPy arrays (no JAX backend starts)."""
+
+    class Probe(ArrayModule, check=True):
+        x: Float[np.ndarray, "2"]  # noqa: UP037 - a jaxtyping shape, not a name
+
+    broken = ""
+    try:
+        if not isinstance(Probe(x=[0.5, 1.5]).x, np.ndarray):  # pyright: ignore
+            broken = "a list given to an array field was stored unconverted"
+        else:
+            Probe(x=[0.5, 1.5, 2.5])  # pyright: ignore[reportArgumentType]
+            broken = "a check=True class accepted a wrongly shaped array"
+    except ValidationError:
+        pass
+    if broken:
+        raise ImportError(
+            f"arrayfield cannot work with equinox {equinox.__version__} and jax "
+            f"{jax.__version__}: {broken}. equinox no longer runs the field "
+            "converters or __check_init__ hooks arrayfield declares while a class "
+            "is created. Install a supported equinox (see arrayfield's "
+            "pyproject.toml) and report this."
+        )
+
+
+_check_equinox_runs_our_hooks()

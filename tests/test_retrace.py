@@ -14,7 +14,7 @@ from jax._src import monitoring as jax_monitoring  # the listener list, to compa
 from jaxtyping import Array, Float, Int
 
 import arrayfield as af
-from arrayfield import _internals
+from arrayfield import _internals, _tracing
 from arrayfield.diagnostics import _record, _retrace
 from helpers import python
 
@@ -71,6 +71,7 @@ def _add_one(tree, x):
 
 def test_hooks_match_this_jax_and_equinox():
     _internals.check_compatible()
+    _tracing.check_compatible()
 
 
 def test_jax_reports_trace_events_on_traces_and_never_on_cache_hits():
@@ -79,7 +80,7 @@ def test_jax_reports_trace_events_on_traces_and_never_on_cache_hits():
     events = []
 
     def listener(event, duration, **kwargs):
-        if event == _internals.TRACE_EVENT:
+        if event == _tracing.TRACE_EVENT:
             events.append(event)
 
     @eqx.filter_jit
@@ -95,10 +96,10 @@ def test_jax_reports_trace_events_on_traces_and_never_on_cache_hits():
             double(argument)
             per_call.append(len(events) - before)
     finally:
-        _internals.unregister_duration_listener(listener)
+        _tracing.unregister_duration_listener(listener)
     traced = [count > 0 for count in per_call]
     assert traced == [True, False, True], (
-        f"JAX no longer reports {_internals.TRACE_EVENT!r} on each trace (events per "
+        f"JAX no longer reports {_tracing.TRACE_EVENT!r} on each trace (events per "
         f"call: {per_call}); arrayfield.explain_retraces cannot see retraces with "
         "this JAX version."
     )
@@ -110,7 +111,7 @@ def test_jit_traces_are_told_from_eager_transformations():
     seen = []
 
     def probe(x):
-        seen.append(_internals.in_jit_trace())
+        seen.append(_tracing.in_jit_trace())
         return jnp.sum(x**2)
 
     probe(jnp.ones(2))
@@ -578,20 +579,20 @@ def test_trace_counters_are_per_thread():
     def f(x):
         return x
 
-    _internals.acquire_trace_counter()
+    _tracing.acquire_trace_counter()
     try:
         x = jnp.ones(7)
-        before = _internals.counter.traces
+        before = _tracing.counter.traces
         seen = []
         thread = threading.Thread(
-            target=lambda: (f(x), seen.append(_internals.counter.traces))
+            target=lambda: (f(x), seen.append(_tracing.counter.traces))
         )
         thread.start()
         thread.join()
         assert seen == [1]
-        assert _internals.counter.traces == before
+        assert _tracing.counter.traces == before
     finally:
-        _internals.release_trace_counter()
+        _tracing.release_trace_counter()
 
 
 def test_environment_variable_watches_an_unedited_script(tmp_path):

@@ -1,23 +1,17 @@
 """af.count_compiles: the XLA compiles a block of code caused, apart from the
 programs it read from JAX's persistent compilation cache.
 
-JAX reports both through one event, `/jax/core/compile/backend_compile_duration`
-(it times the call that compiles or reads the cache); a read also sends
-`/jax/compilation_cache/cache_hits` just before, on the same thread. Counting
-the first event alone therefore counts a process that compiled nothing, because
-every program came from the cache, as one that compiled everything.
+JAX reports both through one event (`_tracing` tells them apart): counting that
+event alone would count a process that compiled nothing, because every program
+came from the cache, as one that compiled everything.
 """
 
 import collections
 import contextlib
 import dataclasses
-import threading
 from collections.abc import Iterator
 
-from . import _internals
-
-_COMPILE_EVENT = _internals.COMPILE_EVENT
-_CACHE_HIT_EVENT = _internals.CACHE_HIT_EVENT
+from . import _tracing
 
 
 @dataclasses.dataclass(eq=False)  # blocks are told apart by identity
@@ -72,46 +66,6 @@ class CompileCount:
         return sum(self.loaded.values())
 
 
-class _Listeners:
-    """One pair of JAX listeners for the process (JAX cannot remove a listener),
-    feeding every block that is counting."""
-
-    def __init__(self) -> None:
-        self.active: list[CompileCount] = []
-        self.lock = threading.Lock()
-        self.hit = threading.local()  # a cache read announced on this thread
-        self.installed = False
-
-    def install(self) -> None:
-        import jax
-
-        with self.lock:
-            if self.installed:
-                return
-            self.installed = True
-        jax.monitoring.register_event_listener(self.on_event)
-        jax.monitoring.register_event_duration_secs_listener(self.on_duration)
-
-    def on_event(self, event: str, **kwargs: str | int) -> None:
-        if event == _CACHE_HIT_EVENT:
-            self.hit.pending = True
-
-    def on_duration(
-        self, event: str, duration_secs: float, **kwargs: str | int
-    ) -> None:
-        if event != _COMPILE_EVENT:
-            return
-        name = str(kwargs.get("fun_name", "<unnamed>"))
-        read = getattr(self.hit, "pending", False)
-        self.hit.pending = False
-        with self.lock:
-            for count in self.active:
-                (count.loaded if read else count.compiled)[name] += 1
-
-
-_LISTENERS = _Listeners()
-
-
 @contextlib.contextmanager
 def count_compiles() -> Iterator[CompileCount]:
     """Count the XLA compiles made while the block runs, in every thread of this
@@ -145,12 +99,13 @@ def count_compiles() -> Iterator[CompileCount]:
         assert count.compiles == 1  # count.compiled["jit(double)"] on newer JAX
         ```
     """
-    _LISTENERS.install()
     count = CompileCount()
-    with _LISTENERS.lock:
-        _LISTENERS.active.append(count)
+
+    def sink(name: str, read: bool) -> None:
+        (count.loaded if read else count.compiled)[name] += 1
+
+    _tracing.add_compile_sink(sink)
     try:
         yield count
     finally:
-        with _LISTENERS.lock:
-            _LISTENERS.active.remove(count)
+        _tracing.remove_compile_sink(sink)

@@ -1,40 +1,28 @@
-"""Every place arrayfield depends on JAX's or equinox's internals, in one module.
+"""The private JAX and equinox names that dispatch and diagnostics still need.
 
-Four hooks:
+(What JAX is tracing and compiling is `_tracing`'s; ArrayModule needs none.)
 
-- Counting traces. JAX reports each top-level trace to `jax.monitoring` listeners
-  (public API) under an event name that is not itself documented API. A listener
-  increments a per-thread counter, so a wrapper learns "this call traced" by
-  reading the counter before and after the call: O(1), nothing flattened.
-- Knowing which jit trace is running. A plain function that a jit traces sees
-  tracers, but so does one called under an eager `jax.grad`, and one jit trace may
-  call it twice. `in_jit_trace()` reads JAX's current trace (private) to tell a
-  jit trace from an eager transformation, and the listener also counts the traces
-  that finish at the top level (`counter.top_level`), which numbers them: two calls
-  with the same count are in the same top-level trace.
 - Seeing every `eqx.filter_jit` call. The functions `eqx.filter_jit` returns are
   instances of the private class `equinox._jit._JitWrapper`; `explain_retraces()`
   used as a context manager swaps that class's `__call__` (and that of every class
   registered with `watch_jit_class`, such as `af.filter_jit`'s wrapper) while any
-  block is open.
+  block is open, and puts it back when the last one closes.
 - Being `eqx.filter_jit` (for `af.filter_jit`): the function's partition held by
   the wrapper (`_dynamic_fun`, `_static_fun`), equinox's runtime-error message
-  for `eqx.error_if`, its cache-clearing list, JAX's traceback exclusions, and
-  what a `jax.jit` object wraps (its function and options).
-
-A fifth, `after_module_class`, runs a step after equinox's metaclass has made
-each Module class (how an `ArrayModule` class is finished without a metaclass
-of its own).
+  for `eqx.error_if`, its cache-clearing list, JAX's traceback exclusions, what
+  a traced `jax.jit` holds (its jaxpr, parameters and trees), and the states
+  JAX's own dispatch reads (the current trace, `disable_jit`).
 
 It also holds the facts about equinox and JAX that several modules need: equinox's
 own `Module` class (captured at import, so a program that rebinds `equinox.Module`
-changes nothing here), the leaf types `eqx.is_array` accepts, JAX's concrete array
-class and the Python number types JAX treats as scalars.
+changes nothing here), the leaf types `eqx.filter_jit` traces, JAX's concrete
+array class and the Python number types JAX treats as scalars.
 
 This module imports no other arrayfield module: every floor above may use it.
 
 `check_compatible()` says in one sentence what moved when either stops working;
-`tests/test_retrace.py` calls it, so an incompatible upgrade fails loudly.
+`tests/test_retrace.py` and `tests/test_jit.py` call it, so an incompatible
+upgrade fails loudly. docs/architecture.md lists every name and its guard.
 """
 
 from __future__ import annotations
@@ -51,123 +39,6 @@ import jax
 import jax.monitoring
 import numpy as np
 
-# JAX records this event when it finishes tracing a function for jit
-# (`jax._src.dispatch.JAXPR_TRACE_EVENT`), only for top-level traces.
-TRACE_EVENT = "/jax/core/compile/jaxpr_trace_duration"
-# And this one for each XLA compile (not for a program read from JAX's
-# persistent compilation cache).
-COMPILE_EVENT = "/jax/core/compile/backend_compile_duration"
-# JAX times a program read from its persistent cache as a backend compile too,
-# announced by this event just before, on the same thread.
-CACHE_HIT_EVENT = "/jax/compilation_cache/cache_hits"
-
-
-class _Counter(threading.local):
-    # Class attributes: each new thread starts at 0 without a lookup miss.
-    traces = 0  # every trace event (older JAX also reports nested traces)
-    top_level = 0  # only traces that finished outside any other trace
-    compiles = 0  # XLA compiles (not programs read from the persistent cache)
-    cache_hit = False  # a persistent-cache read announced, its event not yet seen
-
-
-counter = _Counter()
-_lock = threading.Lock()
-_listener_users = 0
-
-
-def _on_duration(event: str, duration_secs: float, **kwargs: Any) -> None:
-    del duration_secs, kwargs
-    if event == TRACE_EVENT:
-        counter.traces += 1
-        if _trace_context().is_top_level():
-            counter.top_level += 1
-    elif event == COMPILE_EVENT:
-        if counter.cache_hit:
-            counter.cache_hit = False
-        else:
-            counter.compiles += 1
-
-
-def _on_event(event: str, **kwargs: Any) -> None:
-    del kwargs
-    if event == CACHE_HIT_EVENT:
-        counter.cache_hit = True
-
-
-def _duration_unregisterer() -> Callable[[Callable[..., None]], None]:
-    # Public in newer JAX; older releases only have the private by-callback spelling.
-    unregister = getattr(jax.monitoring, "unregister_event_duration_listener", None)
-    if unregister is None:
-        from jax._src import monitoring
-
-        # getattr: the name exists only in those older releases.
-        old_name = "_unregister_event_duration_listener_by_callback"
-        unregister = getattr(monitoring, old_name)
-    return unregister
-
-
-def unregister_duration_listener(listener: Callable[..., None]) -> None:
-    _duration_unregisterer()(listener)
-
-
-def acquire_trace_counter() -> None:
-    """Start counting traces (reference counted; pair with `release_trace_counter`)."""
-    global _listener_users
-    with _lock:
-        if _listener_users == 0:
-            jax.monitoring.register_event_duration_secs_listener(_on_duration)
-            jax.monitoring.register_event_listener(_on_event)
-        _listener_users += 1
-
-
-def counting_traces() -> bool:
-    """Whether anything counts traces now (`explain_retraces` watches a call)."""
-    return _listener_users > 0
-
-
-def release_trace_counter() -> None:
-    global _listener_users
-    with _lock:
-        _listener_users -= 1
-        if _listener_users == 0:
-            unregister_duration_listener(_on_duration)
-            unregister = getattr(jax.monitoring, "unregister_event_listener", None)
-            if unregister is not None:  # older JAX keeps it: it only sets a flag
-                unregister(_on_event)
-
-
-# -- JAX's current trace ---------------------------------------------------------
-
-
-def _trace_context() -> Any:
-    from jax._src import core
-
-    return core.trace_ctx
-
-
-def _jaxpr_trace_class() -> type:
-    from jax._src.interpreters import partial_eval
-
-    return partial_eval.DynamicJaxprTrace
-
-
-def in_jit_trace() -> bool:
-    """Whether the running code is being staged out by a jit (not run eagerly).
-
-    Walks from JAX's current trace through the traces it forwards to (`grad` and
-    `vmap` inside a jit forward to the jit's trace) looking for a jaxpr trace.
-    """
-    jaxpr_trace = _jaxpr_trace_class()
-    trace = _trace_context().trace
-    for _ in range(100):  # a bound: a trace that forwards to itself stops here
-        if trace is None:
-            break
-        if isinstance(trace, jaxpr_trace):
-            return True
-        trace = getattr(trace, "parent_trace", None)
-    return False
-
-
 # -- equinox's jit wrapper --------------------------------------------------------
 
 
@@ -177,6 +48,8 @@ def jit_wrapper_class() -> type:
 
     return _jit._JitWrapper
 
+
+_lock = threading.Lock()  # the registry and the call hook
 
 # Other wrapper classes that behave as `eqx.filter_jit`'s (af.filter_jit's): they
 # register themselves when their module loads, so nothing here imports them.
@@ -304,45 +177,6 @@ def is_module(node: Any) -> bool:
     return isinstance(node, EQX_MODULE)
 
 
-# Equinox's metaclass, and the steps to run once it has made a Module class.
-_MODULE_META: Any = type(EQX_MODULE)
-_class_steps: list[Callable[[type], None]] = []
-
-
-def after_module_class(step: Callable[[type], None]) -> None:
-    """Run `step(cls)` each time equinox's metaclass has made a Module class.
-
-    Equinox makes the dataclass (fields, the generated `__init__`) after
-    `__init_subclass__` runs, so a step that needs it cannot run there. Wrapping
-    the metaclass's `__new__` once reaches every Module class, including those of a
-    library's own metaclass derived from equinox's (distreqx's strict modules),
-    which any metaclass of arrayfield's would conflict with.
-    """
-    if not _class_steps:
-        make_class = _MODULE_META.__new__
-
-        def __new__(mcs, name, bases, namespace, /, **kwargs):
-            cls = make_class(mcs, name, bases, namespace, **kwargs)
-            if "__dataclass_fields__" not in cls.__dict__:
-                raise RuntimeError(
-                    f"{name}: equinox's metaclass no longer makes a Module class a "
-                    "dataclass in its __new__, where arrayfield finishes an "
-                    "ArrayModule class; pin equinox to a supported version."
-                )
-            for each in _class_steps:
-                each(cls)
-            return cls
-
-        __new__.__wrapped__ = make_class  # type: ignore[attr-defined]
-        __new__.__qualname__ = make_class.__qualname__
-        type.__setattr__(_MODULE_META, "__new__", staticmethod(__new__))
-    # A step registered again by a reloaded module replaces its older self, so it
-    # runs once per class, as the newer code.
-    key = (step.__module__, step.__qualname__)
-    _class_steps[:] = [s for s in _class_steps if (s.__module__, s.__qualname__) != key]
-    _class_steps.append(step)
-
-
 def _equinox_array_types() -> tuple[type, ...]:
     from equinox import _filters
 
@@ -354,8 +188,16 @@ def _equinox_array_types() -> tuple[type, ...]:
 
 # What `eqx.is_array` accepts on the installed equinox and JAX: the leaves
 # `eqx.filter_jit` traces (it hashes every other leaf). Read from equinox, since
-# it grows with JAX (LiteralArray, TypedNdArray).
+# it grows with JAX (LiteralArray, TypedNdArray). Tracers are JAX arrays.
 EQX_ARRAY_TYPES: tuple[type, ...] = _equinox_array_types()
+
+
+def is_traced_leaf(x: Any) -> bool:
+    """Whether `eqx.filter_jit` (and `af.filter_jit`) traces this leaf; it hashes
+    every other one into its cache key. The one definition: `_jit`'s hot path
+    inlines it over the same types."""
+    return isinstance(x, EQX_ARRAY_TYPES)
+
 
 # The halves of the function `eqx.filter_jit` partitioned when it wrapped it: a
 # tuple of its arrays (None elsewhere) and `(other leaves, treedef)`.
@@ -497,6 +339,12 @@ TOP_LEVEL_STATE: tuple[Any, Any, Any, Any] | None = _DISPATCH["top_level"]
 DISABLE_JIT: Any = _DISPATCH["disable_jit"]  # `.value`: jax.disable_jit() is on
 
 
+def jit_disabled() -> bool:
+    """Whether `jax.disable_jit()` is on: the state JAX's own jit reads (`_jit`'s
+    hot path reads `DISABLE_JIT.value` inline)."""
+    return bool(DISABLE_JIT.value)
+
+
 def traced_program(traced: Any) -> tuple[Any, dict[str, Any]]:
     """`(closed jaxpr, the jit's parameters)` of a `jax.jit(...).trace(...)`."""
     if traced._consts:  # constants that are tracers: not a top-level program
@@ -583,26 +431,6 @@ def register_cache_clear(clear: Callable[[], None]) -> None:
     cache_clears.append(clear)
 
 
-def _initable_class() -> type | None:
-    try:  # equinox 0.12 builds instances as a subclass marked with it
-        from equinox._module import _Initable  # pyright: ignore
-    except ImportError:
-        return None
-    return _Initable
-
-
-_INITABLE = _initable_class()
-
-
-def class_being_built(instance_type: type) -> type:
-    """The Module class an `__init__` is building an instance of: equinox 0.12
-    runs `__init__` on a temporary subclass `(_Initable, cls)`, later ones on
-    `cls` itself."""
-    if _INITABLE is not None and _INITABLE in instance_type.__bases__:
-        return instance_type.__bases__[-1]
-    return instance_type
-
-
 def register_jax_cache(cache: Any) -> None:
     """Have `jax.clear_caches()` call `cache.cache_clear()`, as it clears its own
     caches of traces and executables (held weakly)."""
@@ -651,14 +479,12 @@ def check_compatible() -> None:
             "af.filter_jit cannot report eqx.error_if failures as eqx.filter_jit "
             "does; pin equinox to a supported version."
         )
-    from equinox import _filters
-
-    # Older equinox (0.12) has no _ARRAY_TYPES: its is_array is the fallback's.
-    if getattr(_filters, "_ARRAY_TYPES", EQX_ARRAY_TYPES) != EQX_ARRAY_TYPES:
+    samples = (jax.numpy.ones(2), np.zeros(2), np.float32(1), 1, 1.0, True, "a", None)
+    if [is_traced_leaf(x) for x in samples] != [equinox.is_array(x) for x in samples]:
         raise RuntimeError(
-            "equinox._filters._ARRAY_TYPES (what eqx.is_array accepts) moved: "
-            "af.filter_jit and the diagnostics cannot tell which leaves "
-            "eqx.filter_jit traces; pin equinox to a supported version."
+            "arrayfield's reading of equinox._filters._ARRAY_TYPES no longer agrees "
+            "with eqx.is_array: af.filter_jit and the diagnostics cannot tell which "
+            "leaves eqx.filter_jit traces; pin equinox to a supported version."
         )
     try:
         from equinox._caches import cache_clears  # noqa: F401
@@ -668,23 +494,4 @@ def check_compatible() -> None:
         raise RuntimeError(
             f"af.filter_jit needs a helper that moved in equinox or JAX ({error}); "
             "pin equinox and JAX to supported versions."
-        ) from None
-    try:
-        context = _trace_context()
-        context.trace  # noqa: B018
-        context.is_top_level  # noqa: B018
-        _jaxpr_trace_class()
-    except (AttributeError, ImportError) as error:
-        raise RuntimeError(
-            f"jax._src.core.trace_ctx or DynamicJaxprTrace moved ({error}); "
-            "arrayfield.explain_retraces cannot tell a jit trace from an eager call "
-            "with this JAX version."
-        ) from None
-    try:
-        jax.monitoring.register_event_duration_secs_listener  # noqa: B018
-        _duration_unregisterer()
-    except (AttributeError, ImportError) as error:
-        raise RuntimeError(
-            f"jax.monitoring cannot add and remove duration listeners ({error}); "
-            "arrayfield.explain_retraces cannot count traces with this JAX version."
         ) from None

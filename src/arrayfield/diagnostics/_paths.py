@@ -15,13 +15,9 @@ import re
 from collections.abc import Callable
 from typing import Any
 
-import jax.core
 import jax.tree_util as jtu
 
-from .._internals import EQX_ARRAY_TYPES, is_module
-
-# What eqx.filter_jit traces: what eqx.is_array accepts, and tracers.
-_TRACED = (*EQX_ARRAY_TYPES, jax.core.Tracer)
+from .._internals import is_module, is_traced_leaf
 
 KeyPath = tuple[Any, ...]
 
@@ -207,6 +203,5 @@ def _walk(
             leaves.append(Leaf(text, child, ref, within))
 
 
-def is_array(x: Any) -> bool:
-    """What `eqx.filter_jit` traces (everything else it hashes)."""
-    return isinstance(x, _TRACED)
+# What `eqx.filter_jit` traces (everything else it hashes).
+is_array = is_traced_leaf

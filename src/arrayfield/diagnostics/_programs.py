@@ -25,7 +25,7 @@ from .._program_key import program_key
 def _trace(fn: Callable[..., Any], tree: Any) -> Any:
     """`fn(tree)` traced with its arrays as inputs and every other leaf static."""
     leaves, treedef = jtu.tree_flatten(tree)
-    arrays = [x if eqx.is_array(x) else None for x in leaves]
+    arrays = [x if _internals.is_traced_leaf(x) else None for x in leaves]
     static = [
         _ById(x) if a is None else None for a, x in zip(arrays, leaves, strict=True)
     ]
@@ -35,7 +35,7 @@ def _trace(fn: Callable[..., Any], tree: Any) -> Any:
             s.obj if s is not None else a for a, s in zip(arrays, static, strict=True)
         ]
         out = fn(jtu.tree_unflatten(treedef, rebuilt))
-        return eqx.filter(out, eqx.is_array)
+        return eqx.filter(out, _internals.is_traced_leaf)
 
     traced.__name__ = getattr(fn, "__name__", "fn")
     return jax.jit(traced).trace(arrays)

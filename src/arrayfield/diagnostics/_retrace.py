@@ -2,7 +2,7 @@
 
 How it stays free on the hot path: a trace is detected, not inferred. JAX reports
 every top-level trace to a `jax.monitoring` listener, which bumps a per-thread
-counter (`_internals.py`). A watched call reads that counter before and after; only
+counter (`_tracing.py`). A watched call reads that counter before and after; only
 when it moved does arrayfield walk the arguments, build the call's signature
 (paths, shapes, dtypes, weak types, hashed values, static fields) and compare it
 with the signatures of the earlier calls that traced. A call that hits the cache
@@ -24,7 +24,7 @@ import weakref
 from collections.abc import Callable
 from typing import Any, TypeVar, overload
 
-from .. import _internals, _program
+from .. import _internals, _program, _tracing
 from .._env import EXPLAIN_RETRACES, env_flag
 from .._errors import class_name, short_repr
 from ._hints import FILTER_JIT, JAX_JIT
@@ -88,8 +88,8 @@ def _wrap_jitted(fn: Any) -> Any:
         site.keep_alive, site.shared = cache, True
         _decorated[id(cache)] = site
     check = not site.traced_scalars  # jax.jit traces scalars: nothing to reuse
-    _internals.acquire_trace_counter()
-    counter = _internals.counter
+    _tracing.acquire_trace_counter()
+    counter = _tracing.counter
     no_extra: dict[str, Any] = {}
 
     @functools.wraps(fn)
@@ -108,7 +108,7 @@ def _wrap_jitted(fn: Any) -> Any:
         return out
 
     # The trace listener stays registered exactly as long as some wrapper lives.
-    weakref.finalize(explained, _internals.release_trace_counter)
+    weakref.finalize(explained, _tracing.release_trace_counter)
     return explained
 
 
@@ -119,9 +119,9 @@ def _wrap_traced(fn: Any) -> Any:
     and is the first one in that top-level trace: one trace may call it many times.
     """
     site = Site(fn, jit=None)
-    _internals.acquire_trace_counter()
-    counter = _internals.counter
-    in_jit_trace = _internals.in_jit_trace
+    _tracing.acquire_trace_counter()
+    counter = _tracing.counter
+    in_jit_trace = _tracing.in_jit_trace
     no_extra: dict[str, Any] = {}
 
     @functools.wraps(fn)
@@ -133,7 +133,7 @@ def _wrap_traced(fn: Any) -> Any:
                 _thread.explained = counter.traces
         return fn(*args, **kwargs)
 
-    weakref.finalize(explained, _internals.release_trace_counter)
+    weakref.finalize(explained, _tracing.release_trace_counter)
     return explained
 
 
@@ -167,7 +167,7 @@ _process_session: _Session | None = None
 
 def _watching_call(original: Callable[..., Any]) -> Callable[..., Any]:
     """The `__call__` every `eqx.filter_jit` function has while watched."""
-    counter = _internals.counter
+    counter = _tracing.counter
     cache_of = _internals.cache_of
 
     def __call__(self: Any, /, *args: Any, **kwargs: Any) -> Any:
@@ -216,11 +216,11 @@ class RetraceWatch:
 
     def __enter__(self) -> None:
         if _thread.depth == 0:
-            _internals.acquire_trace_counter()
+            _tracing.acquire_trace_counter()
             try:
                 _internals.install_call_hook(_watching_call)
             except BaseException:
-                _internals.release_trace_counter()
+                _tracing.release_trace_counter()
                 raise
             _thread.session = _Session()
         _thread.depth += 1
@@ -231,7 +231,7 @@ class RetraceWatch:
             session = _thread.session
             _thread.session = None
             _internals.uninstall_call_hook()
-            _internals.release_trace_counter()
+            _tracing.release_trace_counter()
             # Last, so a warning filter set to "error" leaves no hook behind.
             if session is not None:  # the block's repeated retraces, counted
                 for site in list(session.sites.values()):
@@ -347,7 +347,7 @@ def _enable_for_process() -> None:
     global _process_session
     if _process_session is not None:
         return
-    _internals.acquire_trace_counter()
+    _tracing.acquire_trace_counter()
     _internals.install_call_hook(_watching_call)
     _process_session = _Session()
 

@@ -325,3 +325,72 @@ def test_a_new_shape_traces_with_the_static_values_this_call_passed(share):
         assert a.dtype == b.dtype
         np.testing.assert_array_equal(np.signbit(a), np.signbit(b))
         np.testing.assert_array_equal(a, b)
+
+
+def _step(jit: Callable[..., Any]) -> Callable[..., Any]:
+    def step(x):  # a new function object per field: a new cache for each
+        return jnp.log(x * 2.0)
+
+    return jit(step)
+
+
+@needs_sharing
+@pytest.mark.parametrize(
+    ("switch", "value"),
+    [("jax_debug_nans", -1.0), ("jax_debug_infs", 0.0)],
+)
+def test_a_shared_program_checks_nans_and_infs_as_jax_jit(switch, value):
+    errors: dict[str, Any] = {}
+    with _switched(switch):
+        for label, jit in {"eqx": eqx.filter_jit, "af": af.filter_jit}.items():
+            jax.clear_caches()
+            _step(jit)(jnp.ones(2))  # the first field compiles the program
+            with pytest.raises(Exception) as raised:
+                _step(jit)(jnp.full(2, value, jnp.float32))  # the second runs it
+            errors[label] = raised.value
+    assert type(errors["eqx"]) is FloatingPointError
+    assert type(errors["af"]) is FloatingPointError
+    assert str(errors["af"]) == str(errors["eqx"])
+
+
+@needs_sharing
+def test_a_shared_program_checks_key_reuse_as_jax_jit():
+    def draw(jit: Callable[..., Any], key: Any) -> None:
+        def step(key):  # a new function object per field
+            return jax.random.normal(key, (2,))
+
+        jit(step)(key)
+
+    def run(jit: Callable[..., Any]) -> list[str]:
+        used = jax.random.key(1)
+        draw(jit, jax.random.key(0))  # the first field compiles the program
+        draw(jit, used)  # the second runs it, and consumes its key
+        raised = []
+        for use in (lambda: draw(jit, used), lambda: jax.random.normal(used)):
+            try:
+                use()
+            except Exception as error:  # compared below
+                raised.append(type(error).__name__)
+        return raised
+
+    with _switched("jax_debug_key_reuse"):
+        outcomes = {}
+        for label, jit in {"eqx": eqx.filter_jit, "af": af.filter_jit}.items():
+            jax.clear_caches()
+            outcomes[label] = run(jit)
+    assert outcomes["eqx"] == ["KeyReuseError", "KeyReuseError"]
+    assert outcomes["af"] == outcomes["eqx"]
+
+
+class _switched:
+    """A JAX switch on inside the block, back to what it was after."""
+
+    def __init__(self, name: str):
+        self.name = name
+
+    def __enter__(self) -> None:
+        self.before = getattr(jax.config, self.name)
+        jax.config.update(self.name, True)
+
+    def __exit__(self, *exc: object) -> None:
+        jax.config.update(self.name, self.before)

@@ -42,6 +42,7 @@ from ._program import (
     Compiled,
     Marked,
     WithKeywords,
+    call_checks_on,
     call_signature,
     concrete,
     marked_program,
@@ -51,7 +52,8 @@ from ._program import (
 _F = TypeVar("_F", bound=Callable[..., Any])
 Donate = Literal["all", "all-except-first", "warn", "warn-except-first", "none"]
 
-# What `eqx.is_array` accepts: these leaves are traced, all others hashed.
+# `_internals.is_traced_leaf`, inlined on the hot path: these leaves are traced,
+# all others hashed.
 _ARRAY_TYPES = _internals.EQX_ARRAY_TYPES
 _ARRAY_IMPL = _internals.ARRAY_IMPL  # JAX's own arrays: an exact type test is enough
 _NOT_ARRAYS = frozenset({*_internals.PYTHON_NUMBERS, str, bytes})
@@ -379,6 +381,8 @@ def _call(wrapper: _FilterJit, /, *args: Any, **kwargs: Any) -> Any:
             run = runs.get(signature)  # pyright: ignore[reportOptionalMemberAccess]
             if run is not None:
                 compiled.last = (signature, run)
+        if run is not None and run is not compiled.jitted and call_checks_on():
+            run = compiled.jitted  # see `call_checks_on`: jax.jit's own call
     if run is compiled.jitted:  # it may trace: with this call's own static parts
         if layout.mixed:
             _static_now.fun = (layout.static_fun, plan.static_fun)
@@ -388,6 +392,8 @@ def _call(wrapper: _FilterJit, /, *args: Any, **kwargs: Any) -> Any:
     try:
         if run is None:
             run = _runner(compiled, call_args, signature, static, layout, plan)
+            if run is not compiled.jitted and call_checks_on():
+                run = compiled.jitted  # traced already, with this call's statics
         if plan.filter_warning:
             with warnings.catch_warnings():
                 warnings.filterwarnings("ignore", message=_UNUSED_DONATION)

@@ -22,11 +22,10 @@ import jax.extend
 import jax.tree_util as jtu
 import numpy as np
 
-from . import _internals, _offsets
+from . import _internals, _offsets, _tracing
 from ._program_key import program_key
 
-# What `eqx.is_array` accepts: these leaves are traced, all others hashed.
-ARRAY_TYPES = _internals.EQX_ARRAY_TYPES
+_is_traced = _internals.is_traced_leaf
 _Tracer = jax.core.Tracer  # pyright: ignore[reportAttributeAccessIssue]
 _flatten = jtu.default_registry.flatten  # jtu.tree_flatten without its Python frame
 # Equinox's error stacks skip its own frames: these run inside every trace.
@@ -265,7 +264,7 @@ def executable_for(
     if found is not None:
         return found, False, None
     general = None
-    if offsets or _internals.counting_traces():  # explain_retraces reads families
+    if offsets or _tracing.counting_traces():  # explain_retraces reads families
         general = _generalised_for(traced, (in_tree, placement), call_args, offsets)
     if general is not None:
         return general[0], False, general[1]
@@ -369,8 +368,18 @@ def concrete(marker: Any) -> bool:
     return isinstance(marker, jax.Array) and not isinstance(marker, _Tracer)
 
 
-def jit_disabled() -> bool:
-    return bool(jax.config.jax_disable_jit)  # pyright: ignore[reportAttributeAccessIssue]
+def call_checks_on() -> bool:
+    """Whether a JAX switch asks `jax.jit` for checks it makes as a program is
+    called, which an executable called directly skips: NaNs and infinities in
+    the outputs (`FloatingPointError`, after a rerun op by op that names the
+    operation) and PRNG key reuse. Public reads, made only where a call would
+    run a program compiled for another trace."""
+    config = jax.config
+    return bool(
+        config.jax_debug_nans  # pyright: ignore[reportAttributeAccessIssue]
+        or config.jax_debug_infs  # pyright: ignore[reportAttributeAccessIssue]
+        or config.jax_debug_key_reuse  # pyright: ignore[reportAttributeAccessIssue]
+    )
 
 
 _CLOSED_JAXPR = jax.extend.core.ClosedJaxpr
@@ -455,9 +464,9 @@ def user_program(
         args, kwargs = tree.parts if type(tree) is WithKeywords else (tree, {})
         out = fun(*args, **kwargs)
         out_leaves, out_tree = jtu.tree_flatten(out)
-        if all(isinstance(x, ARRAY_TYPES) for x in out_leaves):
+        if all(_is_traced(x) for x in out_leaves):
             return out, None  # JAX rebuilds the output itself
-        arrays = [x if isinstance(x, ARRAY_TYPES) else None for x in out_leaves]
+        arrays = [x if _is_traced(x) else None for x in out_leaves]
         others = [
             None if a is not None else x
             for a, x in zip(arrays, out_leaves, strict=True)
@@ -480,7 +489,7 @@ def marked_program(
     inner = jax.jit(run, inline=True)
 
     def flat(*call_args: Any) -> Any:
-        if jit_disabled():  # runs eagerly: nothing to trace
+        if _internals.jit_disabled():  # runs eagerly: nothing to trace
             return Marked((jax.numpy.array(0), *run(*call_args)))
         # The one trace of the user's function; the call below reuses it.
         host_work = has_host_work(inner.trace(*call_args).jaxpr)

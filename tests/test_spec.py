@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import types
 import typing
 from typing import Annotated, Any, Optional, Union
 
@@ -37,19 +38,27 @@ NUMPY_ARRAY_ANNOTATIONS = [np.ndarray, np.array, Int[np.ndarray, ""], npt.NDArra
 NOT_ARRAYS = [bool, int, float, str, complex, Any, typing.Callable, eqx.Module, list]
 
 
-@pytest.mark.parametrize("annotation", JAX_ARRAY_ANNOTATIONS, ids=repr)
+def annotation_id(annotation: Any) -> str:
+    """A test id that is the same in every process (pytest-xdist's workers must
+    agree): a function by its name, not by a repr that holds its address."""
+    if isinstance(annotation, types.FunctionType):
+        return f"{annotation.__module__}.{annotation.__qualname__}"
+    return repr(annotation)
+
+
+@pytest.mark.parametrize("annotation", JAX_ARRAY_ANNOTATIONS, ids=annotation_id)
 def test_jax_annotations_give_jax_specs(annotation):
     spec = field_spec(annotation)
     assert spec is not None and spec.kind == "jax"
 
 
-@pytest.mark.parametrize("annotation", NUMPY_ARRAY_ANNOTATIONS, ids=repr)
+@pytest.mark.parametrize("annotation", NUMPY_ARRAY_ANNOTATIONS, ids=annotation_id)
 def test_numpy_annotations_give_numpy_specs(annotation):
     spec = field_spec(annotation)
     assert spec is not None and spec.kind == "numpy"
 
 
-@pytest.mark.parametrize("annotation", NOT_ARRAYS, ids=repr)
+@pytest.mark.parametrize("annotation", NOT_ARRAYS, ids=annotation_id)
 def test_non_array_annotations_are_not_fields_to_convert(annotation):
     assert field_spec(annotation) is None
 

@@ -924,7 +924,9 @@ def test_callback_failures_outside_filter_jit_calls_are_still_logged(caplog):
     # The log filter af.filter_jit installs acts only while its calls run.
     af.filter_jit(lambda x: x)(jnp.ones(1))
     checked = jax.jit(lambda x: eqx.error_if(x, x > 1, "too big"))
-    with pytest.raises(Exception, match="too big"):
+    # Its message is equinox's business (its next release words it otherwise
+    # outside eqx.filter_jit); the log line is what is checked.
+    with pytest.raises(Exception):  # noqa: B017
         jax.block_until_ready(checked(jnp.full(3, 5.0)))
     assert _callback_failures(caplog) == ["jax.pure_callback failed"]
 

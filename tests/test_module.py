@@ -487,44 +487,31 @@ def test_a_local_class_and_its_instances_round_trip_through_cloudpickle():
 
 
 @pytest.mark.parametrize(
-    ("skipped", "broken"),
+    ("undone", "broken"),
     [
-        ("converters", "a list given to an array field was stored unconverted"),
-        ("checks", "a check=True class accepted a wrongly shaped array"),
+        (
+            "arrayfield._field.declare_array_fields",
+            "a list given to an array field was stored unconverted",
+        ),
+        (
+            "arrayfield._validate.validate",
+            "a check=True class accepted a wrongly shaped array",
+        ),
     ],
 )
 def test_import_fails_naming_versions_when_equinox_stops_running_our_hooks(
-    skipped, broken
+    undone, broken
 ):
-    # An equinox that runs no field converters, or no __check_init__, as a
-    # future release might: ArrayModule must refuse to load, never convert or
-    # validate silently less.
+    # An equinox that no longer runs the converters, or the __check_init__, that
+    # ArrayModule declares is what the import-time check exists for; undoing the
+    # declaration (or the check) before ArrayModule loads has the same effect on
+    # any equinox. ArrayModule must refuse to load, never convert or validate
+    # silently less.
+    module, name = undone.rsplit(".", 1)
     code = (
-        "import dataclasses, equinox, jax\n"
-        "meta = type(equinox.Module)\n"
-        "call = meta.__call__\n"
-        "def no_converters(cls, *args, **kwargs):\n"
-        "    fields = cls.__dataclass_fields__\n"
-        "    saved = {n: f.metadata for n, f in fields.items()}\n"
-        "    for f in fields.values():\n"
-        "        f.metadata = {k: v for k, v in f.metadata.items()\n"
-        "                      if k != 'converter'}\n"
-        "    try:\n"
-        "        return call(cls, *args, **kwargs)\n"
-        "    finally:\n"
-        "        for n, f in fields.items():\n"
-        "            f.metadata = saved[n]\n"
-        "def no_checks(cls, *args, **kwargs):\n"
-        "    hooks = {k: k.__dict__['__check_init__'] for k in cls.__mro__\n"
-        "             if '__check_init__' in k.__dict__}\n"
-        "    for k in hooks:\n"
-        "        type.__delattr__(k, '__check_init__')\n"
-        "    try:\n"
-        "        return call(cls, *args, **kwargs)\n"
-        "    finally:\n"
-        "        for k, hook in hooks.items():\n"
-        "            type.__setattr__(k, '__check_init__', hook)\n"
-        f"meta.__call__ = no_{skipped}\n"
+        f"import importlib\n"
+        f"module = importlib.import_module({module!r})\n"
+        f"setattr(module, {name!r}, lambda *args: None)\n"
         "import arrayfield as af\n"
         "try:\n"
         "    af.ArrayModule\n"

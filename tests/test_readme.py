@@ -19,7 +19,7 @@ def test_readme_has_exactly_two_setup_commands_example_and_tests():
     commands = bash_commands((ROOT / "README.md").read_text())
     assert len(commands) == 2
     assert commands[0].endswith("examples/scene_fit.py")
-    assert commands[1].endswith("-m pytest")
+    assert commands[1].endswith("-m pytest -n auto")
 
 
 def test_ci_runs_both_readme_commands_verbatim():

@@ -5,7 +5,7 @@ Usage:
     python compat/run_suite.py LIBRARY [--subset] [--jit] [--timeout S]
                                [--results DIR] [--modes plain,swapped] [FILE...]
 
-LIBRARY is one of equinox, diffrax, lineax, paramax: a folder of
+LIBRARY is one of equinox, equinox-next, diffrax, lineax, paramax: a folder of
 `../shared/compat` beside the repository (or of $COMPAT_SUITES; or the folder
 $<LIBRARY>_TESTS, e.g. $EQUINOX_TESTS) holding that project's test suite at a
 released tag. Each file runs in its own pytest process,
@@ -71,6 +71,20 @@ class Suite:
 SUITES = {
     "equinox": Suite(
         folder="equinox-v0.13.8",
+        tests="tests",
+        plugin="swap_module",
+        subset=(
+            "tests/test_jit.py",
+            "tests/test_vmap.py",
+            "tests/test_pmap.py",
+            "tests/test_module.py",
+            "tests/test_while_loop.py -k unperturbed",
+        ),
+    ),
+    # equinox's unreleased main (see ../shared/compat/equinox-next/README.md): run
+    # with $PYTHON's equinox being that wheel, as .ci/run's third environment is.
+    "equinox-next": Suite(
+        folder="equinox-next",
         tests="tests",
         plugin="swap_module",
         subset=(
@@ -287,7 +301,8 @@ def main(argv: list[str] | None = None) -> int:
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(128 + signal.SIGTERM))
     suite = SUITES[args.library]
     base = Path(os.environ.get("COMPAT_SUITES", ROOT.parent / "shared" / "compat"))
-    folder = os.environ.get(f"{args.library.upper()}_TESTS", base / suite.folder)
+    variable = f"{args.library.upper().replace('-', '_')}_TESTS"
+    folder = os.environ.get(variable, base / suite.folder)
     suite_dir = Path(folder).resolve()
     if not (suite_dir / suite.tests).is_dir():
         print(

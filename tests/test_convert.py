@@ -22,6 +22,7 @@ from jaxtyping import (
     UInt8,
 )
 
+import arrayfield as af
 from _jax_compat import enable_x64
 from arrayfield._convert import Rejected, to_array
 from arrayfield._spec import field_spec
@@ -276,3 +277,15 @@ def test_readme_dtype_table(annotation):
                 convert(annotation, value)
         else:
             assert_strong(convert(annotation, value), expected)
+
+
+def test_conversion_errors_show_a_small_arrays_values_and_a_large_ones_shape():
+    class Counter(af.ArrayModule):
+        count: Int[Array, "..."]
+
+    with pytest.raises(af.ConversionError, match=r"f32\[\] 1\.5 \(JAX array\)"):
+        Counter(count=jnp.float32(1.5))
+    with pytest.raises(af.ConversionError, match=r"f64\[2\] \[1\.5, 2\.5\] \(NumPy"):
+        Counter(count=np.array([1.5, 2.5]))
+    with pytest.raises(af.ConversionError, match=r"f32\[100\] \(JAX array\) in"):
+        Counter(count=jnp.full(100, 0.5))

@@ -247,6 +247,39 @@ def short_repr(value: Any, limit: int = 60) -> str:
     return text
 
 
+# Arrays up to this many elements are shown with their values in error messages.
+_SHOWN_ELEMENTS = 8
+
+
+def value_repr(value: Any) -> str:
+    """`short_repr`, with the values of a small concrete array: `f32[3] [0.5, 1.0,
+    2.0]` (a traced array, or a larger one, shows its dtype and shape alone)."""
+    text = short_repr(value)
+    size = getattr(value, "size", None)
+    if (
+        isinstance(value, (np.ndarray, jax.Array))
+        and not isinstance(value, jax.core.Tracer)
+        and isinstance(size, int)
+        and size <= _SHOWN_ELEMENTS
+    ):
+        try:
+            values = np.asarray(value).tolist()
+        except Exception:  # a deleted (donated) buffer, an extended dtype
+            return text
+        return f"{text} {values}"
+    return text
+
+
+def type_label(value: Any) -> str:
+    """What a value is, for messages: `JAX array` rather than JAX's private class
+    name, `NumPy array`, else the type's name."""
+    if isinstance(value, jax.Array):
+        return "JAX array"
+    if isinstance(value, np.ndarray):
+        return "NumPy array"
+    return type(value).__name__
+
+
 _KIND_LETTER = {"f": "f", "i": "i", "u": "u", "c": "c", "b": "bool"}
 
 

@@ -35,6 +35,8 @@ from ._errors import (
     did_you_mean,
     format_annotation,
     short_repr,
+    type_label,
+    value_repr,
     warn_in_user_code,
 )
 from ._internals import ARRAY_IMPL
@@ -272,8 +274,8 @@ class FieldConverter:
                 "with af.field(convert=False)."
             )
         return ConversionError(
-            f"{self.where_in(cls or self.owner)}: cannot store {short_repr(value)} "
-            f"({type(value).__name__}) in a field annotated "
+            f"{self.where_in(cls or self.owner)}: cannot store {value_repr(value)} "
+            f"({type_label(value)}) in a field annotated "
             f"{format_annotation(self.annotation)}: {reason}.{fix}"
         )
 

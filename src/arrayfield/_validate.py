@@ -28,7 +28,13 @@ import jaxtyping
 import numpy as np
 
 from ._env import CHECK, env_flag
-from ._errors import ValidationError, class_name, format_annotation, short_repr
+from ._errors import (
+    ValidationError,
+    class_name,
+    format_annotation,
+    short_repr,
+    value_repr,
+)
 from ._field import field_converters
 from ._internals import is_module
 from ._spec import ArraySpec, FieldSpec, array_types
@@ -248,4 +254,4 @@ def validate(module: Any) -> None:
 
 def _describe(value: Any) -> str:
     kind = "NumPy array" if isinstance(value, np.ndarray) else "JAX array"
-    return f"{kind} {short_repr(value)} (shape {tuple(value.shape)}, {value.dtype})"
+    return f"{kind} {value_repr(value)} (shape {tuple(value.shape)}, {value.dtype})"

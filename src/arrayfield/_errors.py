@@ -258,13 +258,12 @@ def value_repr(value: Any) -> str:
     size = getattr(value, "size", None)
     if (
         isinstance(value, (np.ndarray, jax.Array))
-        and not isinstance(value, jax.core.Tracer)
         and isinstance(size, int)
         and size <= _SHOWN_ELEMENTS
     ):
         try:
             values = np.asarray(value).tolist()
-        except Exception:  # a deleted (donated) buffer, an extended dtype
+        except Exception:  # a tracer, a deleted (donated) buffer, a key array
             return text
         return f"{text} {values}"
     return text

@@ -375,9 +375,9 @@ def test_the_two_tree_report_prints_one_line_per_cause():
     line = _this_file_line(Field, "flux: float")
     assert lines[-1] == (
         f"  field.flux (Field.flux at test_audit.py:{line}): 1.0 -> 2.0; fix: "
-        'Field.flux is annotated float: annotate it Float[Array, ""] (or '
-        'Int[Array, ""]) on an af.ArrayModule so it is stored as an array, or, if '
-        "it is a flag or setting, mark it eqx.field(static=True)"
+        "Field.flux is annotated float and its value changes between calls: "
+        'annotate it Float[Array, ""], and subclass af.ArrayModule instead of '
+        "eqx.Module, so it is stored as an array and traced"
     )
     step = next(x for x in lines if x.startswith("  field.step"))
     assert "functools.partial(function relative_step, factor=0.1) -> " in step

@@ -21,7 +21,7 @@ SOURCE = Path(arrayfield.__file__).parent
 # before it; the ground floor imports no arrayfield module at all, and dispatch
 # (`_jit`, with its program keys) only the ground floor and the dispatch modules
 # before it. A new module must be given its place here.
-GROUND = ("_env", "_errors", "_internals", "_tracing", "_typing")
+GROUND = ("_env", "_errors", "_hooks", "_internals", "_tracing", "_typing")
 FIELDS = ("_spec", "_convert", "_field", "_validate", "_module", "_normalize")
 DISPATCH = ("_program_key", "_offsets", "_program", "_jit")
 DIAGNOSTICS = tuple(

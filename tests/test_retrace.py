@@ -146,14 +146,18 @@ def test_seed_scalar_in_array_field_of_plain_module_names_path_and_says_subclass
     assert "compiled again 1 more time for the causes" in _messages(caught)[1]
 
 
-def test_scalar_in_float_annotated_field_suggests_reannotating_or_static(caught):
+def test_a_changing_float_field_is_advised_an_array_annotation_never_static(caught):
     step = af.explain_retraces(eqx.filter_jit(_add_one))
     step(Settings(w=jnp.ones(3), lr=0.1), 1)
     step(Settings(w=jnp.ones(3), lr=0.2), 1)
     (message,) = _messages(caught)
     assert "tree.lr: 0.1 -> 0.2" in message
-    assert 'Settings.lr is annotated float: annotate it Float[Array, ""]' in message
-    assert "eqx.field(static=True)" in message
+    assert (
+        "Settings.lr is annotated float and its value changes between calls: "
+        'annotate it Float[Array, ""], and subclass af.ArrayModule instead of '
+        "eqx.Module, so it is stored as an array and traced"
+    ) in message
+    assert "static" not in message  # a value that changes every call is data
 
 
 def test_scalar_argument_suggests_an_array(caught):
@@ -676,9 +680,10 @@ def test_a_retrace_on_a_scene_starts_with_one_line_per_cause(caught):
     )
     assert lines[1] == (
         f"  scene.sources[*].flux (_Source.flux at test_retrace.py:{flux}): 3 leaves, "
-        "e.g. 1.0 -> 2.0; fix: _Source.flux is annotated float: annotate it "
-        'Float[Array, ""] (or Int[Array, ""]) on an af.ArrayModule so it is stored '
-        "as an array, or, if it is a flag or setting, mark it eqx.field(static=True)"
+        "e.g. 1.0 -> 2.0; fix: _Source.flux is annotated float and its value "
+        'changes between calls: annotate it Float[Array, ""], and subclass '
+        "af.ArrayModule instead of eqx.Module, so it is stored as an array and "
+        "traced"
     )
     assert lines[2] == (
         f"  scene.sources[*].render (_Source.render at test_retrace.py:{render}): "

@@ -9,6 +9,7 @@ arrays, so a `filter_jit` loop traces once.
 import importlib
 from typing import TYPE_CHECKING, Any
 
+from . import _hooks
 from ._env import EXPLAIN_RETRACES, env_flag
 from ._typing import Field as Field  # no JAX at runtime: `Field[T]` is `T`
 
@@ -62,6 +63,16 @@ if TYPE_CHECKING:
     from .diagnostics._retrace import explain_retraces as explain_retraces
 
 __version__ = "0.1.0"
+
+
+def _explain_static_retraces(fn: Any, old: tuple, new: tuple, retraces: int) -> None:
+    # af.filter_jit's unasked warning (`_hooks`): the diagnostics load only here.
+    from .diagnostics._record import warn_static_retraces
+
+    warn_static_retraces(fn, old, new, retraces)
+
+
+_hooks.explain_static_retraces = _explain_static_retraces
 # Type checkers read the `X as X` imports above; `__all__` serves `import *`.
 __all__ = sorted(_PUBLIC)  # pyright: ignore[reportUnsupportedDunderAll]
 

@@ -6,6 +6,10 @@ import os
 # and explaining every retrace in the process.
 CHECK = "ARRAYFIELD_CHECK"
 EXPLAIN_RETRACES = "ARRAYFIELD_EXPLAIN_RETRACES"
+# How many times one af.filter_jit function may trace for new non-array leaves
+# before it warns; 0 turns the warning off.
+RETRACE_LIMIT = "ARRAYFIELD_RETRACE_LIMIT"
+DEFAULT_RETRACE_LIMIT = 8
 
 _OFF = ("", "0", "false", "no", "off")
 
@@ -17,3 +21,18 @@ def env_flag(name: str) -> bool:
     `false`, `no` and `off` leave it off.
     """
     return os.environ.get(name, "").strip().lower() not in _OFF
+
+
+def env_count(name: str, default: int) -> int:
+    """The environment variable `name` as a count (`default` when unset or empty).
+
+    Raises `ValueError` naming the variable for anything but a whole number >= 0.
+    """
+    text = os.environ.get(name, "").strip()
+    if not text:
+        return default
+    if not text.isdigit():
+        raise ValueError(
+            f"{name}={text!r}: expected a whole number >= 0 (0 turns it off)."
+        )
+    return int(text)

@@ -37,7 +37,8 @@ import equinox as eqx
 import jax
 import jax.tree_util as jtu
 
-from . import _internals, _program
+from . import _hooks, _internals, _program, _tracing
+from ._env import DEFAULT_RETRACE_LIMIT, RETRACE_LIMIT, env_count
 from ._program import (
     Compiled,
     Marked,
@@ -85,6 +86,9 @@ _TOP_LEVEL: tuple[Any, Any, Any, Any] = _internals.TOP_LEVEL_STATE or (
 _TRACE, _EVAL_TRACE, _AXES, _TOP_AXES = _TOP_LEVEL
 _DISABLE_JIT = _internals.DISABLE_JIT
 _static_now = _program.static_now
+# How many new sets of non-array leaves one function may trace for before
+# `_warn_retraces` (read once, at import; 0: never).
+_RETRACE_LIMIT = env_count(RETRACE_LIMIT, DEFAULT_RETRACE_LIMIT)
 # Equinox's error stacks skip its own frames too.
 _internals.hide_from_tracebacks(__file__)
 
@@ -144,6 +148,7 @@ class _Layout:
         "offsets",
         "share",
         "static_fun",
+        "warned",
     )
 
     def __init__(
@@ -169,6 +174,8 @@ class _Layout:
         # Whether a wrapper whose static part is equal to `static_fun` but not it
         # joined: then every call that may trace says whose static part it has.
         self.mixed = False
+        # Whether it warned of tracing for new non-array leaves (`_warn_retraces`).
+        self.warned = False
 
     def compile(self, treedef: Any, static: tuple, names: tuple[str, str]) -> Compiled:
         """The `jax.jit` for a call structure not in `jits` (under `_lock`)."""
@@ -343,6 +350,8 @@ def _call(wrapper: _FilterJit, /, *args: Any, **kwargs: Any) -> Any:
     if compiled is None:
         with _lock:  # one jax.jit per key, also when threads race to the first call
             compiled = layout.compile(treedef, static, plan.names)
+        if _RETRACE_LIMIT and len(layout.jits) > _RETRACE_LIMIT and not layout.warned:
+            _warn_retraces(wrapper, layout, treedef, leaves, (args, kwargs))
     traced = compiled.traced
     if traced is not None:
         leaves = [leaves[i] for i in traced]
@@ -425,6 +434,29 @@ def _call(wrapper: _FilterJit, /, *args: Any, **kwargs: Any) -> Any:
     return jtu.tree_unflatten(
         out_tree, [x if v is None else v for x, v in zip(arrays, values, strict=True)]
     )
+
+
+def _warn_retraces(
+    wrapper: _FilterJit, layout: _Layout, treedef: Any, leaves: list, call: tuple
+) -> None:
+    """Once per layout, when its function has traced for `_RETRACE_LIMIT` new sets
+    of non-array leaves: warn, explained by the diagnostics (`_hooks`), comparing
+    this call with the latest earlier one of the same structure. Not while
+    `explain_retraces` watches: it explains every retrace already."""
+    layout.warned = True
+    explain = _hooks.explain_static_retraces
+    if explain is None or _tracing.counting_traces():
+        return
+    keys = list(layout.jits)
+    earlier = [s for t, s in keys[:-1] if t == treedef]
+    old = call
+    if earlier:  # the arrays are this call's: only non-array leaves differ
+        tree = jtu.tree_unflatten(
+            treedef,
+            [x if s is None else s for x, s in zip(leaves, earlier[-1], strict=True)],
+        )
+        old = tree.parts if type(tree) is WithKeywords else (tree, {})
+    explain(wrapper, old, call, len(keys) - 1)
 
 
 def _runner(

@@ -189,7 +189,8 @@ def _hashed_reason(o: LeafSig, n: LeafSig, jit: str | None) -> Reason:
                 "arguments): every new value compiles again"
             )
         cause = "structure" if was_array else "value"
-        return Reason(why, number_fix(n.field, n.key, n.within), cause)
+        fix = number_fix(n.field, n.key, n.within, changed=not was_array)
+        return Reason(why, fix, cause)
     if callable(n.key) and callable(o.key) and not was_array:
         return _callable_reason(o.key, n.key)
     if callable(n.key):
@@ -239,11 +240,26 @@ def _hashed_reason(o: LeafSig, n: LeafSig, jit: str | None) -> Reason:
 
 
 def number_fix(
-    field: FieldRef | None, value: Any = None, within: FieldRef | None = None
+    field: FieldRef | None,
+    value: Any = None,
+    within: FieldRef | None = None,
+    changed: bool = False,
 ) -> str:
     """How to stop a Python number in this position from being hashed. An int
-    may be a shape, size or id, which must stay a Python int: no array advice.
-    `within` is the field the number is inside (an element of its tuple)."""
+    may be a shape, size or id, which must stay a Python int: no array advice,
+    unless `changed`, the value was seen changing between calls (then it is data,
+    and static is never advised: a value that changes every call would compile
+    every call). `within` is the field the number is inside (an element of its
+    tuple)."""
+    if changed and field is None and within is None and type(value) is int:
+        return (
+            "its value changes between calls, so it is data, not a shape: pass an "
+            "array, jnp.asarray(x, dtype=...)"
+        )
+    if changed and field is not None:
+        fix = _changing_number_fix(field)
+        if fix is not None:
+            return fix
     if field is None and type(value) is int and within is not None:
         if opted_out(within):
             return kept_int_fix(within)
@@ -321,6 +337,32 @@ def number_fix(
     return (
         f"store an array in {field.where} (annotated {spelled}), e.g. "
         f"jnp.asarray(x, dtype=...){field.declared}"
+    )
+
+
+# The array annotation for a field annotated with a Python number type.
+_ARRAY_FOR_NUMBER = {bool: "Bool", int: "Int", float: "Float", complex: "Complex"}
+
+
+def _changing_number_fix(field: FieldRef) -> str | None:
+    """The fix for a field annotated as a Python number whose value was seen
+    changing between calls: the array annotation to write, and nothing static."""
+    try:
+        resolved = field_annotation(field)
+    except Unresolved:
+        return None
+    kind = _ARRAY_FOR_NUMBER.get(resolved) if isinstance(resolved, type) else None
+    if kind is None:
+        return None
+    swap = (
+        ""
+        if issubclass(field.owner, ArrayModule)
+        else ", and subclass af.ArrayModule instead of eqx.Module"
+    )
+    return (
+        f"{field.where} is annotated {format_annotation(field.annotation)} and its "
+        f'value changes between calls: annotate it {kind}[Array, ""]{swap}, so it '
+        f"is stored as an array and traced{field.declared}"
     )
 
 

@@ -314,3 +314,32 @@ class Site:
             )
             lines.append(f"    fix: {number_fix(n.field)}.")
         warn_in_user_code(TraceReuseWarning("\n".join(lines)))
+
+
+def warn_static_retraces(fn: Any, old: tuple, new: tuple, retraces: int) -> None:
+    """af.filter_jit's warning, unasked and once per function, when `fn` has
+    traced `retraces` times for new values of non-array leaves: what changed
+    between the last two such calls (`(args, kwargs)` each), why and the fix."""
+    old_sig, new_sig = (
+        signature(bind_arguments(fn, args, kwargs), args, kwargs, False)
+        for args, kwargs in (old, new)
+    )
+    changes = diff(old_sig, new_sig, FILTER_JIT)
+    head = (
+        f"{location(fn)} was traced {retraces + 1} times by af.filter_jit, "
+        f"{retraces} of them because arguments that are not arrays took new values: "
+        "each new value is a new cache key, so a new trace and XLA compile."
+    )
+    if changes:
+        lines = summary(changes)
+        lines[0] = f"{head} Compared with the call before, {lines[0]}"
+    else:
+        lines = [
+            f"{head} This call's arguments have another structure than earlier "
+            "ones (a field that became None, a list that grew, ...)."
+        ]
+    lines.append(
+        "af.explain_retraces() explains every retrace as it happens; "
+        "ARRAYFIELD_RETRACE_LIMIT=0 turns this warning off."
+    )
+    warn_in_user_code(RetraceWarning("\n".join(lines)))

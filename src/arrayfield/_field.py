@@ -20,7 +20,7 @@ import sys
 import threading
 import types
 import typing
-from collections.abc import Callable
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any, NoReturn
 
 import equinox as eqx
@@ -606,13 +606,43 @@ def _with_converter(
         return None
     if isinstance(value, dataclasses.Field):
         declared = copy.copy(value)
-        declared.metadata = types.MappingProxyType(
-            {**value.metadata, "converter": converter}
-        )
-        return declared
-    if value is dataclasses.MISSING:
-        return eqx.field(converter=converter)
-    return eqx.field(default=value, converter=converter)
+    elif value is dataclasses.MISSING:
+        declared = dataclasses.field()
+    else:
+        declared = dataclasses.field(default=value)
+    # Not in a MappingProxyType, as dataclasses wrap metadata: a proxy pickles as
+    # `dict(proxy)` (cloudpickle, a class pickled by value), which would drop it.
+    declared.metadata = _WithConverter(declared.metadata, converter)
+    return declared
+
+
+class _WithConverter(Mapping):
+    """A field's metadata as its class body wrote it (read-only), with the
+    converter arrayfield declared: equinox reads `metadata["converter"]`, while
+    iteration, `len` and `==` show what the class body wrote (as equinox's own
+    tests compare a field's metadata with what they wrote). A converter the body
+    wrote is listed under its key, and `["converter"]` gives arrayfield's, which
+    runs it first."""
+
+    __slots__ = ("converter", "written")
+
+    def __init__(self, written: Mapping[str, Any], converter: FieldConverter):
+        self.written = dict(written)
+        self.converter = converter
+
+    def __getitem__(self, key: str) -> Any:
+        if key == "converter":
+            return self.converter
+        return self.written[key]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.written)
+
+    def __len__(self) -> int:
+        return len(self.written)
+
+    def __repr__(self) -> str:
+        return repr(self.written)
 
 
 def _names_no_field(annotation: Any, owner: type) -> bool:

@@ -57,7 +57,8 @@ Donate = Literal["all", "all-except-first", "warn", "warn-except-first", "none"]
 # all others hashed.
 _ARRAY_TYPES = _internals.EQX_ARRAY_TYPES
 _ARRAY_IMPL = _internals.ARRAY_IMPL  # JAX's own arrays: an exact type test is enough
-_NOT_ARRAYS = frozenset({*_internals.PYTHON_NUMBERS, str, bytes})
+_NUMBERS = frozenset(_internals.PYTHON_NUMBERS)
+_NOT_ARRAYS = frozenset({*_NUMBERS, str, bytes})
 _ONLY_ARRAY_IMPL = frozenset({_ARRAY_IMPL})
 _get = object.__getattribute__  # skips Module.__getattribute__ on the hot path
 _flatten = jtu.default_registry.flatten  # jtu.tree_flatten without its Python frame
@@ -145,6 +146,7 @@ class _Layout:
         "fun_at",
         "jits",
         "mixed",
+        "number_retraces",
         "offsets",
         "share",
         "static_fun",
@@ -174,7 +176,9 @@ class _Layout:
         # Whether a wrapper whose static part is equal to `static_fun` but not it
         # joined: then every call that may trace says whose static part it has.
         self.mixed = False
-        # Whether it warned of tracing for new non-array leaves (`_warn_retraces`).
+        # New keys made because a Python number changed, and whether that warned
+        # (`_count_number_retrace`).
+        self.number_retraces = 0
         self.warned = False
 
     def compile(self, treedef: Any, static: tuple, names: tuple[str, str]) -> Compiled:
@@ -350,8 +354,8 @@ def _call(wrapper: _FilterJit, /, *args: Any, **kwargs: Any) -> Any:
     if compiled is None:
         with _lock:  # one jax.jit per key, also when threads race to the first call
             compiled = layout.compile(treedef, static, plan.names)
-        if _RETRACE_LIMIT and len(layout.jits) > _RETRACE_LIMIT and not layout.warned:
-            _warn_retraces(wrapper, layout, treedef, leaves, (args, kwargs))
+        if _RETRACE_LIMIT and not layout.warned:
+            _count_number_retrace(wrapper, layout, treedef, leaves, (args, kwargs))
     traced = compiled.traced
     if traced is not None:
         leaves = [leaves[i] for i in traced]
@@ -436,27 +440,38 @@ def _call(wrapper: _FilterJit, /, *args: Any, **kwargs: Any) -> Any:
     )
 
 
-def _warn_retraces(
+def _count_number_retrace(
     wrapper: _FilterJit, layout: _Layout, treedef: Any, leaves: list, call: tuple
 ) -> None:
-    """Once per layout, when its function has traced for `_RETRACE_LIMIT` new sets
-    of non-array leaves: warn, explained by the diagnostics (`_hooks`), comparing
-    this call with the latest earlier one of the same structure. Not while
-    `explain_retraces` watches: it explains every retrace already."""
+    """A new key: count it if a Python number made it (it differs from the latest
+    earlier key of the same structure where either holds one); at the
+    `_RETRACE_LIMIT`-th, warn once for the layout, explained by the diagnostics
+    (`_hooks`) from this call and the one before. Not while `explain_retraces`
+    watches: it explains every retrace already. Callables and objects compared
+    by identity do not count: a jitted function of functions traces per function
+    by design, and `af.filter_jit` shares the compiles of such traces."""
+    keys = list(layout.jits)
+    static = keys[-1][1]
+    earlier = [s for t, s in keys[:-1] if t == treedef]
+    if not earlier or not any(
+        (type(a) in _NUMBERS or type(b) in _NUMBERS) and (type(a), a) != (type(b), b)
+        for a, b in zip(earlier[-1], static, strict=True)
+    ):
+        return
+    layout.number_retraces += 1
+    if layout.number_retraces < _RETRACE_LIMIT:
+        return
     layout.warned = True
     explain = _hooks.explain_static_retraces
     if explain is None or _tracing.counting_traces():
         return
-    keys = list(layout.jits)
-    earlier = [s for t, s in keys[:-1] if t == treedef]
-    old = call
-    if earlier:  # the arrays are this call's: only non-array leaves differ
-        tree = jtu.tree_unflatten(
-            treedef,
-            [x if s is None else s for x, s in zip(leaves, earlier[-1], strict=True)],
-        )
-        old = tree.parts if type(tree) is WithKeywords else (tree, {})
-    explain(wrapper, old, call, len(keys) - 1)
+    # The call before: this call's arrays, the earlier key's other leaves.
+    tree = jtu.tree_unflatten(
+        treedef,
+        [x if s is None else s for x, s in zip(leaves, earlier[-1], strict=True)],
+    )
+    old = tree.parts if type(tree) is WithKeywords else (tree, {})
+    explain(wrapper, old, call, layout.number_retraces)
 
 
 def _runner(

@@ -318,17 +318,19 @@ class Site:
 
 def warn_static_retraces(fn: Any, old: tuple, new: tuple, retraces: int) -> None:
     """af.filter_jit's warning, unasked and once per function, when `fn` has
-    traced `retraces` times for new values of non-array leaves: what changed
-    between the last two such calls (`(args, kwargs)` each), why and the fix."""
+    traced `retraces` times because Python numbers among its arguments took new
+    values: what changed between the last two such calls (`(args, kwargs)`
+    each), why and the fix."""
     old_sig, new_sig = (
         signature(bind_arguments(fn, args, kwargs), args, kwargs, False)
         for args, kwargs in (old, new)
     )
     changes = diff(old_sig, new_sig, FILTER_JIT)
     head = (
-        f"{location(fn)} was traced {retraces + 1} times by af.filter_jit, "
-        f"{retraces} of them because arguments that are not arrays took new values: "
-        "each new value is a new cache key, so a new trace and XLA compile."
+        f"{location(fn)} was traced again {retraces} times by af.filter_jit because "
+        "Python numbers among its arguments took new values: a number is not an "
+        "array, so each new value is a new cache key, a new trace and, as the "
+        "value is part of the program, a new XLA compile."
     )
     if changes:
         lines = summary(changes)

@@ -68,18 +68,21 @@ class Suite:
     slow: dict[str, str] = field(default_factory=dict)
 
 
+# equinox's files where the swap once made a difference.
+_EQUINOX_SUBSET = (
+    "tests/test_jit.py",
+    "tests/test_vmap.py",
+    "tests/test_pmap.py",
+    "tests/test_module.py",
+    "tests/test_while_loop.py -k unperturbed",
+)
+
 SUITES = {
     "equinox": Suite(
         folder="equinox-v0.13.8",
         tests="tests",
         plugin="swap_module",
-        subset=(
-            "tests/test_jit.py",
-            "tests/test_vmap.py",
-            "tests/test_pmap.py",
-            "tests/test_module.py",
-            "tests/test_while_loop.py -k unperturbed",
-        ),
+        subset=_EQUINOX_SUBSET,
     ),
     # equinox's unreleased main (see ../shared/compat/equinox-next/README.md): run
     # with $PYTHON's equinox being that wheel, as .ci/run's third environment is.
@@ -87,13 +90,7 @@ SUITES = {
         folder="equinox-next",
         tests="tests",
         plugin="swap_module",
-        subset=(
-            "tests/test_jit.py",
-            "tests/test_vmap.py",
-            "tests/test_pmap.py",
-            "tests/test_module.py",
-            "tests/test_while_loop.py -k unperturbed",
-        ),
+        subset=_EQUINOX_SUBSET,
     ),
     "diffrax": Suite(
         folder="diffrax-0.7.2",

@@ -517,8 +517,9 @@ VALIDATES = "__arrayfield_validates__"
 
 # What a class body may annotate without declaring a dataclass field (dataclasses'
 # and equinox's markers), read off an annotation arrayfield cannot resolve yet.
-_NOT_FIELDS = frozenset({"ClassVar", "InitVar", "KW_ONLY", "AbstractVar"})
-_NOT_FIELDS |= {"AbstractClassVar"}
+_NOT_FIELDS = frozenset(
+    {"ClassVar", "InitVar", "KW_ONLY", "AbstractVar", "AbstractClassVar"}
+)
 
 
 def declare_array_fields(cls: type) -> None:
@@ -537,7 +538,7 @@ def declare_array_fields(cls: type) -> None:
     own = inspect.get_annotations(cls)
     for name, annotation in own.items():
         value = cls.__dict__.get(name, dataclasses.MISSING)
-        declared = _with_converter(cls, cls, name, annotation, value)
+        declared = _with_converter(cls, name, annotation, value)
         if declared is not None:
             type.__setattr__(cls, name, declared)
     for name, (inherited, owner) in _inherited_fields(cls).items():
@@ -554,7 +555,7 @@ def declare_array_fields(cls: type) -> None:
         elif isinstance(converter, FieldConverter):
             continue  # an ArrayModule base or af.field converts it already
         else:
-            declared = _with_converter(cls, owner, name, inherited.type, inherited)
+            declared = _with_converter(owner, name, inherited.type, inherited)
         if declared is not None:
             # Set, not updated: `cls.__annotations__` of a class whose body
             # annotated nothing is a dict the class does not keep.
@@ -577,10 +578,10 @@ def _inherited_fields(cls: type) -> dict[str, tuple[dataclasses.Field, type]]:
 
 
 def _with_converter(
-    cls: type, owner: type, name: str, annotation: Any, value: Any
+    owner: type, name: str, annotation: Any, value: Any
 ) -> dataclasses.Field | None:
-    """The field `name` declared with an arrayfield converter, or None to leave
-    the class body's `value` as it is."""
+    """The field `name`, declared in `owner`'s body as `annotation` = `value`,
+    declared again with an arrayfield converter, or None to leave it as it is."""
     if isinstance(value, dataclasses.Field):
         metadata = value.metadata
         options = metadata.get(OPTIONS_KEY)

@@ -28,7 +28,7 @@ import numpy as np
 import arrayfield as af
 
 STEPS = 3000
-SLOW_STEPS = 100  # the recompiling variant runs a prefix only
+SLOW_STEPS = 150  # the recompiling variant runs a prefix only, as benchmarks/run.py
 
 
 class PlainScene(eqx.Module):
@@ -149,8 +149,11 @@ def main():
     )
     print(
         f"\nper later step, af.ArrayModule is {plain / ours:.0f}x faster than "
-        f"eqx.Module and takes {ratio:.2f}x the hand fix's time; "
-        "the first step of each traces and compiles"
+        f"eqx.Module (quotient of the medians) and takes {ratio:.2f}x the hand "
+        "fix's time (median of per-round ratios, the rounds run side by side, so "
+        "not the quotient of the two medians above); the first step of each "
+        "traces and compiles. This run measures this machine; the README's table "
+        "is benchmarks/run.py's, from benchmarks/results/results.json."
     )
     us = per_step_us()
     print(

@@ -613,37 +613,70 @@ def _with_converter(
         declared = dataclasses.field(default=value)
     # Not in a MappingProxyType, as dataclasses wrap metadata: a proxy pickles as
     # `dict(proxy)` (cloudpickle, a class pickled by value), which would drop it.
-    declared.metadata = _WithConverter(declared.metadata, converter)
+    declared.metadata = _WithConverter(declared.metadata, converter)  # pyright: ignore
     return declared
 
 
-class _WithConverter(Mapping):
-    """A field's metadata as its class body wrote it (read-only), with the
-    converter arrayfield declared: equinox reads `metadata["converter"]`, while
-    iteration, `len` and `==` show what the class body wrote (as equinox's own
-    tests compare a field's metadata with what they wrote). A converter the body
-    wrote is listed under its key, and `["converter"]` gives arrayfield's, which
-    runs it first."""
+class _WithConverter(dict):
+    """A field's metadata as its class body wrote it, with the converter
+    arrayfield declared: equinox reads `metadata["converter"]` (or `.get`), while
+    iteration, `len`, `==` and `repr` show what the class body wrote (as equinox's
+    own tests compare a field's metadata with what they wrote). A converter the
+    body wrote is listed under its key, and `["converter"]` gives arrayfield's,
+    which runs it first.
 
-    __slots__ = ("converter", "written")
+    A `dict`, so that equinox's lookups on every instance take dict's C methods;
+    whatever lists the items is overridden to leave the declared converter out.
+    """
+
+    __slots__ = ("listed",)
 
     def __init__(self, written: Mapping[str, Any], converter: FieldConverter):
-        self.written = dict(written)
-        self.converter = converter
+        super().__init__(written)
+        self.listed = "converter" in written  # a converter the body wrote
+        dict.__setitem__(self, "converter", converter)
 
-    def __getitem__(self, key: str) -> Any:
-        if key == "converter":
-            return self.converter
-        return self.written[key]
+    def written(self) -> dict[str, Any]:
+        """The metadata as the class body wrote it."""
+        if self.listed:
+            return dict(dict.items(self))
+        return {k: v for k, v in dict.items(self) if k != "converter"}
 
     def __iter__(self) -> Iterator[str]:
-        return iter(self.written)
+        return iter(self.written())
 
     def __len__(self) -> int:
-        return len(self.written)
+        return dict.__len__(self) - (not self.listed)
+
+    def keys(self) -> Any:
+        return self.written().keys()
+
+    def items(self) -> Any:
+        return self.written().items()
+
+    def values(self) -> Any:
+        return self.written().values()
+
+    def __eq__(self, other: object) -> bool:
+        written = self.written()
+        return written == (other.written() if type(other) is _WithConverter else other)
+
+    def __ne__(self, other: object) -> bool:
+        return not self == other
+
+    __hash__ = None  # type: ignore[assignment]
 
     def __repr__(self) -> str:
-        return repr(self.written)
+        return repr(self.written())
+
+    def __reduce__(self) -> tuple:
+        return (_WithConverter, (self.written(), self["converter"]))
+
+    def __setitem__(self, key: str, value: Any) -> None:
+        raise TypeError("a field's metadata is read-only")
+
+    def __delitem__(self, key: str) -> None:
+        raise TypeError("a field's metadata is read-only")
 
 
 def _names_no_field(annotation: Any, owner: type) -> bool:

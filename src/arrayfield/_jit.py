@@ -87,8 +87,8 @@ _TOP_LEVEL: tuple[Any, Any, Any, Any] = _internals.TOP_LEVEL_STATE or (
 _TRACE, _EVAL_TRACE, _AXES, _TOP_AXES = _TOP_LEVEL
 _DISABLE_JIT = _internals.DISABLE_JIT
 _static_now = _program.static_now
-# How many new sets of non-array leaves one function may trace for before
-# `_warn_retraces` (read once, at import; 0: never).
+# How many new keys a Python number may make for one function before it warns
+# (`_count_number_retrace`; read once, at import; 0: never).
 _RETRACE_LIMIT = env_count(RETRACE_LIMIT, DEFAULT_RETRACE_LIMIT)
 # Equinox's error stacks skip its own frames too.
 _internals.hide_from_tracebacks(__file__)
@@ -355,7 +355,9 @@ def _call(wrapper: _FilterJit, /, *args: Any, **kwargs: Any) -> Any:
         with _lock:  # one jax.jit per key, also when threads race to the first call
             compiled = layout.compile(treedef, static, plan.names)
         if _RETRACE_LIMIT and not layout.warned:
-            _count_number_retrace(wrapper, layout, treedef, leaves, (args, kwargs))
+            _count_number_retrace(
+                wrapper, layout, (treedef, static), leaves, (args, kwargs)
+            )
     traced = compiled.traced
     if traced is not None:
         leaves = [leaves[i] for i in traced]
@@ -441,7 +443,7 @@ def _call(wrapper: _FilterJit, /, *args: Any, **kwargs: Any) -> Any:
 
 
 def _count_number_retrace(
-    wrapper: _FilterJit, layout: _Layout, treedef: Any, leaves: list, call: tuple
+    wrapper: _FilterJit, layout: _Layout, key: tuple, leaves: list, call: tuple
 ) -> None:
     """A new key: count it if a Python number made it (it differs from the latest
     earlier key of the same structure where either holds one); at the
@@ -450,9 +452,8 @@ def _count_number_retrace(
     watches: it explains every retrace already. Callables and objects compared
     by identity do not count: a jitted function of functions traces per function
     by design, and `af.filter_jit` shares the compiles of such traces."""
-    keys = list(layout.jits)
-    static = keys[-1][1]
-    earlier = [s for t, s in keys[:-1] if t == treedef]
+    treedef, static = key
+    earlier = [s for t, s in layout.jits if t == treedef and s is not static]
     if not earlier or not any(
         (type(a) in _NUMBERS or type(b) in _NUMBERS) and (type(a), a) != (type(b), b)
         for a, b in zip(earlier[-1], static, strict=True)

@@ -185,15 +185,19 @@ def _check_equinox_runs_our_hooks() -> None:
     class Probe(ArrayModule, check=True):
         x: Float[np.ndarray, "2"]  # noqa: UP037 - a jaxtyping shape, not a name
 
-    broken = ""
     try:
-        if not isinstance(Probe(x=[0.5, 1.5]).x, np.ndarray):  # pyright: ignore
-            broken = "a list given to an array field was stored unconverted"
-        else:
+        stored = Probe(x=[0.5, 1.5]).x  # pyright: ignore[reportArgumentType]
+    except ValidationError:  # validated before (or without) converting
+        stored = None
+    broken = ""
+    if not isinstance(stored, np.ndarray):
+        broken = "a list given to an array field was not stored converted"
+    else:
+        try:
             Probe(x=[0.5, 1.5, 2.5])  # pyright: ignore[reportArgumentType]
             broken = "a check=True class accepted a wrongly shaped array"
-    except ValidationError:
-        pass
+        except ValidationError:
+            pass
     if broken:
         raise ImportError(
             f"arrayfield cannot work with equinox {equinox.__version__} and jax "

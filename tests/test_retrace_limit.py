@@ -144,3 +144,12 @@ def test_a_limit_that_is_not_a_count_is_refused_naming_the_variable():
     result = run_code(code, env={"ARRAYFIELD_RETRACE_LIMIT": "many"})
     assert result.returncode != 0
     assert "ARRAYFIELD_RETRACE_LIMIT='many': expected a whole number" in result.stderr
+
+
+def test_a_watched_function_elsewhere_does_not_silence_the_warning():
+    # A decorated function counts traces for as long as it lives; the warning
+    # is quiet only while a block (or the environment switch) watches every call.
+    watched = af.explain_retraces(af.filter_jit(lambda x: x))
+    messages, _ = _fit(Galaxy(flux=1.0, n_iter=0, image=jnp.ones(2)), LIMIT + 1)
+    assert len(messages) == 1
+    assert watched(jnp.ones(1)).shape == (1,)

@@ -37,7 +37,7 @@ import equinox as eqx
 import jax
 import jax.tree_util as jtu
 
-from . import _hooks, _internals, _program, _tracing
+from . import _hooks, _internals, _program
 from ._env import DEFAULT_RETRACE_LIMIT, RETRACE_LIMIT, env_count
 from ._program import (
     Compiled,
@@ -448,8 +448,9 @@ def _count_number_retrace(
     """A new key: count it if a Python number made it (it differs from the latest
     earlier key of the same structure where either holds one); at the
     `_RETRACE_LIMIT`-th, warn once for the layout, explained by the diagnostics
-    (`_hooks`) from this call and the one before. Not while `explain_retraces`
-    watches: it explains every retrace already. Callables and objects compared
+    (`_hooks`) from this call and the one before. Not while an `explain_retraces`
+    block (or ARRAYFIELD_EXPLAIN_RETRACES=1) watches every call: it explains
+    each retrace already. Callables and objects compared
     by identity do not count: a jitted function of functions traces per function
     by design, and `af.filter_jit` shares the compiles of such traces."""
     treedef, static = key
@@ -464,7 +465,7 @@ def _count_number_retrace(
         return
     layout.warned = True
     explain = _hooks.explain_static_retraces
-    if explain is None or _tracing.counting_traces():
+    if explain is None or _internals.call_hook_installed():
         return
     # The call before: this call's arrays, the earlier key's other leaves.
     tree = jtu.tree_unflatten(

@@ -6,8 +6,8 @@ import os
 # and explaining every retrace in the process.
 CHECK = "ARRAYFIELD_CHECK"
 EXPLAIN_RETRACES = "ARRAYFIELD_EXPLAIN_RETRACES"
-# How many times one af.filter_jit function may trace for new non-array leaves
-# before it warns; 0 turns the warning off.
+# How many times one af.filter_jit function may trace again because a Python
+# number among its arguments changed before it warns; 0 turns the warning off.
 RETRACE_LIMIT = "ARRAYFIELD_RETRACE_LIMIT"
 DEFAULT_RETRACE_LIMIT = 8
 

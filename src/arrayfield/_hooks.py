@@ -4,7 +4,8 @@ points up: the caller needs only the hook, never the module behind it."""
 from collections.abc import Callable
 from typing import Any
 
-# Explains af.filter_jit's warning about a function that keeps tracing for new
-# non-array leaves: `(fn, old (args, kwargs), new (args, kwargs), traces)`. Set
+# Explains af.filter_jit's warning about a function that keeps tracing because
+# Python numbers among its arguments change: `(fn, old (args, kwargs), new (args,
+# kwargs), retraces)`. Set
 # by `arrayfield/__init__.py`, which loads the diagnostics only when it fires.
 explain_static_retraces: Callable[[Any, tuple, tuple, int], None] | None = None

@@ -36,7 +36,6 @@ from typing import Any
 
 import equinox
 import jax
-import jax.monitoring
 import numpy as np
 
 # -- equinox's jit wrapper --------------------------------------------------------

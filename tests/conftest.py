@@ -1,12 +1,25 @@
 import os
+import sys
 
 # Silence GPU/TPU probing; must happen before JAX is imported anywhere.
 os.environ.setdefault("JAX_PLATFORMS", "cpu")
 
 # Property tests: the same examples on every run and machine, so CI is reproducible.
 # HYPOTHESIS_PROFILE=explore draws fresh random examples locally.
+import pytest
 from hypothesis import settings
 
 settings.register_profile("ci", derandomize=True, deadline=None, print_blob=True)
 settings.register_profile("explore", deadline=None)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
+
+
+@pytest.fixture(autouse=True)
+def _decorated_functions_compared_within_one_test():
+    """`af.explain_retraces` compares every decorated function with the earlier
+    ones of the same code, for the whole process: within one test here, so that
+    a test's lambda is not told it compiled again because another test's did."""
+    yield
+    record = sys.modules.get("arrayfield.diagnostics._record")
+    if record is not None:
+        record.DECORATED.by_code.clear()

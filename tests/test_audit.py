@@ -839,7 +839,11 @@ def test_ordinary_string_annotations_get_the_hints_they_got(annotated):
         in (hints["m.vector"])
     )
     assert "Ordinary.array is annotated jax.Array but holds a" in hints["m.array"]
-    assert "if this int is a shape, size, count or id, mark it" in hints["m.count"]
+    assert (
+        "Ordinary.count is annotated Optional[int]: if its value changes between "
+        'calls (a step counter, an index into data), annotate it Int[Array, ""]'
+    ) in hints["m.count"]
+    assert "if it is a shape, size or id that stays fixed" in hints["m.count"]
     assert "m.scalars[0]" in hints
 
 

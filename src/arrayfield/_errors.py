@@ -302,7 +302,7 @@ def _package_dir(module: Any) -> str:
 
 EQUINOX_DIR = _package_dir(equinox)
 JAX_DIR = _package_dir(jax)
-_LIBRARY_DIRS = (os.path.dirname(__file__) + os.sep, EQUINOX_DIR, JAX_DIR)
+LIBRARY_DIRS = (os.path.dirname(__file__) + os.sep, EQUINOX_DIR, JAX_DIR)
 
 
 def warn_in_user_code(warning: Warning) -> None:
@@ -314,7 +314,7 @@ def warn_in_user_code(warning: Warning) -> None:
     frame = sys._getframe(1)
     stacklevel = 2  # 1 would be this function, 2 its caller
     while frame.f_back is not None and frame.f_code.co_filename.startswith(
-        _LIBRARY_DIRS
+        LIBRARY_DIRS
     ):
         frame = frame.f_back
         stacklevel += 1

@@ -387,6 +387,17 @@ def check_jaxpr(jaxpr: Any) -> None:
     core.check_jaxpr(jaxpr)
 
 
+def equation_frames(eqn: Any) -> list[tuple[str, int, str]]:
+    """`(file, line, function)` of the Python frames that made a jaxpr equation,
+    innermost first (its `source_info`, which JAX records for its error messages);
+    empty where this JAX records them otherwise (a diagnostic then names no line)."""
+    try:
+        frames = eqn.source_info.traceback.frames
+        return [(f.file_name, int(f.line_num), f.function_name) for f in frames]
+    except Exception:
+        return []
+
+
 def traced_in_tree(traced: Any) -> Any:
     """The input treedef of a `jax.jit(...).trace(...)`: what its executable's
     calls must pass."""

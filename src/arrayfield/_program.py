@@ -8,6 +8,7 @@ the programs are, so that both halves read on their own.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import itertools
 import operator
@@ -411,12 +412,14 @@ class _StaticNow(threading.local):
     now, in this thread (set by `_jit` before a call that can trace); and how
     many traces in this thread ran a program shared by offsets (`_offsets`),
     and how many would have, had the wrapper shared offsets; `explain_retraces`
-    reads both around a call."""
+    reads both around a call, and `program`, the latest traced program (`(closed
+    jaxpr, jit parameters)`), kept only while it counts traces."""
 
     leaves: tuple
     fun: Any
     offset_runs: int = 0
     offset_families: int = 0
+    program: Any = None
 
 
 static_now = _StaticNow()
@@ -492,7 +495,12 @@ def marked_program(
         if _internals.jit_disabled():  # runs eagerly: nothing to trace
             return Marked((jax.numpy.array(0), *run(*call_args)))
         # The one trace of the user's function; the call below reuses it.
-        host_work = has_host_work(inner.trace(*call_args).jaxpr)
+        traced = inner.trace(*call_args)
+        if _tracing.counting_traces():  # explain_retraces says what is new in it
+            # This jaxpr, not the outer one: inlining drops the user's lines.
+            with contextlib.suppress(ValueError):
+                static_now.program = _internals.traced_program(traced)
+        host_work = has_host_work(traced.jaxpr)
         # What a call waits on, as in equinox; None costs no output buffer.
         marker = jax.numpy.array(0) if host_work or always_wait else None
         out, others = inner(*call_args)

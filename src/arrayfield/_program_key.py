@@ -98,24 +98,65 @@ def closed_key(closed: Any, params: dict[str, Any]) -> tuple:
         return (Same(closed),)  # equal to no other key
 
 
+def masked_key(closed: Any, params: dict[str, Any]) -> tuple[tuple, list[Embedded]]:
+    """`(key, numbers)`: the key of `closed_key` with every literal and constant
+    replaced by its aval, and those numbers in the order the key meets them. Two
+    programs with equal masked keys differ at most in the values they embed."""
+    walk = _Walk(numbers=[])
+    try:
+        options = tuple(
+            sorted(
+                (name, walk.value(value))
+                for name, value in params.items()
+                if name != "jaxpr"
+            )
+        )
+        key = (walk.closed(closed), options, _internals.trace_context())
+    except (_Unreadable, TypeError, ValueError):
+        return (Same(closed),), []
+    assert walk.numbers is not None
+    return key, walk.numbers
+
+
+class Embedded:
+    """A number a program embeds: a literal operand of an equation, or a constant
+    (an array the traced function captured). `eqn` is the equation that reads a
+    literal; a constant has its variable `var` instead."""
+
+    __slots__ = ("aval", "eqn", "value", "var")
+
+    def __init__(self, value: Any, aval: Any, eqn: Any, var: Any = None):
+        self.value = value
+        self.aval = aval
+        self.eqn = eqn
+        self.var = var
+
+
 class _Walk:
     """One key's walk; nested jaxprs seen twice (a function called twice) are
-    read once."""
+    read once. With `numbers`, literals and constants are keyed by their avals
+    alone and collected there (`masked_key`)."""
 
-    __slots__ = ("seen",)
+    __slots__ = ("eqn", "numbers", "seen")
 
-    def __init__(self) -> None:
+    def __init__(self, numbers: list[Embedded] | None = None) -> None:
         self.seen: dict[int, tuple[Any, tuple]] = {}
+        self.numbers = numbers
+        self.eqn: Any = None  # the equation being read, for `numbers`
 
     def closed(self, closed: Any) -> tuple:
         found = self.seen.get(id(closed))
         if found is not None:
             return found[1]
-        key = (
-            "closed",
-            self.jaxpr(closed.jaxpr),
-            tuple(_data(const) for const in closed.consts),
-        )
+        if self.numbers is None:
+            consts = tuple(value_key(const) for const in closed.consts)
+        else:
+            self.numbers.extend(
+                Embedded(c, v.aval, None, v)
+                for c, v in zip(closed.consts, closed.jaxpr.constvars, strict=True)
+            )
+            consts = tuple(v.aval for v in closed.jaxpr.constvars)
+        key = ("closed", self.jaxpr(closed.jaxpr), consts)
         self.seen[id(closed)] = (closed, key)  # the object keeps its id ours
         return key
 
@@ -131,7 +172,10 @@ class _Walk:
 
         def atom(x: Any) -> Any:
             if type(x) is _LITERAL:
-                return ("literal", _data(x.val), x.aval)
+                if self.numbers is not None:
+                    self.numbers.append(Embedded(x.val, x.aval, self.eqn))
+                    return ("literal", x.aval)
+                return ("literal", value_key(x.val), x.aval)
             try:
                 return numbers[x]
             except KeyError:  # a variable bound nowhere in this jaxpr
@@ -142,7 +186,9 @@ class _Walk:
             tuple(map(bind, jaxpr.invars)),
         )
         equations = []
+        outer = self.eqn
         for eqn in jaxpr.eqns:
+            self.eqn = eqn
             primitive = eqn.primitive
             inputs = tuple(map(atom, eqn.invars))
             inert = _INERT.get(primitive.name, ())
@@ -166,6 +212,7 @@ class _Walk:
                     Same(eqn.ctx),  # interned by JAX: equal contexts are one object
                 )
             )
+        self.eqn = outer
         key = (
             head,
             tuple(equations),
@@ -179,7 +226,7 @@ class _Walk:
         """A parameter's key: by value where it is data, else by identity."""
         cls = type(x)
         if cls in _ATOMS or cls is float or cls is complex:
-            return _data(x)
+            return value_key(x)
         if cls is _CLOSED_JAXPR:
             return self.closed(x)
         if cls is _JAXPR:
@@ -187,7 +234,7 @@ class _Walk:
         if isinstance(x, (tuple, list)):  # NamedTuples of dimension numbers too
             return (cls, tuple(map(self.value, x)))
         if cls is np.dtype or isinstance(x, (np.generic, np.ndarray)):
-            return _data(x)
+            return value_key(x)
         if cls in _VALUE_TYPES:
             return (cls, x)
         if isinstance(x, (enum.Enum, _PRIMITIVE, types.FunctionType)):
@@ -195,7 +242,7 @@ class _Walk:
         return Same(x)
 
 
-def _data(x: Any) -> Any:
+def value_key(x: Any) -> Any:
     """A literal's or a constant's key: its type and exact value."""
     cls = type(x)
     if cls in _ATOMS:

@@ -188,13 +188,14 @@ def _leaf_finding(
     field: FieldRef | None,
     constants: _Constants,
     within: FieldRef | None = None,
+    within_shape: tuple[int, ...] | None = None,
 ) -> Finding | None:
     if type(value) in PYTHON_NUMBERS:
         if constants.declared_default(value, field) and not _array_field(field):
             return None
         if type(value) is int and opted_out(field or within):
             return None  # a shape or index kept a Python int, as AF002 advises
-        hint = number_fix(field, value, within)
+        hint = number_fix(field, value, within, shape=within_shape)
         return Finding(path, value, "python-scalar", hint)
     if isinstance(value, np.generic):
         if bypassed_init(field):
@@ -374,7 +375,12 @@ def audit(
         if leaf.field is not None and leaf.field.owner is wrapper:
             continue  # the function's name; its function is checked below
         finding = _leaf_finding(
-            leaf.path, leaf.value, leaf.field, constants, leaf.within
+            leaf.path,
+            leaf.value,
+            leaf.field,
+            constants,
+            leaf.within,
+            leaf.within_shape,
         )
         if finding is not None:
             holder = leaf.field or leaf.within

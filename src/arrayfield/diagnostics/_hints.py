@@ -8,6 +8,7 @@ for numbers depends on the field's annotation and class (`number_fix`).
 from __future__ import annotations
 
 import dataclasses
+import re
 from typing import Any
 
 import numpy as np
@@ -44,6 +45,15 @@ STRUCTURE_FIX = (
     "keep the structure fixed from call to call: store an array instead of "
     "switching between None and an array, and keep the same keys and fields"
 )
+
+
+_COMPILES = re.compile(r"\bcompiles( again)?\b")
+
+
+def traced_only(why: str) -> str:
+    """A reason's text for a trace that compiled nothing (af.filter_jit ran a
+    program compiled before): what the change costs is a trace, not a compile."""
+    return _COMPILES.sub("traces again", why)
 
 
 def article(word: str) -> str:
@@ -189,7 +199,9 @@ def _hashed_reason(o: LeafSig, n: LeafSig, jit: str | None) -> Reason:
                 "arguments): every new value compiles again"
             )
         cause = "structure" if was_array else "value"
-        fix = number_fix(n.field, n.key, n.within, changed=not was_array)
+        fix = number_fix(
+            n.field, n.key, n.within, changed=not was_array, shape=n.within_shape
+        )
         return Reason(why, fix, cause)
     if callable(n.key) and callable(o.key) and not was_array:
         return _callable_reason(o.key, n.key)
@@ -244,13 +256,14 @@ def number_fix(
     value: Any = None,
     within: FieldRef | None = None,
     changed: bool = False,
+    shape: tuple[int, ...] | None = None,
 ) -> str:
     """How to stop a Python number in this position from being hashed. An int
     may be a shape, size or id, which must stay a Python int: no array advice,
     unless `changed`, the value was seen changing between calls (then it is data,
     and static is never advised: a value that changes every call would compile
     every call). `within` is the field the number is inside (an element of its
-    tuple)."""
+    tuple), `shape` that container's where it holds Python numbers only."""
     if changed and field is None and within is None and type(value) is int:
         return (
             "its value changes between calls, so it is data, not a shape: pass an "
@@ -272,6 +285,10 @@ def number_fix(
                 "(af.ArrayModule would store an array, which cannot be a shape "
                 f"under jit); if they are data, store an array in it{within.declared}"
             )
+    if field is None and within is not None and shape is not None:
+        fix = _numbers_in_container_fix(within, shape, value, changed)
+        if fix is not None:
+            return fix
     if field is None and type(value) is int:
         return (
             "if this int is a shape, size, count or id, keep it static "
@@ -318,20 +335,24 @@ def number_fix(
             f"{field.where} is annotated {spelled} but is not converted; store an "
             f"array in it{field.declared}"
         )
+    swap = _swap(field)
     if type(value) is int and not (
         isinstance(resolved, type) and issubclass(resolved, float | complex)
     ):
         return (
-            f"{field.where} is annotated {spelled}: if this int is a shape, size, "
-            "count or id, mark it eqx.field(static=True); only a value that "
-            'changes every call, such as a step, belongs in an Int[Array, ""]'
+            f"{field.where} is annotated {spelled}: if its value changes between "
+            'calls (a step counter, an index into data), annotate it Int[Array, ""]'
+            f"{swap}, so it is stored as an array and traced; if it is a shape, "
+            "size or id that stays fixed, declare it eqx.field(static=True) (a "
+            "static field is no leaf: eqx.tree_at cannot update it)"
             f"{field.declared}"
         )
     if isinstance(resolved, type) and issubclass(resolved, PYTHON_NUMBERS):
+        kind = _ARRAY_FOR_NUMBER.get(resolved, "Float")
         return (
-            f'{field.where} is annotated {spelled}: annotate it Float[Array, ""] '
-            '(or Int[Array, ""]) on an af.ArrayModule so it is stored as an array, '
-            "or, if it is a flag or setting, mark it eqx.field(static=True)"
+            f'{field.where} is annotated {spelled}: annotate it {kind}[Array, ""]'
+            f"{swap}, so it is stored as an array and traced; if it is a setting "
+            "that stays fixed, declare it eqx.field(static=True)"
             f"{field.declared}"
         )
     return (
@@ -354,15 +375,38 @@ def _changing_number_fix(field: FieldRef) -> str | None:
     kind = _ARRAY_FOR_NUMBER.get(resolved) if isinstance(resolved, type) else None
     if kind is None:
         return None
-    swap = (
-        ""
-        if issubclass(field.owner, ArrayModule)
-        else ", and subclass af.ArrayModule instead of eqx.Module"
-    )
+    swap = _swap(field)
     return (
         f"{field.where} is annotated {format_annotation(field.annotation)} and its "
         f'value changes between calls: annotate it {kind}[Array, ""]{swap}, so it '
         f"is stored as an array and traced{field.declared}"
+    )
+
+
+def _swap(field: FieldRef) -> str:
+    """What an array annotation needs besides itself: nothing on an ArrayModule."""
+    if issubclass(field.owner, ArrayModule):
+        return ""
+    return ", and subclass af.ArrayModule instead of eqx.Module"
+
+
+def _numbers_in_container_fix(
+    within: FieldRef, shape: tuple[int, ...], value: Any, changed: bool
+) -> str | None:
+    """For a number in a list or tuple of numbers held by a field that is not an
+    array field: the array annotation that stores the whole container as one
+    array. Ints that were not seen changing may be a shape: no advice here."""
+    if type(value) is int and not changed:
+        return None
+    spec = _spec_of(within)
+    if spec is not None or opted_out(within):
+        return None  # an array field, or kept as it is on purpose
+    kind = _ARRAY_FOR_NUMBER[type(value)]
+    dims = " ".join(map(str, shape))
+    return (
+        f"{within.where} is annotated {format_annotation(within.annotation)} and "
+        f'holds Python numbers: annotate it {kind}[Array, "{dims}"]{_swap(within)}, '
+        f"so they are stored as one array and traced{within.declared}"
     )
 
 

@@ -16,8 +16,9 @@ from collections.abc import Callable
 from typing import Any
 
 import jax.tree_util as jtu
+import numpy as np
 
-from .._internals import is_module, is_traced_leaf
+from .._internals import PYTHON_NUMBERS, is_module, is_traced_leaf
 
 KeyPath = tuple[Any, ...]
 
@@ -149,6 +150,9 @@ class Leaf:
     # The Module field the leaf is in, directly or inside a tuple, list or dict
     # (`Source.origin` for `origin[0]`): what a hint names.
     within: FieldRef | None = None
+    # The shape of that container, where it is a list or tuple of Python numbers
+    # (what an array annotation for the field would declare).
+    within_shape: tuple[int, ...] | None = None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -200,7 +204,26 @@ def _walk(
             _walk(child, text, leaves, statics)
         else:
             ref = within if len(path) == 1 else None
-            leaves.append(Leaf(text, child, ref, within))
+            shape = None if ref is not None else _numbers_shape(node, within)
+            leaves.append(Leaf(text, child, ref, within, shape))
+
+
+def _numbers_shape(node: Any, within: FieldRef | None) -> tuple[int, ...] | None:
+    """The shape of the field `within` of `node` where it holds a (nested) list or
+    tuple of Python numbers only, else None."""
+    if within is None:
+        return None
+    container = node.__dict__.get(within.name)
+    if not isinstance(container, (list, tuple)):
+        return None
+    leaves = jtu.tree_leaves(container)
+    if not leaves or any(type(x) not in PYTHON_NUMBERS for x in leaves):
+        return None
+    try:
+        shape = np.shape(container)
+    except ValueError:  # ragged
+        return None
+    return shape if len(leaves) == int(np.prod(shape)) else None
 
 
 # What `eqx.filter_jit` traces (everything else it hashes).

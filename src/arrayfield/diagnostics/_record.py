@@ -5,10 +5,12 @@ from __future__ import annotations
 
 import atexit
 import contextlib
+import dataclasses
 import functools
 import os
 import sys
 import threading
+import weakref
 from typing import Any
 
 import jax.tree_util as jtu
@@ -22,12 +24,22 @@ from .._errors import (
     warn_in_user_code,
 )
 from ._diff import Change, causes, closest, diff, group, pattern, summary
-from ._hints import FILTER_JIT, JAX_JIT, number_fix
+from ._hints import FILTER_JIT, JAX_JIT, number_fix, traced_only
 from ._paths import bind_arguments
+from ._program_diff import (
+    Difference,
+    Program,
+    captured_arrays,
+    closest_program,
+    difference,
+    summarize,
+)
 from ._signature import Signature, signature
 
 # How many earlier signatures per function a new trace is compared against.
 HISTORY = 32
+# How many programs compiled for one Python function a new one is compared with.
+PROGRAMS = 8
 
 
 def underlying(fn: Any) -> Any:
@@ -139,11 +151,97 @@ def _tell_at_exit() -> None:
         tell_all_repeats()
 
 
+def _new_in_program(
+    summary: Program, earlier: list[Program], target: Any, changes: list[Change]
+) -> str:
+    """What the program of a retrace that compiled has that the closest one
+    compiled before for the same function had not, as lines to append; nothing
+    where the argument changes already say it (other shapes)."""
+    old = closest_program(earlier, summary)
+    if old is None:
+        return ""
+    found = difference(old, summary, getattr(target, "__name__", "the function"))
+    if found is None or found.kind == "inputs":
+        return ""
+    if found.kind == "computation" and changes:
+        return ""
+    head = "What is new in its program, against the closest one compiled before"
+    if found.kind == "literals" and changes:
+        matching = _matching(changes, found.literals)
+        which = f"; {matching} changed to these values" if matching else ""
+        head += (
+            f" (it differs only in these numbers{which}: of the causes above, "
+            "only what set them made a new program, the others a new trace)"
+        )
+    return "\n" + "\n".join([f"{head}:", *found.lines])
+
+
+def _matching(changes: list[Change], literals: tuple[tuple[str, str], ...]) -> str:
+    """The changed leaves whose old and new values equal those of a literal that
+    differs between the programs, as one path (`_diff.pattern`)."""
+
+    def number(text: str) -> float | None:
+        try:
+            return float(text)
+        except ValueError:
+            return None
+
+    pairs = {(number(o), number(n)) for o, n in literals}
+    paths = [
+        c.path
+        for c in changes
+        if number(c.old) is not None and (number(c.old), number(c.new)) in pairs
+    ]
+    return pattern(paths) if paths else ""
+
+
+class _CodeRecord:
+    """What the wrappers of one Python function (one code object: a function
+    defined in a loop is a new object each time, with the same code) traced in
+    one scope: which function objects, and the programs they compiled, with
+    which a new function object's first compile is compared."""
+
+    __slots__ = ("functions", "programs", "repeats")
+
+    def __init__(self) -> None:
+        self.functions: weakref.WeakSet[Any] = weakref.WeakSet()
+        self.programs: list[Program] = []
+        self.repeats: _Repeats | None = None  # of the new-wrapper warnings
+
+
+class Scope:
+    """Where functions with the same code are compared: one `with` block (or the
+    whole process under the environment switch), or every decorated function."""
+
+    def __init__(self) -> None:
+        self.by_code: dict[Any, _CodeRecord] = {}
+        self.lock = threading.Lock()
+
+    def record(self, fn: Any, jit: type) -> _CodeRecord | None:
+        """The record of the Python function `fn`'s code under jits of type
+        `jit` (a program is compared with those of the same jit)."""
+        code = getattr(fn, "__code__", None)
+        if code is None:
+            return None
+        with self.lock:
+            return self.by_code.setdefault((code, jit), _CodeRecord())
+
+
+DECORATED = Scope()
+
+
 class Site:
     """What one watched function has traced with (its last few signatures)."""
 
-    def __init__(self, fn: Any, jit: str | None, keep_alive: Any = None):
+    def __init__(
+        self,
+        fn: Any,
+        jit: str | None,
+        keep_alive: Any = None,
+        scope: Scope = DECORATED,
+    ):
         self.fn = fn
+        self.scope = scope
         self.jit = jit
         self.traced_scalars = jit == JAX_JIT  # jax.jit traces Python numbers
         self.keep_alive = keep_alive  # pins the object whose id keys this site
@@ -168,6 +266,7 @@ class Site:
         quiet: bool = False,
         compiled: bool = True,
         offsets: str | None = None,
+        program: tuple | None = None,
     ) -> bool:
         """This call traced: compare it with the earlier ones, then remember it.
 
@@ -177,7 +276,8 @@ class Site:
         "shared" where it ran a program shared by traces that differ only in
         integer offsets (`af.filter_jit(share_offsets=True)`), "could share"
         where its program differs from an earlier one only so but the wrapper
-        does not share offsets, else None.
+        does not share offsets, else None. `program`: `(closed jaxpr, jit
+        parameters)` of the program it traced to, where af.filter_jit says.
         """
         arguments = {**extra, **self.arguments(args, kwargs)}
         new = signature(arguments, args, kwargs, self.traced_scalars)
@@ -186,7 +286,31 @@ class Site:
             self.history.append(new)
             del self.history[:-HISTORY]
             self.check_reuse = self.check_reuse or new.has_numbers
-        if not history or quiet:
+        target = underlying(self.fn)
+        # A plain function traced by some jit (`jit` None) has no wrapper of its
+        # own, and whether its trace compiled is not known: not compared.
+        record = None if self.jit is None else self.scope.record(target, type(self.fn))
+        summary = None
+        earlier: list[Program] = []
+        new_function = False
+        if record is not None:
+            with self.scope.lock:
+                earlier = list(record.programs)
+                if compiled and program is not None:
+                    summary = summarize(program, target)
+                    if summary is not None:
+                        record.programs.append(summary)
+                        del record.programs[:-PROGRAMS]
+                new_function = bool(record.functions) and target not in record.functions
+                record.functions.add(target)
+        if not history:
+            # A new function object with the code of one traced before (defined
+            # in a loop, or per call): its compile is a cost the user can avoid,
+            # told as for a retrace.
+            if quiet or not compiled or not new_function or record is None:
+                return False
+            return self._new_wrapper(record, summary, earlier, target)
+        if quiet:
             return False
         jit = jit or self.jit
         _, changes = closest(history, new, jit)
@@ -205,7 +329,78 @@ class Site:
             where = location(self.fn)
             self.repeats = _Repeats(where, key, _in_words(changes), compiled, offsets)
         _tell(repeats)  # the count for the earlier causes comes first
-        warn_in_user_code(RetraceWarning(self._message(changes, compiled, offsets)))
+        message = self._message(changes, compiled, offsets)
+        if summary is not None and earlier:
+            message += _new_in_program(summary, earlier, target, changes)
+        warn_in_user_code(RetraceWarning(message))
+        return True
+
+    def _new_wrapper(
+        self,
+        record: _CodeRecord,
+        summary: Program | None,
+        earlier: list[Program],
+        target: Any,
+    ) -> bool:
+        """The first trace of this wrapper compiled, where another wrapper of
+        the same function traced before: what made the program new."""
+        where = location(self.fn)
+        name = getattr(target, "__name__", "the function")
+        jit = "af.filter_jit" if summary is not None else "jit"
+        head = (
+            f"{where} was traced and compiled by a new {jit} wrapper; another "
+            "wrapper of the same function (a function defined anew in a loop or "
+            "per call has the same code) traced it before."
+        )
+        found: Difference | None = None
+        if summary is not None:
+            old = closest_program(earlier, summary)
+            found = None if old is None else difference(old, summary, name)
+            if found is None or found.kind == "inputs":
+                return False  # another shape, or no program to compare with
+            lines = [
+                f"{head} Its program differs from the closest one compiled before "
+                f"for {name} in:",
+                *found.lines,
+            ]
+            causes_key: tuple = (found.kind, found.names)
+            what = ", ".join(f"captured {n}" for n in found.names) or found.kind
+        else:
+            arrays = captured_arrays(target)
+            lines = [
+                f"{head} eqx.filter_jit traces and compiles each new function "
+                "object anew, whatever it computes."
+            ]
+            if arrays:
+                lines.append(
+                    f"  it captures arrays: {', '.join(arrays[:3])}"
+                    + (f" and {len(arrays) - 3} more" if len(arrays) > 3 else "")
+                    + "; jit embeds a captured array in the program as a constant, "
+                    "so each new array is a new program, under af.filter_jit too."
+                )
+                lines.append(
+                    f"    fix: define {name} once, outside the loop, and pass the "
+                    "arrays it captures as arguments: one compile serves them all."
+                )
+            else:
+                lines.append(
+                    f"    fix: define {name} once, outside the loop, or jit it with "
+                    "af.filter_jit, which runs the program compiled before where a "
+                    "new trace is the same program."
+                )
+            causes_key = ("new function", tuple(arrays))
+            what = "a new function object"
+        key = (causes_key, True, None)
+        with self.scope.lock:
+            repeats = record.repeats
+            if repeats is not None and repeats.causes == key:
+                repeats.count += 1
+                with _untold_lock:
+                    _untold[id(repeats)] = repeats
+                return True
+            record.repeats = _Repeats(where, key, what, True, None)
+        _tell(repeats)
+        warn_in_user_code(RetraceWarning("\n".join(lines)))
         return True
 
     def tell_repeats(self) -> None:
@@ -266,6 +461,8 @@ class Site:
                 f"{head} No argument differs from an earlier call that traced, so "
                 f"the cause is outside the arguments: {causes}."
             )
+        if not compiled:  # the whys say what the change cost: a trace
+            changes = [dataclasses.replace(c, why=traced_only(c.why)) for c in changes]
         lines = summary(changes)
         lines[0] = f"{head} Compared with the closest earlier call, {lines[0]}"
         return "\n".join(lines)

@@ -28,7 +28,7 @@ from .. import _internals, _program, _tracing
 from .._env import EXPLAIN_RETRACES, env_flag
 from .._errors import class_name, short_repr
 from ._hints import FILTER_JIT, JAX_JIT
-from ._record import Site, calling_jit
+from ._record import Scope, Site, calling_jit
 
 ENV_VAR = EXPLAIN_RETRACES
 
@@ -73,6 +73,14 @@ def _offsets_since(seen: tuple[int, int]) -> str | None:
     return "could share" if families != seen[1] else None
 
 
+def _program_traced() -> tuple | None:
+    """The program the latest af.filter_jit trace in this thread produced (None
+    for other jits), taken so that it is read once and not kept."""
+    now = _program.static_now
+    program, now.program = now.program, None
+    return program
+
+
 def _wrap(fn: Function) -> Function:
     if _internals.is_filter_jit(fn) or hasattr(fn, "lower"):
         return _wrap_jitted(fn)
@@ -97,12 +105,21 @@ def _wrap_jitted(fn: Any) -> Any:
         __tracebackhide__ = True
         before, compiles = counter.traces, counter.compiles
         shared = _offsets_seen()
+        _program_traced()
         out = fn(*args, **kwargs)
         if counter.traces != before:
+            program = _program_traced()
             if _thread.explained < before:  # else a `with` block's hook did
                 compiled = counter.compiles != compiles
                 offsets = _offsets_since(shared)
-                site.traced(args, kwargs, no_extra, compiled=compiled, offsets=offsets)
+                site.traced(
+                    args,
+                    kwargs,
+                    no_extra,
+                    compiled=compiled,
+                    offsets=offsets,
+                    program=program,
+                )
         elif check and site.check_reuse:
             site.check_hit(args, kwargs)
         return out
@@ -146,6 +163,7 @@ class _Session:
     def __init__(self) -> None:
         self.sites: dict[int, Site] = {}
         self.lock = threading.Lock()
+        self.scope = Scope()
 
     def site_for(self, jit_wrapper: Any) -> Site:
         cache = _internals.cache_of(jit_wrapper)
@@ -156,7 +174,7 @@ class _Session:
                 if site is None:
                     # A decorated function keeps its own record (and no warning twice).
                     site = _decorated.get(id(cache)) or Site(
-                        jit_wrapper, FILTER_JIT, keep_alive=cache
+                        jit_wrapper, FILTER_JIT, keep_alive=cache, scope=self.scope
                     )
                     self.sites[id(cache)] = site
         return site
@@ -178,8 +196,10 @@ def _watching_call(original: Callable[..., Any]) -> Callable[..., Any]:
         site = session.sites.get(id(cache_of(self))) or session.site_for(self)
         before, compiles = counter.traces, counter.compiles
         shared = _offsets_seen()
+        _program_traced()
         out = original(self, *args, **kwargs)
         if counter.traces != before:
+            program = _program_traced()
             # The jitted callable is hashed into the key too: show it as an argument
             # (a decorator's record shows the arguments only, like the decorator).
             extra = {} if site.shared else {"<function>": self.__wrapped__}
@@ -194,6 +214,7 @@ def _watching_call(original: Callable[..., Any]) -> Callable[..., Any]:
                     quiet=quiet,
                     compiled=compiled,
                     offsets=offsets,
+                    program=program,
                 )
                 or site.shared
             ):

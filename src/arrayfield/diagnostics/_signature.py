@@ -33,6 +33,7 @@ class LeafSig:
     field: FieldRef | None
     scalar: Any = None  # a Python number that jax.jit traced (its value, kept)
     within: FieldRef | None = None  # the field it is in, maybe inside a container
+    within_shape: tuple[int, ...] | None = None  # that container's, if numbers
 
     @property
     def named_by(self) -> FieldRef | None:
@@ -155,7 +156,9 @@ def signature(
             else:
                 sig = _describe_leaf(x, "hashed", leaf.field)
                 has_numbers = has_numbers or type(x) in PYTHON_NUMBERS
-            leaves[leaf.path] = dataclasses.replace(sig, within=leaf.within)
+            leaves[leaf.path] = dataclasses.replace(
+                sig, within=leaf.within, within_shape=leaf.within_shape
+            )
         for static in statics:
             leaves[static.path] = _describe_leaf(static.value, "static", static.field)
     flat, treedef = jtu.tree_flatten((args, kwargs))

@@ -217,6 +217,11 @@ class Scope:
         self.by_code: dict[Any, _CodeRecord] = {}
         self.lock = threading.Lock()
 
+    def tell_repeats(self) -> None:
+        """Say now how often new function objects repeated their warning."""
+        for record in list(self.by_code.values()):
+            _tell(record.repeats)
+
     def record(self, fn: Any, jit: type) -> _CodeRecord | None:
         """The record of the Python function `fn`'s code under jits of type
         `jit` (a program is compared with those of the same jit)."""
@@ -368,7 +373,7 @@ class Site:
         else:
             arrays = captured_arrays(target)
             lines = [
-                f"{head} eqx.filter_jit traces and compiles each new function "
+                f"{head} {self.jit} traces and compiles each new function "
                 "object anew, whatever it computes."
             ]
             if arrays:

@@ -257,6 +257,7 @@ class RetraceWatch:
             if session is not None:  # the block's repeated retraces, counted
                 for site in list(session.sites.values()):
                     site.tell_repeats()
+                session.scope.tell_repeats()
 
     def __call__(self, fn: Function) -> Function:
         # `@af.explain_retraces()`, parentheses and all: the same as without.
@@ -279,6 +280,17 @@ def explain_retraces(fn: Callable[..., Any] | None = None) -> Any:
     from the closest earlier call that traced: its path as you would write it
     (`scene.sources[1].morph.size`, `opt_state[0].count`, `kwargs["lr"]`), the old
     and new value, why that leaf is part of the cache key and how to fix it.
+
+    Under `af.filter_jit`, a trace that compiled is also compared with the
+    programs compiled before for the same function, by any wrapper (a function
+    defined anew in a loop has the same code): the warning says what is new in
+    the program, read off the program itself, with the line of your code that
+    reads it: an array the function captured (named as the closure or global
+    that holds it; pass it as an argument to share one compile), numbers
+    embedded as literals, or the first operation where the computation
+    differs. A new function object's first compile warns too, under
+    `eqx.filter_jit` naming the arrays it captures. A retrace that compiled
+    nothing says so.
 
     It also flags the silent-reuse hazard with `af.TraceReuseWarning`: `1`, `1.0`
     and `True` hash alike, so `eqx.filter_jit` may run a trace compiled for an

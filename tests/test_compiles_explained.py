@@ -94,7 +94,9 @@ def test_the_decorator_explains_a_new_wrapper_per_data_set_too():
 
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        _fit_each(jit, DATA[:2])
+        # Data no other test uses: af.filter_jit would run the programs compiled
+        # for it before, and a trace that compiles nothing is not told here.
+        _fit_each(jit, [d + 10 for d in DATA[:2]])
     (message,) = _messages(caught)
     assert "fix: pass `data` as an argument of step" in message
 

@@ -40,6 +40,8 @@ from ._signature import Signature, signature
 HISTORY = 32
 # How many programs compiled for one Python function a new one is compared with.
 PROGRAMS = 8
+# The leaf a `with` block adds for the jitted function (`_retrace._watching_call`).
+FUNCTION_LEAF = "<function>"
 
 
 def underlying(fn: Any) -> Any:
@@ -198,15 +200,27 @@ def _matching(changes: list[Change], literals: tuple[tuple[str, str], ...]) -> s
 class _CodeRecord:
     """What the wrappers of one Python function (one code object: a function
     defined in a loop is a new object each time, with the same code) traced in
-    one scope: which function objects, and the programs they compiled, with
-    which a new function object's first compile is compared."""
+    one scope: which function objects (a set of the live ones: a function
+    dropped after its loop iteration leaves it), the signatures of their calls
+    that traced and the programs they compiled, with which a new function
+    object's first compile is compared."""
 
-    __slots__ = ("functions", "programs", "repeats")
+    __slots__ = ("functions", "programs", "repeats", "signatures")
 
     def __init__(self) -> None:
         self.functions: weakref.WeakSet[Any] = weakref.WeakSet()
+        self.signatures: list[Signature] = []
         self.programs: list[Program] = []
         self.repeats: _Repeats | None = None  # of the new-wrapper warnings
+
+    def same_arguments_before(self, new: Signature, jit: str | None) -> bool:
+        """Whether an earlier function object traced with arguments that `new`
+        matches: then only the new function object made this trace (the jitted
+        function itself, an extra leaf of the `with` block, aside)."""
+        return any(
+            all(c.path == FUNCTION_LEAF for c in diff(old, new, jit))
+            for old in self.signatures
+        )
 
 
 class Scope:
@@ -306,12 +320,16 @@ class Site:
                     if summary is not None:
                         record.programs.append(summary)
                         del record.programs[:-PROGRAMS]
-                new_function = bool(record.functions) and target not in record.functions
+                new_function = target not in record.functions and (
+                    record.same_arguments_before(new, jit or self.jit)
+                )
                 record.functions.add(target)
+                record.signatures.append(new)
+                del record.signatures[:-HISTORY]
         if not history:
-            # A new function object with the code of one traced before (defined
-            # in a loop, or per call): its compile is a cost the user can avoid,
-            # told as for a retrace.
+            # A new function object with the code of one that traced with the
+            # same arguments before (defined in a loop, or per call): its
+            # compile is a cost the user can avoid, told as for a retrace.
             if quiet or not compiled or not new_function or record is None:
                 return False
             return self._new_wrapper(record, summary, earlier, target)

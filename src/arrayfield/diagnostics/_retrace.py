@@ -28,7 +28,7 @@ from .. import _internals, _program, _tracing
 from .._env import EXPLAIN_RETRACES, env_flag
 from .._errors import class_name, short_repr
 from ._hints import FILTER_JIT, JAX_JIT
-from ._record import Scope, Site, calling_jit
+from ._record import FUNCTION_LEAF, Scope, Site, calling_jit
 
 ENV_VAR = EXPLAIN_RETRACES
 
@@ -202,7 +202,7 @@ def _watching_call(original: Callable[..., Any]) -> Callable[..., Any]:
             program = _program_traced()
             # The jitted callable is hashed into the key too: show it as an argument
             # (a decorator's record shows the arguments only, like the decorator).
-            extra = {} if site.shared else {"<function>": self.__wrapped__}
+            extra = {} if site.shared else {FUNCTION_LEAF: self.__wrapped__}
             quiet = _thread.explained >= before  # a wrapped plain function warned
             compiled = counter.compiles != compiles
             offsets = _offsets_since(shared)

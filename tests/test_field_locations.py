@@ -54,9 +54,9 @@ def test_audit_prints_multi_line_reprs_on_one_line():
 def test_int_fields_get_static_advice_not_pass_an_array():
     hint = {f.path: f.hint for f in af.audit(Sersic(1.5, 4, Wcs()), name="m")}["m.size"]
     assert (
-        "if this int is a shape, size, count or id, mark it eqx.field(static=True)"
-        in hint
-    )
+        "if it is a shape, size or id that stays fixed, declare it "
+        "eqx.field(static=True)"
+    ) in hint
     assert "pass an array" not in hint
     assert "jnp.asarray" not in hint
 

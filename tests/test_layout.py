@@ -32,6 +32,7 @@ DIAGNOSTICS = tuple(
         "_signature",
         "_hints",
         "_diff",
+        "_program_diff",
         "_record",
         "_retrace",
         "_programs",

@@ -10,6 +10,8 @@ promises a runtime effect, the migrated code runs under jit.
 
 from __future__ import annotations
 
+import pytest
+
 from helpers import run_code
 from migrate_helpers import codes, migrate, write_tree
 
@@ -396,3 +398,175 @@ def test_a_constant_that_optax_left_alone_trains_after_the_swap():
     assert before == "float 1e-05"
     assert after == "ArrayImpl 0.183"  # 50 adam steps of 0.01 away from 1e-05
     assert recipes == "float 1e-05 1e-05"
+
+
+# -- advice that never makes a constant trainable (issue 36) ---------------------------
+
+# The newcomer's four-file package: a hierarchy across files, a tuple shape, a
+# float constant nothing passes, an array-annotated constant, a counter bumped
+# with eqx.tree_at, and a fit whose loss reads all of them.
+GALFIT = {
+    "galfit/__init__.py": "",
+    "galfit/base.py": """\
+        import equinox as eqx
+        from jaxtyping import Array, Float
+
+
+        class Component(eqx.Module):
+            flux: Float[Array, ""]
+            shape: tuple = (4, 4)
+            eps: float = 1e-6
+            floor: Float[Array, ""] = 1e-6
+        """,
+    "galfit/model.py": """\
+        import jax.numpy as jnp
+
+        from .base import Component
+
+
+        class Galaxy(Component):
+            step: int = 0
+
+            def render(self):
+                return self.flux * jnp.ones(self.shape) / (1 + self.eps) + self.floor
+        """,
+    "galfit/fit.py": """\
+        import equinox as eqx
+        import jax.numpy as jnp
+        import optax
+
+        from .model import Galaxy
+
+
+        def fit(steps=20):
+            model = Galaxy(flux=jnp.asarray(1.0))
+            optimizer = optax.adam(0.05)
+            state = optimizer.init(eqx.filter(model, eqx.is_inexact_array))
+
+            @eqx.filter_jit
+            def step(model, state):
+                def loss(model):
+                    return jnp.sum((model.render() - 3.0) ** 2)
+
+                grads = eqx.filter_grad(loss)(model)
+                updates, state = optimizer.update(grads, state, model)
+                model = eqx.apply_updates(model, updates)
+                return eqx.tree_at(lambda m: m.step, model, model.step + 1), state
+
+            for _ in range(steps):
+                model, state = step(model, state)
+            return model
+        """,
+}
+_FIT = (
+    "from galfit.fit import fit; m = fit(); "
+    "print(type(m.floor).__name__, m.floor, float(m.flux))"
+)
+
+
+def test_a_number_nothing_sets_is_advised_as_a_constant_first(tmp_path):
+    write_tree(tmp_path, GALFIT)
+    result = migrate(tmp_path, "--check", "galfit")
+    (eps,) = [line for line in result.stdout.splitlines() if "Component.eps" in line]
+    assert (
+        "nothing in the project passes it, assigns it, replaces it or "
+        "eqx.tree_at's it: a constant"
+    ) in eps
+    advice = "Declare it `eps: float = af.field(static=True, default=1e-6)`"
+    annotation = 'Annotate it `Float[Array, ""]` only if it is a parameter to fit'
+    assert eps.index(advice) < eps.index(annotation)
+    (step,) = [line for line in result.stdout.splitlines() if "Galaxy.step" in line]
+    assert "replaced with eqx.tree_at at galfit/fit.py" in step
+    assert "not static=True: eqx.tree_at cannot replace a static field" in step
+
+
+@pytest.mark.parametrize(
+    "setter",
+    [
+        "Galaxy(flux=jnp.asarray(1.0), eps=1e-3)",  # a keyword
+        "Galaxy(jnp.asarray(1.0), (4, 4), 1e-3)",  # a position that reaches it
+        "dataclasses.replace(Galaxy(flux=jnp.asarray(1.0)), eps=1e-3)",
+        "eqx.tree_at(lambda m: m.eps, Galaxy(flux=jnp.asarray(1.0)), 1e-3)",
+        'setattr(object(), "eps", 1e-3)',
+    ],
+)
+def test_a_number_set_anywhere_is_not_called_a_constant(tmp_path, setter):
+    write_tree(
+        tmp_path,
+        {
+            **GALFIT,
+            "galfit/make.py": f"""\
+                import dataclasses
+
+                import equinox as eqx
+                import jax.numpy as jnp
+
+                from .model import Galaxy
+
+
+                def make():
+                    return {setter}
+                """,
+        },
+    )
+    result = migrate(tmp_path, "--check", "galfit")
+    (eps,) = [line for line in result.stdout.splitlines() if "Component.eps" in line]
+    assert "a constant" not in eps
+    assert 'Annotate it `eps: Float[Array, ""]`' in eps
+
+
+def test_positional_arguments_short_of_a_field_leave_it_a_constant(tmp_path):
+    write_tree(
+        tmp_path,
+        {
+            **GALFIT,
+            "galfit/make.py": """\
+                import jax.numpy as jnp
+
+                from .model import Galaxy
+
+
+                def make():
+                    return Galaxy(jnp.asarray(1.0), (4, 4))
+                """,
+        },
+    )
+    result = migrate(tmp_path, "--check", "galfit")
+    (eps,) = [line for line in result.stdout.splitlines() if "Component.eps" in line]
+    assert "a constant" in eps
+
+
+def test_fix_keeps_what_the_original_held_constant_and_the_fit_unchanged(tmp_path):
+    write_tree(tmp_path, GALFIT)
+    before = run_code(_FIT, cwd=tmp_path)
+    assert before.returncode == 0, before.stderr
+    result = migrate(tmp_path, "--fix", "galfit")
+    assert result.returncode == 0, result.stderr
+    base = (tmp_path / "galfit/base.py").read_text()
+    assert 'floor: Float[Array, ""] = af.field(default=1e-6, convert=False)' in base
+    # The advice printed for eps names af.field, which the migrated file imports.
+    assert "af.field(static=True, default=1e-6)" in result.stdout
+    assert "import arrayfield as af" in base
+    after = run_code(_FIT, cwd=tmp_path)
+    assert after.returncode == 0, after.stderr
+    assert after.stdout == before.stdout  # floor still a Python 1e-06, same fit
+    assert before.stdout.startswith("float 1e-06 ")
+    # Following the printed advice for eps works in the migrated file.
+    (tmp_path / "galfit/base.py").write_text(
+        base.replace(
+            "eps: float = 1e-6", "eps: float = af.field(static=True, default=1e-6)"
+        )
+    )
+    followed = run_code(_FIT, cwd=tmp_path)
+    assert followed.returncode == 0, followed.stderr
+    assert followed.stdout == before.stdout
+
+
+def test_fix_leaves_a_constant_marked_noqa_to_train(tmp_path):
+    write_tree(
+        tmp_path, {"layer.py": TRAINABLE.replace("= 2\n", "= 2  # noqa: AF007\n")}
+    )
+    assert migrate(tmp_path, "--fix", ".").returncode == 0
+    text = (tmp_path / "layer.py").read_text()
+    assert 'scale: Float[Array, ""] = 2  # noqa: AF007' in text
+    assert 'eps: Float[Array, ""] = af.field(default=1e-5, convert=False)' in text

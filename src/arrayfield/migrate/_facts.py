@@ -12,6 +12,7 @@ from __future__ import annotations
 import ast
 import dataclasses
 import functools
+import re
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
@@ -109,6 +110,8 @@ class ClassFacts:
         attribute assigned the result of a function call (`_get_shape(...)`).
     - `fields`: annotated names in the class body -> (line, column), 1-based,
         the column counted in characters as libcst and editors count it.
+    - `class_vars`: those of `fields` annotated `ClassVar` (no `__init__`
+        parameter).
     """
 
     qualname: str
@@ -122,6 +125,7 @@ class ClassFacts:
     objects: dict[str, str] = dataclasses.field(default_factory=dict)
     calls: dict[str, tuple[str, int]] = dataclasses.field(default_factory=dict)
     fields: dict[str, tuple[int, int]] = dataclasses.field(default_factory=dict)
+    class_vars: set[str] = dataclasses.field(default_factory=set)
 
 
 @dataclasses.dataclass
@@ -144,6 +148,13 @@ class FileFacts:
     - `int_list_functions`: module-level functions that return a list or tuple
         of ints (a shape): a literal of ints, or a display or comprehension in a
         function annotated `-> list[int]` or named for a shape or size.
+    - `set_names`: every name that the file may give a field a value through:
+        written before `=` (a keyword argument, `x.name = ...`, `name = ...`)
+        or as a string (`setattr(m, "name", v)`).
+    - `positional`: callee -> the most positional arguments a call of it
+        passes (`INFINITE` with `*args`), for calls of capitalised names (a
+        class), `cls` and `__init__`, and `()` for a call of a call's result
+        (`type(self)(...)`).
     """
 
     path: str
@@ -155,6 +166,8 @@ class FileFacts:
     tree_at: dict[str, int] = dataclasses.field(default_factory=dict)
     registered: dict[str, int] = dataclasses.field(default_factory=dict)
     int_list_functions: set[str] = dataclasses.field(default_factory=set)
+    set_names: frozenset[str] = frozenset()
+    positional: dict[str, float] = dataclasses.field(default_factory=dict)
 
     def imports_equinox(self) -> bool:
         return any(
@@ -537,6 +550,11 @@ class _FileReader(_Visitor):
             ):
                 target = statement.target
                 facts.fields[target.id] = (target.lineno, self._column(target))
+                annotation = statement.annotation
+                if isinstance(annotation, ast.Subscript):
+                    annotation = annotation.value
+                if (dotted_name(annotation) or "").endswith("ClassVar"):
+                    facts.class_vars.add(target.id)
             if isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef)):
                 if statement.name == "__init__":
                     facts.has_init = True
@@ -564,4 +582,79 @@ def read_file(path: str, source: bytes, tree: ast.Module | None = None) -> FileF
     facts = FileFacts(path, module, is_package)
     scan_calls = b"tree_at" in source or b"register_" in source
     _FileReader(facts, source.splitlines(), scan_calls).visit(tree)
+    facts.set_names = frozenset(
+        name.decode("ascii")
+        for pattern in (_SET_NAME, _STRING_NAME)
+        for name in pattern.findall(source)
+    )
+    facts.positional = _positional_counts(source)
     return facts
+
+
+# What may give a field a value, read off the bytes (C speed, every file): a
+# name before `=` or an augmented `+=` (not `==`, `<=`), or a name as a whole
+# string. Too many names is safe: a field named here is never called a constant.
+_SET_NAME = re.compile(rb"\b([A-Za-z_]\w*)\s*(?:[-+*/%&|^@:]|//|\*\*|<<|>>)?=(?!=)")
+_STRING_NAME = re.compile(rb"[\"']([A-Za-z_]\w*)[\"']")
+INFINITE = float("inf")
+# A call whose positional arguments may fill a Module's fields: a class (a
+# capitalised name), `cls(...)`, `super().__init__(...)`, `type(self)(...)`.
+_CALL = re.compile(rb"(?:\b([A-Z]\w*|cls|__init__)|(\)))\s*\(")
+_QUOTES = frozenset(b"\"'")
+_OPEN = frozenset(b"([{")
+_CLOSE = frozenset(b")]}")
+
+
+def _positional_counts(source: bytes) -> dict[str, float]:
+    """`FileFacts.positional`: each call's arguments read with a scan that
+    skips strings and brackets (a string with a comma counts one more
+    argument: more is safe)."""
+    counts: dict[str, float] = {}
+    for match in _CALL.finditer(source):
+        callee = (match.group(1) or b"()").decode("ascii")
+        count = _count_positional(source, match.end())
+        if count > counts.get(callee, 0):
+            counts[callee] = count
+    return counts
+
+
+def _count_positional(source: bytes, start: int) -> float:
+    """Positional arguments of the call whose `(` ends at `start`."""
+    depth, quote, count = 0, 0, 0.0
+    argument = bytearray()
+    i, end = start, len(source)
+
+    def close(argument: bytearray) -> float:
+        text = bytes(argument).strip()
+        if not text:
+            return 0.0
+        if text.startswith(b"*"):
+            return INFINITE
+        keyword = re.match(rb"[A-Za-z_]\w*\s*=(?!=)", text)
+        return 0.0 if keyword else 1.0
+
+    while i < end:
+        c = source[i]
+        if quote:
+            if c == quote:
+                quote = 0
+            elif c == 92:  # a backslash escapes the next byte
+                i += 1
+        elif c in _QUOTES:
+            quote = c
+            argument.append(c)
+        elif c in _OPEN:
+            depth += 1
+            argument.append(c)
+        elif c in _CLOSE:
+            if depth == 0:
+                return count + close(argument)
+            depth -= 1
+            argument.append(c)
+        elif c == 44 and depth == 0:  # a comma between arguments
+            count += close(argument)
+            argument.clear()
+        else:
+            argument.append(c)
+        i += 1
+    return INFINITE  # unbalanced: count everything

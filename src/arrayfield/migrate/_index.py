@@ -61,6 +61,8 @@ class _SubtreeUses:
     objects: dict[str, str] = dataclasses.field(default_factory=dict)
     maybe_pytree: set[str] = dataclasses.field(default_factory=set)
     helpers: dict[str, str] = dataclasses.field(default_factory=dict)
+    # The most positional arguments a call of one of these classes passes.
+    reached: float = 0
 
     def absorb(self, later: _SubtreeUses) -> None:
         """Add what `later` found where nothing was found yet."""
@@ -74,6 +76,7 @@ class _SubtreeUses:
         self.maybe_pytree |= later.maybe_pytree
         for attr, called in later.helpers.items():
             self.helpers.setdefault(attr, called)
+        self.reached = max(self.reached, later.reached)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -95,6 +98,8 @@ class ClassContext:
         assigned to it (`SHAPE_VALUE` in `assigns`).
     - `from_equinox`: it derives from equinox's Module and not through
         `af.ArrayModule`: migrating it changes what its fields hold.
+    - `constants`: its own fields that nothing in the project may give a value
+        (`ProjectIndex._constants`): they keep their defaults.
     """
 
     uses: dict[str, dict[str, str]]
@@ -105,6 +110,7 @@ class ClassContext:
     maybe_pytree: frozenset[str] = frozenset()
     helpers: dict[str, str] = dataclasses.field(default_factory=dict)
     from_equinox: bool = False
+    constants: frozenset[str] = frozenset()
 
 
 @dataclasses.dataclass(frozen=True)
@@ -197,6 +203,8 @@ class ProjectIndex:
         self._subtrees: dict[str, _SubtreeUses] = {}
         self._imported: dict[str, set[str]] | None = None
         self._registrations: frozenset[str] | None = None
+        self._set_names: frozenset[str] | None = None
+        self._positional: dict[str, float] | None = None
 
     def top_level_modules(self) -> frozenset[str]:
         """The first component of every indexed module name: the project's own
@@ -375,6 +383,9 @@ class ProjectIndex:
     def _own_uses(self, where: str, member: ClassFacts) -> _SubtreeUses:
         """What one class's own code does with its attributes."""
         out = _SubtreeUses()
+        out.reached = self._positional_calls().get(
+            member.qualname.rpartition(".")[2], 0
+        )
         for table, mine in ((out.uses, member.uses), (out.assigns, member.assigns)):
             for attr, kinds in mine.items():
                 for kind, line in kinds.items():
@@ -417,6 +428,11 @@ class ProjectIndex:
     def context(self, path: str) -> FileContext:
         facts = self.files[path]
         classes: dict[str, ClassContext] = {}
+        tree_at = {
+            attr: f"{other.path}:{line}"
+            for other in self.files.values()
+            for attr, line in other.tree_at.items()
+        }
         for cls in self.module_classes(facts):
             qualified = f"{self.key(facts)}.{cls.qualname}"
             found = self._subtree_uses(qualified)
@@ -438,12 +454,8 @@ class ProjectIndex:
                 frozenset(maybe_pytree & set(objects)),
                 helpers,
                 self._from_equinox(qualified),
+                self._constants(qualified, cls, merged, tree_at),
             )
-        tree_at = {
-            attr: f"{other.path}:{line}"
-            for other in self.files.values()
-            for attr, line in other.tree_at.items()
-        }
         plain, bases = self._bound_classes(facts)
         written = [
             *facts.imports,
@@ -455,6 +467,50 @@ class ProjectIndex:
         )
         exported = frozenset(self._imported_names().get(self.key(facts), ()))
         return FileContext(classes, tree_at, plain, bases, equinox_bases, exported)
+
+    def _positional_calls(self) -> dict[str, float]:
+        """Callee -> the most positional arguments a call of it passes, in any
+        file (`FileFacts.positional`)."""
+        if self._positional is None:
+            most: dict[str, float] = {}
+            for facts in self.files.values():
+                for callee, count in facts.positional.items():
+                    most[callee] = max(most.get(callee, 0), count)
+            self._positional = most
+        return self._positional
+
+    def _constants(
+        self,
+        qualified: str,
+        cls: ClassFacts,
+        subtree: _SubtreeUses,
+        tree_at: dict[str, str],
+    ) -> frozenset[str]:
+        """The class's own fields that nothing in the project may give a value:
+        no file names them before `=` or as a string (keyword arguments,
+        `replace`, attribute stores, `setattr`), no `eqx.tree_at` replaces
+        them, no method of the class or a subclass assigns them, and no call
+        of the class, of a subclass, of `cls`, of a call's result or of
+        `__init__` passes enough positional arguments to reach them (counted
+        from the class's own fields: its bases' come first, so the real
+        position is later, never earlier)."""
+        if self._set_names is None:
+            self._set_names = frozenset().union(
+                *(facts.set_names for facts in self.files.values())
+            )
+        calls = self._positional_calls()
+        reached = max(
+            subtree.reached, *(calls.get(n, 0) for n in ("cls", "__init__", "()"))
+        )
+        own = [name for name in cls.fields if name not in cls.class_vars]
+        return frozenset(
+            name
+            for index, name in enumerate(own)
+            if index >= reached
+            and name not in self._set_names
+            and name not in tree_at
+            and name not in subtree.assigns
+        )
 
     def _from_equinox(self, qualified: str, depth: int = 0) -> bool:
         """Whether a class reaches equinox's Module other than through

@@ -49,7 +49,9 @@ SPECIFIERS = frozenset({"equinox.field", "arrayfield.field", "dataclasses.field"
 class FieldEdit(enum.Enum):
     DROP_CONVERTER = enum.auto()  # eqx.field(converter=jnp.asarray, static=False)
     DROP_DEFAULT = enum.auto()  # = eqx.field(converter=jnp.asarray)
-    NO_CONVERT = enum.auto()  # --fix: `= af.field(convert=False)` on a shape field
+    # --fix: `= af.field(convert=False)` on a shape field, or on a number that
+    # would become trainable (AF007)
+    NO_CONVERT = enum.auto()
 
 
 def root_name(expr: Any) -> str | None:
@@ -297,9 +299,11 @@ class Plan:
         opted_out = convert is not None and is_name(convert.value, "False")
         if not opted_out:
             found = af002_shape_field.check(site)
-            self._add(found)
             if found is None and site.cls.rpartition(".")[2] in self.migrating_classes:
-                self._add(af007_trainable_constant.check(site))
+                # A constant that would train after the swap: --fix keeps it a
+                # Python number, as it was.
+                found = af007_trainable_constant.check(site)
+            self._add(found)
             if (
                 found is not None
                 and found.fixable

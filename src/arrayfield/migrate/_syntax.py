@@ -167,6 +167,12 @@ def unary(node: Any) -> tuple[str, Any] | None:
     return None if sign is None else (sign, node.expression)
 
 
+def signed_number_type(node: Any) -> type | None:
+    """`number_type` of a number literal with or without a sign (`-1e-6`)."""
+    signed = unary(node)
+    return number_type(node if signed is None else signed[1])
+
+
 def union_operands(node: Any) -> tuple[Any, Any] | None:
     """`(X, Y)` for `X | Y`, else None."""
     if isinstance(node, ast.AST):

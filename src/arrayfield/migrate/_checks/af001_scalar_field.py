@@ -7,6 +7,7 @@ makes arrayfield store it as a traced array instead.
 
 from __future__ import annotations
 
+from .. import _syntax as syntax
 from .._annotations import scalar_annotation
 from .._diagnostics import Diagnostic
 from .._facts import CONTROL, PARAM, SHAPE
@@ -27,18 +28,47 @@ F722_NOTE = (
 
 
 def message(
-    cls: str, field: str, type_name: str, evidence: str = "", f722: bool = False
+    cls: str,
+    field: str,
+    type_name: str,
+    evidence: str = "",
+    f722: bool = False,
+    tree_at: bool = False,
 ) -> str:
     """`evidence` says where the field gets new values, e.g. "it is replaced
-    with eqx.tree_at at fit.py:12", or is empty; `f722` adds `F722_NOTE`."""
+    with eqx.tree_at at fit.py:12", or is empty; `f722` adds `F722_NOTE`;
+    `tree_at`: `eqx.tree_at` replaces it, so static=True, whose field is no
+    leaf, would make that call raise: not advised."""
     jaxtyping_name = _JAXTYPING_NAMES.get(type_name, "Float")
     because = f" ({evidence})" if evidence else ""
+    otherwise = (
+        " (not static=True: eqx.tree_at cannot replace a static field, which is "
+        "no leaf)"
+        if tree_at
+        else ", or declare it static=True if it is configuration"
+    )
     return (
         f"field '{cls}.{field}' is annotated `{type_name}`; every new value "
         f"recompiles a jitted function that receives the model{because}. "
         f'Annotate it `{field}: {jaxtyping_name}[Array, ""]` so arrayfield turns '
-        "it into a traced array, or declare it static=True if it is configuration."
-        + (F722_NOTE if f722 else "")
+        f"it into a traced array{otherwise}." + (F722_NOTE if f722 else "")
+    )
+
+
+def constant_message(cls: str, field: str, type_name: str, value: str) -> str:
+    """For a field that keeps its numeric default (`ClassContext.constants`):
+    what keeps it a constant first, and the array only for a parameter to fit
+    (an optimizer trains a floating array)."""
+    jaxtyping_name = _JAXTYPING_NAMES.get(type_name, "Float")
+    return (
+        f"field '{cls}.{field}' is annotated `{type_name}` and defaults to "
+        f"`{value}`, and nothing in the project passes it, assigns it, replaces "
+        "it or eqx.tree_at's it: a constant, which compiles once as it is. "
+        f"Declare it `{field}: {type_name} = af.field(static=True, "
+        f"default={value})` to say it is configuration (af.ArrayModule keeps a "
+        f"`{type_name}` a Python number either way). Annotate it "
+        f'`{jaxtyping_name}[Array, ""]` only if it is a parameter to fit: the '
+        "optimizer then trains it."
     )
 
 
@@ -50,6 +80,15 @@ def check(site: FieldSite) -> Diagnostic | None:
     uses = site.uses()
     if SHAPE in uses or CONTROL in uses:
         return None  # a size or a flag: it must stay a Python number
+    default = site.default
+    if (
+        site.context is not None
+        and site.name in site.context.constants
+        and default is not None
+        and syntax.signed_number_type(default) is not None
+    ):
+        text = constant_message(site.cls, site.name, scalar, site.snippet(default))
+        return Diagnostic(*site.position(site.target), CODE, text)
     evidence = ""
     replaced = site.file.tree_at.get(site.name) if site.file else None
     assigned = site.assigns().get(PARAM)
@@ -64,5 +103,5 @@ def check(site: FieldSite) -> Diagnostic | None:
     line, col = site.position(site.target)
     lint = site.file.lint if site.file else None
     f722 = lint is not None and lint.found and not lint.ignores_f722
-    text = message(site.cls, site.name, scalar, evidence, f722)
+    text = message(site.cls, site.name, scalar, evidence, f722, replaced is not None)
     return Diagnostic(line, col, CODE, text)

@@ -37,15 +37,11 @@ def message(cls: str, field: str, value: str, line: int | None) -> str:
         "under af.ArrayModule it is a floating array leaf that jax.grad "
         "differentiates and optax updates. If it is configuration, annotate it "
         "`float` and declare it static=True; to keep it a Python number, declare "
-        "it `af.field(convert=False)`; to keep it an array that is not trained, "
-        "wrap its uses in `jax.lax.stop_gradient`."
+        "it `af.field(convert=False)` (what --fix writes: the field then holds "
+        "what it held under eqx.Module); to keep it an array that is not "
+        "trained, wrap its uses in `jax.lax.stop_gradient`. If it is a parameter "
+        "to fit, leave it as it is (with # noqa: AF007, --fix leaves it too)."
     )
-
-
-def _number(expr: Any) -> type | None:
-    """`float`, `int` or `complex` for a number literal (signed), else None."""
-    signed = syntax.unary(expr)
-    return syntax.number_type(expr if signed is None else signed[1])
 
 
 def _dtype_name(site: FieldSite) -> str | None:
@@ -60,7 +56,7 @@ def _dtype_name(site: FieldSite) -> str | None:
 
 
 def _trainable(site: FieldSite, value: Any) -> bool:
-    kind = _number(value)
+    kind = syntax.signed_number_type(value)
     if kind is None:
         return False
     dtype = _dtype_name(site)
@@ -87,5 +83,5 @@ def check(site: FieldSite) -> Diagnostic | None:
         if _trainable(site, value):
             line = None if node is None else site.position(node)[0]
             text = message(site.cls, site.name, site.snippet(value), line)
-            return Diagnostic(*site.position(site.target), CODE, text)
+            return Diagnostic(*site.position(site.target), CODE, text, fixable=True)
     return None

@@ -570,3 +570,29 @@ def test_fix_leaves_a_constant_marked_noqa_to_train(tmp_path):
     text = (tmp_path / "layer.py").read_text()
     assert 'scale: Float[Array, ""] = 2  # noqa: AF007' in text
     assert 'eps: Float[Array, ""] = af.field(default=1e-5, convert=False)' in text
+
+
+def test_a_class_statement_and_a_def_are_no_calls_that_pass_a_field(tmp_path):
+    # `class Config(eqx.Module):` and `def __init__(self, ...)` look like calls
+    # with positional arguments; neither passes the first field.
+    write_tree(
+        tmp_path,
+        {
+            "config.py": """\
+                import equinox as eqx
+
+
+                class Config(eqx.Module):
+                    tolerance: float = 1e-6
+
+
+                class Solver:
+                    def __init__(self, config, steps):
+                        self.config = config
+                """,
+        },
+    )
+    result = migrate(tmp_path, "--check", ".")
+    assert "Config.tolerance' is annotated `float` and defaults to `1e-6`" in (
+        result.stdout
+    )

@@ -600,6 +600,8 @@ INFINITE = float("inf")
 # A call whose positional arguments may fill a Module's fields: a class (a
 # capitalised name), `cls(...)`, `super().__init__(...)`, `type(self)(...)`.
 _CALL = re.compile(rb"(?:\b([A-Z]\w*|cls|__init__)|(\)))\s*\(")
+# `class ` or `def ` right before a match: a definition, not a call.
+_DEFINITION = re.compile(rb"\b(?:class|def)\s+$")
 _QUOTES = frozenset(b"\"'")
 _OPEN = frozenset(b"([{")
 _CLOSE = frozenset(b")]}")
@@ -611,6 +613,8 @@ def _positional_counts(source: bytes) -> dict[str, float]:
     argument: more is safe)."""
     counts: dict[str, float] = {}
     for match in _CALL.finditer(source):
+        if _DEFINITION.search(source, max(0, match.start() - 12), match.start()):
+            continue  # `class Name(Base):`, `def __init__(self, ...)`: no call
         callee = (match.group(1) or b"()").decode("ascii")
         count = _count_positional(source, match.end())
         if count > counts.get(callee, 0):

@@ -131,8 +131,9 @@ def add_parser(subcommands: argparse._SubParsersAction) -> None:
     parser.add_argument(
         "--fix",
         action="store_true",
-        help="also make the safe edits diagnostics ask for (AF002 on fields used "
-        "as shapes: af.field(convert=False))",
+        help="also make the safe edits diagnostics ask for: af.field(convert=False) "
+        "on fields used as shapes (AF002) and on numbers that would start to "
+        "train (AF007)",
     )
     parser.add_argument(
         "--exclude",

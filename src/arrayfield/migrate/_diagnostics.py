@@ -18,7 +18,8 @@ CODES: dict[str, str] = {
         "non-static field annotated float/complex (or an int that eqx.tree_at "
         "replaces) without an array converter and not used in control flow or as a "
         'size: use Float[Array, ""] (or Complex/Int[Array, ""]) so a new value does '
-        "not recompile"
+        "not recompile; a number default nothing in the project sets is a "
+        "constant: static=True first"
     ),
     "AF002": (
         "array-annotated field used as a shape or size (in its class or a "
@@ -47,7 +48,8 @@ CODES: dict[str, str] = {
     "AF007": (
         "array-annotated field with a numeric default (or a number set in a "
         "method) that was a Python number: it now takes part in eqx.filter, "
-        "gradients and optax updates; static=True, af.field(convert=False) or "
+        "gradients and optax updates; static=True, af.field(convert=False) "
+        "(--fix does, unless # noqa: AF007 says it should train) or "
         "jax.lax.stop_gradient if it must not train"
     ),
 }

@@ -365,3 +365,15 @@ def test_following_every_hint_as_printed_gives_one_trace_and_a_fitted_galaxy():
     assert int(end.n_iter) == 20
     assert float(end.flux) != 1.0  # flux and position are fitted now
     assert not np.allclose(end.position, [4.0, 4.0])
+
+
+def test_a_number_inside_a_mixed_container_names_the_field_not_arraymodule():
+    class Parts(af.ArrayModule):
+        parts: list
+
+    (hint,) = [f.hint for f in af.audit(Parts(parts=[1.5, "a"])) if f.value == 1.5]
+    assert hint.startswith(
+        "test_a_number_inside_a_mixed_container_names_the_field_not_arraymodule."
+        "<locals>.Parts.parts is annotated list and holds this Python number"
+    )
+    assert "ArrayModule" not in hint.split("(declared as")[0]

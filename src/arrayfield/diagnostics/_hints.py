@@ -295,6 +295,13 @@ def number_fix(
             "(static_argnums, eqx.field(static=True)); if it changes every call, "
             "pass an array, jnp.asarray(x, dtype=...)"
         )
+    if field is None and within is not None:  # inside a container of a field
+        return (
+            f"{within.where} is annotated {format_annotation(within.annotation)} "
+            "and holds this Python number inside it: store an array there "
+            "instead, jnp.asarray(x, dtype=...)"
+            f"{within.declared}"
+        )
     if field is None:
         return (
             "pass an array instead, jnp.asarray(x, dtype=...), or store the value "

@@ -498,7 +498,9 @@ def marked_program(
         traced = inner.trace(*call_args)
         if _tracing.counting_traces():  # explain_retraces says what is new in it
             # This jaxpr, not the outer one: inlining drops the user's lines.
-            with contextlib.suppress(ValueError):
+            # (A trace inside another, or a JAX whose traced jits show no
+            # program: then no explanation says what is new in it.)
+            with contextlib.suppress(ValueError, AttributeError):
                 static_now.program = _internals.traced_program(traced)
         host_work = has_host_work(traced.jaxpr)
         # What a call waits on, as in equinox; None costs no output buffer.

@@ -377,3 +377,22 @@ def test_a_number_inside_a_mixed_container_names_the_field_not_arraymodule():
         "<locals>.Parts.parts is annotated list and holds this Python number"
     )
     assert "ArrayModule" not in hint.split("(declared as")[0]
+
+
+def test_a_program_another_call_traced_is_not_taken_for_this_ones():
+    # Counting is on (a decorated function lives) while an undecorated
+    # af.filter_jit call traces between two decorated eqx.filter_jit calls: the
+    # second explains its own trace, for which no program is seen.
+    def make(data):
+        def step(x):
+            return x * data
+
+        return af.explain_retraces(eqx.filter_jit(step))
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        make(jnp.ones(2))(jnp.ones(2))
+        af.filter_jit(lambda x: x + 3.0)(jnp.ones(2))
+        make(jnp.ones(2) * 2)(jnp.ones(2))
+    (message,) = _messages(caught)
+    assert "eqx.filter_jit traces and compiles each new function object" in message

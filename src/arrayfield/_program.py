@@ -413,7 +413,8 @@ class _StaticNow(threading.local):
     many traces in this thread ran a program shared by offsets (`_offsets`),
     and how many would have, had the wrapper shared offsets; `explain_retraces`
     reads both around a call, and `program`, the latest traced program (`(closed
-    jaxpr, jit parameters)`), kept only while it counts traces."""
+    jaxpr, jit parameters)`) with the trace count when it was traced, kept only
+    while it counts traces."""
 
     leaves: tuple
     fun: Any
@@ -501,7 +502,8 @@ def marked_program(
             # (A trace inside another, or a JAX whose traced jits show no
             # program: then no explanation says what is new in it.)
             with contextlib.suppress(ValueError, AttributeError):
-                static_now.program = _internals.traced_program(traced)
+                program = _internals.traced_program(traced)
+                static_now.program = (_tracing.counter.traces, program)
         host_work = has_host_work(traced.jaxpr)
         # What a call waits on, as in equinox; None costs no output buffer.
         marker = jax.numpy.array(0) if host_work or always_wait else None

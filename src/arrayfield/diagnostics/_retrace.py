@@ -73,12 +73,15 @@ def _offsets_since(seen: tuple[int, int]) -> str | None:
     return "could share" if families != seen[1] else None
 
 
-def _program_traced() -> tuple | None:
-    """The program the latest af.filter_jit trace in this thread produced (None
-    for other jits), taken so that it is read once and not kept."""
+def _program_traced(before: int) -> tuple | None:
+    """The program an af.filter_jit trace in this thread produced since the
+    trace count was `before` (None for other jits: a program recorded earlier
+    is another call's), taken so that it is not kept."""
     now = _program.static_now
-    program, now.program = now.program, None
-    return program
+    recorded, now.program = now.program, None
+    if recorded is None or recorded[0] < before:
+        return None
+    return recorded[1]
 
 
 def _wrap(fn: Function) -> Function:
@@ -105,10 +108,9 @@ def _wrap_jitted(fn: Any) -> Any:
         __tracebackhide__ = True
         before, compiles = counter.traces, counter.compiles
         shared = _offsets_seen()
-        _program_traced()
         out = fn(*args, **kwargs)
         if counter.traces != before:
-            program = _program_traced()
+            program = _program_traced(before)
             if _thread.explained < before:  # else a `with` block's hook did
                 compiled = counter.compiles != compiles
                 offsets = _offsets_since(shared)
@@ -196,10 +198,9 @@ def _watching_call(original: Callable[..., Any]) -> Callable[..., Any]:
         site = session.sites.get(id(cache_of(self))) or session.site_for(self)
         before, compiles = counter.traces, counter.compiles
         shared = _offsets_seen()
-        _program_traced()
         out = original(self, *args, **kwargs)
         if counter.traces != before:
-            program = _program_traced()
+            program = _program_traced(before)
             # The jitted callable is hashed into the key too: show it as an argument
             # (a decorator's record shows the arguments only, like the decorator).
             extra = {} if site.shared else {FUNCTION_LEAF: self.__wrapped__}

@@ -142,6 +142,33 @@ def test_captured_arrays_share_by_value_and_stay_embedded():
 
 
 @needs_sharing
+def test_a_program_key_holds_no_copy_of_a_captured_array():
+    # A loop of fields each capturing a fresh 1 MB array must not keep 1 MB of
+    # key per field: large constants are keyed by a digest of their bytes.
+    from arrayfield._program_key import program_key
+
+    big = jnp.asarray(np.random.default_rng(1).normal(size=(256, 1024)), jnp.float32)
+    traced = jax.jit(lambda x: x + big).trace(jnp.ones((256, 1024)))
+    sizes = []
+
+    def walk(node: Any) -> None:
+        if isinstance(node, bytes):
+            sizes.append(len(node))
+        elif isinstance(node, tuple):
+            for item in node:
+                walk(item)
+
+    walk(program_key(traced))
+    assert sizes and max(sizes) <= 64
+    changed = big.at[0, 0].add(1.0)  # one element differs
+    other = jax.jit(lambda x: x + changed).trace(jnp.ones((256, 1024)))
+    copy = jnp.array(big)  # another buffer, the same bytes
+    same = jax.jit(lambda x: x + copy).trace(jnp.ones((256, 1024)))
+    assert program_key(other) != program_key(traced)
+    assert program_key(same) == program_key(traced)  # a copy: equal bytes
+
+
+@needs_sharing
 def test_custom_jvp_rules_made_per_trace_do_not_stop_sharing():
     def make_relu():
         @jax.custom_jvp

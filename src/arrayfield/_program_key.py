@@ -12,7 +12,10 @@ Two keys are equal only when lowering would see the same input:
   bound: each equation's primitive (by identity), its inputs, its outputs' avals
   (shape, dtype, weak type, sharding), its effects and its context;
 - literals and constants by type and value (floats by their bits, so `0.0` and
-  `-0.0` differ; arrays by dtype, shape and bytes): XLA embeds them in the
+  `-0.0` differ; arrays by dtype, shape and bytes, an array of more than
+  `DIGEST_FROM` bytes by a 256-bit BLAKE2b digest of them, so that a key holds
+  no copy of a captured array, as JAX's persistent cache keys a program by a
+  SHA-256 digest of what it embeds): XLA embeds them in the
   program, and they stay embedded, since passing them as arguments instead lets
   XLA fold less and changes results in the last bit (`exp` of a captured array
   differed in 10% of its elements when measured on the CPU);
@@ -33,6 +36,7 @@ no other), which costs a compile and never a wrong result.
 from __future__ import annotations
 
 import enum
+import hashlib
 import types
 from typing import Any
 
@@ -53,6 +57,8 @@ _ATOMS = frozenset({bool, int, str, bytes, type(None), type(Ellipsis)})
 # meshes, partition specs); a class outside these and the cases below compares
 # by identity.
 _VALUE_TYPES = _internals.VALUE_PARAM_TYPES
+# Arrays of more bytes than this are keyed by a digest (see the module docstring).
+DIGEST_FROM = 64
 _INERT = _internals.INERT_PARAMS
 
 
@@ -259,4 +265,7 @@ def value_key(x: Any) -> Any:
         return Same(x)
     if array.dtype == object:
         return Same(x)
+    if array.nbytes > DIGEST_FROM:
+        data = np.ascontiguousarray(array).data
+        return (cls, array.dtype.str, array.shape, hashlib.blake2b(data).digest())
     return (cls, array.dtype.str, array.shape, array.tobytes())

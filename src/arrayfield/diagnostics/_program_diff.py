@@ -13,7 +13,6 @@ numbers listed, and each number names the line of the user's code that reads it.
 from __future__ import annotations
 
 import dataclasses
-import hashlib
 import os
 import types
 from typing import Any
@@ -34,7 +33,7 @@ class Number:
     """A number a program embeds: a literal, or a captured array (a constant)."""
 
     constant: bool
-    key: Any  # equal for equal values (arrays by dtype, shape and a digest)
+    key: Any  # equal for equal values (`_program_key.value_key`)
     text: str  # "14.0", or "f32[16,16]" for an array
     at: str  # "the `sub` at fit.py:16": the user's line that reads it
     name: str | None  # a constant's variable, as the function captured it
@@ -71,7 +70,7 @@ def summarize(program: tuple[Any, dict[str, Any]], fn: Any) -> Program | None:
                 numbers.append(
                     Number(
                         True,
-                        _array_key(e.value),
+                        value_key(e.value),
                         _aval_text(e.aval),
                         _reader_text(readers.get(e.var)),
                         name,
@@ -259,19 +258,6 @@ def _literal_text(value: Any) -> str:
         return repr(np.asarray(value).item())
     except Exception:
         return short_repr(value)
-
-
-def _array_key(value: Any) -> Any:
-    """A captured array's identity as data: dtype, shape and a digest of its
-    bytes (kept small: the record outlives the array)."""
-    try:
-        array = np.asarray(value)
-    except Exception:  # an array of PRNG keys: by identity
-        return ("object", id(value))
-    if array.dtype == object:
-        return ("object", id(value))
-    digest = hashlib.blake2b(array.tobytes(), digest_size=16).hexdigest()
-    return (array.dtype.str, array.shape, digest)
 
 
 # -- naming what a function captured -------------------------------------------------

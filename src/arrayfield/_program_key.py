@@ -90,7 +90,19 @@ def program_key(traced: Any) -> tuple:
 
 def closed_key(closed: Any, params: dict[str, Any]) -> tuple:
     """The key of a closed jaxpr compiled with a jit's parameters `params`."""
-    walk = _Walk()
+    return _key(_Walk(), closed, params)
+
+
+def masked_key(closed: Any, params: dict[str, Any]) -> tuple[tuple, list[Embedded]]:
+    """`(key, numbers)`: the key of `closed_key` with every literal and constant
+    replaced by its aval, and those numbers in the order the key meets them. Two
+    programs with equal masked keys differ at most in the values they embed."""
+    numbers: list[Embedded] = []
+    key = _key(_Walk(numbers), closed, params)
+    return key, numbers if len(key) > 1 else []
+
+
+def _key(walk: _Walk, closed: Any, params: dict[str, Any]) -> tuple:
     try:
         options = tuple(
             sorted(
@@ -102,26 +114,6 @@ def closed_key(closed: Any, params: dict[str, Any]) -> tuple:
         return (walk.closed(closed), options, _internals.trace_context())
     except (_Unreadable, TypeError, ValueError):
         return (Same(closed),)  # equal to no other key
-
-
-def masked_key(closed: Any, params: dict[str, Any]) -> tuple[tuple, list[Embedded]]:
-    """`(key, numbers)`: the key of `closed_key` with every literal and constant
-    replaced by its aval, and those numbers in the order the key meets them. Two
-    programs with equal masked keys differ at most in the values they embed."""
-    walk = _Walk(numbers=[])
-    try:
-        options = tuple(
-            sorted(
-                (name, walk.value(value))
-                for name, value in params.items()
-                if name != "jaxpr"
-            )
-        )
-        key = (walk.closed(closed), options, _internals.trace_context())
-    except (_Unreadable, TypeError, ValueError):
-        return (Same(closed),), []
-    assert walk.numbers is not None
-    return key, walk.numbers
 
 
 class Embedded:

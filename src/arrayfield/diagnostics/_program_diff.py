@@ -15,6 +15,7 @@ from __future__ import annotations
 import dataclasses
 import os
 import types
+from collections.abc import Iterator
 from typing import Any
 
 import jax.tree_util as jtu
@@ -270,18 +271,10 @@ def _captured_names(fn: Any) -> Any:
     (which JAX copies into the program), by equal contents."""
     by_id: dict[int, tuple[str, str]] = {}
     numpy: list[tuple[np.ndarray, tuple[str, str]]] = []
-    for name, value, how in captured_values(fn):
-        try:
-            leaves = jtu.tree_flatten_with_path(value)[0]
-        except Exception:
-            continue
-        for path, leaf in leaves:
-            if not _internals.is_traced_leaf(leaf):
-                continue
-            label = (f"`{name}{jtu.keystr(path)}`", how)
-            by_id.setdefault(id(leaf), label)
-            if isinstance(leaf, np.ndarray):
-                numpy.append((leaf, label))
+    for label, how, leaf in _captured_leaves(fn):
+        by_id.setdefault(id(leaf), (label, how))
+        if isinstance(leaf, np.ndarray):
+            numpy.append((leaf, (label, how)))
 
     def name_of(array: Any) -> tuple[str, str] | None:
         found = by_id.get(id(array))
@@ -334,19 +327,23 @@ def _names_read(code: types.CodeType) -> list[str]:
     return names
 
 
-def captured_arrays(fn: Any) -> list[str]:
-    """`name (f32[16,16])` for each array the Python function `fn` captures."""
-    shown = []
-    for name, value, _ in captured_values(fn):
+def _captured_leaves(fn: Any) -> Iterator[tuple[str, str, Any]]:
+    """`` (`name[path]`, how, leaf) `` for each array leaf of what `fn` captures
+    (`captured_values`)."""
+    for name, value, how in captured_values(fn):
         try:
             leaves = jtu.tree_flatten_with_path(value)[0]
-        except Exception:
+        except Exception:  # a value whose flattening raises: not a pytree of ours
             continue
         for path, leaf in leaves:
-            if _internals.is_traced_leaf(leaf) and hasattr(leaf, "dtype"):
-                shape = ",".join(map(str, np.shape(leaf)))
-                shown.append(
-                    f"`{name}{jtu.keystr(path)}` "
-                    f"({dtype_shorthand(leaf.dtype)}[{shape}])"
-                )
-    return shown
+            if _internals.is_traced_leaf(leaf):
+                yield f"`{name}{jtu.keystr(path)}`", how, leaf
+
+
+def captured_arrays(fn: Any) -> list[str]:
+    """`` `name` (f32[16,16]) `` for each array the Python function `fn` captures."""
+    return [
+        f"{label} ({dtype_shorthand(leaf.dtype)}[{','.join(map(str, leaf.shape))}])"
+        for label, _, leaf in _captured_leaves(fn)
+        if hasattr(leaf, "dtype")
+    ]

@@ -139,6 +139,17 @@ def _tell(repeats: _Repeats | None) -> None:
     warn_in_user_code(RetraceWarning(repeats.line()))
 
 
+def _counted(repeats: _Repeats | None, causes: tuple) -> bool:
+    """Count a retrace with the causes of the last full warning (`repeats`'),
+    to be told in one line; False where the causes are others."""
+    if repeats is None or repeats.causes != causes:
+        return False
+    repeats.count += 1
+    with _untold_lock:
+        _untold[id(repeats)] = repeats
+    return True
+
+
 def tell_all_repeats() -> None:
     """Tell every count not yet told (at exit; tests call it sooner)."""
     for repeats in list(_untold.values()):
@@ -344,10 +355,7 @@ class Site:
         key = (causes(changes), compiled, offsets)
         with self.lock:
             repeats = self.repeats
-            if repeats is not None and repeats.causes == key:
-                repeats.count += 1
-                with _untold_lock:
-                    _untold[id(repeats)] = repeats
+            if _counted(repeats, key):
                 return True
             where = location(self.fn)
             self.repeats = _Repeats(where, key, _in_words(changes), compiled, offsets)
@@ -416,10 +424,7 @@ class Site:
         key = (causes_key, True, None)
         with self.scope.lock:
             repeats = record.repeats
-            if repeats is not None and repeats.causes == key:
-                repeats.count += 1
-                with _untold_lock:
-                    _untold[id(repeats)] = repeats
+            if _counted(repeats, key):
                 return True
             record.repeats = _Repeats(where, key, what, True, None)
         _tell(repeats)

@@ -124,6 +124,16 @@ class FieldRef:
 
 
 @functools.lru_cache(maxsize=1024)
+def relative_path(filename: str) -> str:
+    """`filename` relative to the working directory when it is below it (as
+    tracebacks are easiest read), else as given."""
+    try:
+        relative = os.path.relpath(filename)
+    except ValueError:  # another drive on Windows
+        return filename
+    return filename if relative.startswith("..") else relative
+
+
 def _declaration(cls: type, name: str) -> str | None:
     """`file.py:line` of `name: ...` in the body of `cls`, if its source is on disk."""
     try:

@@ -13,7 +13,6 @@ numbers listed, and each number names the line of the user's code that reads it.
 from __future__ import annotations
 
 import dataclasses
-import os
 import types
 from collections.abc import Iterator
 from typing import Any
@@ -24,6 +23,7 @@ import numpy as np
 from .. import _internals
 from .._errors import LIBRARY_DIRS, dtype_shorthand, short_repr
 from .._program_key import masked_key, value_key
+from ._paths import relative_path
 
 # How many captured arrays of one kind a message names one by one.
 _NAMED = 3
@@ -229,7 +229,7 @@ def user_line(eqn: Any) -> str | None:
     """`file:line` of the user's code that made a jaxpr equation, if JAX says."""
     for filename, line, _ in _internals.equation_frames(eqn):
         if not filename.startswith(LIBRARY_DIRS):
-            return f"{_relative(filename)}:{line}"
+            return f"{relative_path(filename)}:{line}"
     return None
 
 
@@ -239,14 +239,6 @@ def _reader_text(eqn: Any) -> str:
     where = user_line(eqn)
     name = f"`{eqn.primitive.name}`"
     return name if where is None else f"the {name} at {where}"
-
-
-def _relative(filename: str) -> str:
-    try:
-        relative = os.path.relpath(filename)
-    except ValueError:  # another drive on Windows
-        return filename
-    return filename if relative.startswith("..") else relative
 
 
 def _aval_text(aval: Any) -> str:

@@ -7,7 +7,6 @@ import atexit
 import contextlib
 import dataclasses
 import functools
-import os
 import sys
 import threading
 import weakref
@@ -25,7 +24,7 @@ from .._errors import (
 )
 from ._diff import Change, causes, closest, diff, group, pattern, summary
 from ._hints import FILTER_JIT, JAX_JIT, number_fix, traced_only
-from ._paths import bind_arguments
+from ._paths import bind_arguments, relative_path
 from ._program_diff import (
     Difference,
     Program,
@@ -64,14 +63,7 @@ def location(fn: Any) -> str:
     code = getattr(target, "__code__", None)
     if code is None:
         return name
-    filename = code.co_filename
-    try:
-        relative = os.path.relpath(filename)
-        if not relative.startswith(".."):
-            filename = relative
-    except ValueError:  # another drive on Windows
-        pass
-    return f"{name} ({filename}:{code.co_firstlineno})"
+    return f"{name} ({relative_path(code.co_filename)}:{code.co_firstlineno})"
 
 
 def calling_jit() -> str | None:

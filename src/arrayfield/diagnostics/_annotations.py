@@ -21,7 +21,7 @@ from typing import Annotated, Any, Union
 
 from .._field import field_converters
 from .._spec import Unresolved
-from ._paths import FieldRef
+from ._paths import PARSING, FieldRef
 
 
 def field_annotation(field: FieldRef) -> Any:
@@ -42,7 +42,8 @@ def read_annotation(annotation: Any, owner: type | None) -> Any:
         annotation = annotation.__forward_arg__
     if isinstance(annotation, str):
         try:
-            tree = ast.parse(annotation.strip(), mode="eval")
+            with PARSING:
+                tree = ast.parse(annotation.strip(), mode="eval")
         except SyntaxError as error:
             raise Unresolved(f"SyntaxError: {error.msg}") from None
         scopes = _scopes(owner)

@@ -12,6 +12,7 @@ import functools
 import inspect
 import os
 import re
+import threading
 from collections.abc import Callable
 from typing import Any
 
@@ -123,7 +124,14 @@ class FieldRef:
         return name if line is None else f"{name} ({line})"
 
 
-@functools.lru_cache(maxsize=1024)
+# One `ast` parse at a time, here and in `_annotations`: CPython 3.11's AST
+# constructor checks its recursion depth in state that threads share, so two
+# threads parsing at once (two threads' explain_retraces blocks naming one
+# field's line, which `inspect.getsourcelines` finds by parsing the module)
+# fail with "SystemError: AST constructor recursion depth mismatch".
+PARSING = threading.RLock()
+
+
 def relative_path(filename: str) -> str:
     """`filename` relative to the working directory when it is below it (as
     tracebacks are easiest read), else as given."""
@@ -134,10 +142,12 @@ def relative_path(filename: str) -> str:
     return filename if relative.startswith("..") else relative
 
 
+@functools.lru_cache(maxsize=1024)
 def _declaration(cls: type, name: str) -> str | None:
     """`file.py:line` of `name: ...` in the body of `cls`, if its source is on disk."""
     try:
-        lines, start = inspect.getsourcelines(cls)
+        with PARSING:
+            lines, start = inspect.getsourcelines(cls)
         path = inspect.getsourcefile(cls)
     except (OSError, TypeError):
         return None

@@ -596,3 +596,48 @@ def test_a_class_statement_and_a_def_are_no_calls_that_pass_a_field(tmp_path):
     assert "Config.tolerance' is annotated `float` and defaults to `1e-6`" in (
         result.stdout
     )
+
+
+UNDECIDED = """\
+import math
+
+import equinox as eqx
+import jax.numpy as jnp
+from jaxtyping import Array, Float, Int
+
+EPS = 1e-5
+
+
+class Layer(eqx.Module):
+    weight: Float[Array, ""]
+    eps: Float[Array, ""] = EPS
+    pi: Float[Array, ""] = math.pi
+    zeros: Float[Array, "3"] = jnp.zeros(3)
+    steps: Int[Array, ""] = EPS
+    none: Float[Array, ""] | None = None
+"""
+
+
+def test_fix_exits_3_naming_a_default_that_may_be_a_number(tmp_path):
+    write_tree(tmp_path, {"layer.py": UNDECIDED})
+    assert codes(migrate(tmp_path, "--check", ".")) == [
+        "layer.py:12 AF007 Layer.eps",
+        "layer.py:13 AF007 Layer.pi",
+    ]
+    result = migrate(tmp_path, "--fix", ".")
+    assert result.returncode == 3, result.stderr
+    assert "class Layer(af.ArrayModule):" in (tmp_path / "layer.py").read_text()
+    assert (
+        "--fix could not tell whether these fields held Python numbers, which now "
+        "train (AF007 above): Layer.eps (layer.py:12), Layer.pi (layer.py:13)"
+    ) in result.stderr
+    assert "declare it `af.field(default=EPS, convert=False)`" in result.stdout
+
+
+def test_fix_exits_0_once_each_undecided_default_is_decided(tmp_path):
+    decided = UNDECIDED.replace(
+        "= EPS\n", "= af.field(default=EPS, convert=False)\n", 1
+    ).replace("= math.pi\n", "= math.pi  # noqa: AF007\n")
+    write_tree(tmp_path, {"layer.py": "import arrayfield as af\n" + decided})
+    result = migrate(tmp_path, "--fix", ".")
+    assert result.returncode == 0, result.stdout + result.stderr

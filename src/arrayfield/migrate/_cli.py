@@ -34,6 +34,8 @@ if TYPE_CHECKING:
 EXIT_OK = 0
 EXIT_CHANGES_PENDING = 1
 EXIT_ERROR = 2
+# --fix left fields that may now train what eqx.Module held constant (AF007).
+EXIT_UNDECIDED = 3
 # Interrupted: 128 + the signal's number, as a shell reports a process killed
 # by it (130 for Ctrl-C, 143 for SIGTERM, 129 for SIGHUP).
 EXIT_SIGNAL_BASE = 128
@@ -100,6 +102,8 @@ exit status:
   2  a path could not be read, a file does not parse, or a file was not
      written (read-only, or edited while the command ran); the other files
      are still processed
+  3  --fix: files rewritten, but some field's default may be a Python number
+     that now trains (AF007 says which); nothing else went wrong
   130, 143, 129  interrupted (Ctrl-C, SIGTERM, SIGHUP): each file is as it was
      or fully migrated
 
@@ -221,6 +225,8 @@ class _Outcome:
     errors: int = 0
     # Reported diagnostics whose edit `--fix` would make (a run without it).
     fixable: int = 0
+    # `Class.field (path:line)` of each field --fix cannot decide (EXIT_UNDECIDED).
+    undecided: list[str] = dataclasses.field(default_factory=list)
 
 
 def _report_error(error: FileError, outcome: _Outcome) -> None:
@@ -346,6 +352,13 @@ def _migrate(args: argparse.Namespace) -> int:
         return EXIT_ERROR
     if outcome.changed and (args.check or args.diff):
         return EXIT_CHANGES_PENDING
+    if args.fix and outcome.undecided:
+        print(
+            "--fix could not tell whether these fields held Python numbers, which "
+            "now train (AF007 above): " + ", ".join(outcome.undecided),
+            file=sys.stderr,
+        )
+        return EXIT_UNDECIDED
     return EXIT_OK
 
 
@@ -386,6 +399,9 @@ def _report_file(
             continue
         outcome.diagnostics.append((name, d.line, d.col, d.format(name)))
         outcome.fixable += d.fixable
+        if d.undecided:  # every message opens with "field 'Class.name'"
+            field = d.message.split("'")[1]
+            outcome.undecided.append(f"{field} ({name}:{d.line})")
     if not result.changed:
         return
     if isinstance(result, CheckResult):  # --check alone: the text is not read

@@ -73,6 +73,9 @@ class Diagnostic:
     message: str
     # Whether `arrayfield migrate --fix` makes the edit the message asks for.
     fixable: bool = False
+    # Whether `--fix` would need to decide it and cannot: it then exits with
+    # status 3 (a model that may now train what it held constant).
+    undecided: bool = False
 
     def format(self, path: str) -> str:
         """Render as ``path:line:col: CODE message``."""

@@ -44,6 +44,43 @@ def message(cls: str, field: str, value: str, line: int | None) -> str:
     )
 
 
+def undecided_message(cls: str, field: str, value: str) -> str:
+    """For a default that may be a Python number (a name, an attribute, an
+    expression): --fix cannot tell, and says so by its exit status."""
+    return (
+        f"field '{cls}.{field}' is annotated as an array and defaults to "
+        f"`{value}`, which may be a Python number: if it is, it stayed one under "
+        "eqx.Module (left out of gradients and optimizer state), and under "
+        "af.ArrayModule it is a floating array leaf that jax.grad differentiates "
+        "and optax updates. --fix cannot tell, so it leaves the field and exits "
+        f"with status 3: declare it `af.field(default={value}, convert=False)` to "
+        "keep what it held, or mark the line `# noqa: AF007` if it should train."
+    )
+
+
+# Calls under these packages make arrays, which were arrays under eqx.Module too.
+_ARRAY_PACKAGES = ("jax.", "numpy.", "jaxlib.")
+
+
+def _maybe_number(site: FieldSite, value: Any) -> bool:
+    """Whether a class default that is no number literal may still hold a
+    Python number: a name or an attribute (a module constant), arithmetic, or a
+    call of anything but an array constructor; not None, a bool, a string, a
+    display, a lambda."""
+    if _dtype_name(site) in _NOT_FLOATING:
+        return False  # an int or bool array is never trained
+    name = syntax.identifier(value)
+    if name in ("None", "True", "False", "Ellipsis"):
+        return False
+    if name is not None or syntax.attribute_name(value) is not None:
+        return True
+    if syntax.is_call(value):
+        called = site.imports.resolve(value.func) or ""
+        return not called.startswith(_ARRAY_PACKAGES)
+    kind = type(value).__name__
+    return kind in ("BinOp", "BinaryOperation", "UnaryOp", "UnaryOperation")
+
+
 def _dtype_name(site: FieldSite) -> str | None:
     """`Float` for `Float[Array, ""]` (any import spelling), else None."""
     annotation = site.annotation
@@ -84,4 +121,7 @@ def check(site: FieldSite) -> Diagnostic | None:
             line = None if node is None else site.position(node)[0]
             text = message(site.cls, site.name, site.snippet(value), line)
             return Diagnostic(*site.position(site.target), CODE, text, fixable=True)
+    if default is not None and _maybe_number(site, default):
+        text = undecided_message(site.cls, site.name, site.snippet(default))
+        return Diagnostic(*site.position(site.target), CODE, text, undecided=True)
     return None

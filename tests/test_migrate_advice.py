@@ -605,7 +605,7 @@ import equinox as eqx
 import jax.numpy as jnp
 from jaxtyping import Array, Float, Int
 
-EPS = 1e-5
+EPS = float("1e-5")  # a call: a number only running it would show
 
 
 class Layer(eqx.Module):
@@ -641,3 +641,20 @@ def test_fix_exits_0_once_each_undecided_default_is_decided(tmp_path):
     write_tree(tmp_path, {"layer.py": "import arrayfield as af\n" + decided})
     result = migrate(tmp_path, "--fix", ".")
     assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_a_module_constant_bound_once_is_read_through(tmp_path):
+    source = UNDECIDED.replace('float("1e-5")', "1e-5").replace(
+        '    pi: Float[Array, ""] = math.pi\n', ""
+    )
+    write_tree(tmp_path, {"layer.py": source + "    w: Float[Array, '3'] = W0\n"})
+    (tmp_path / "layer.py").write_text(
+        (tmp_path / "layer.py")
+        .read_text()
+        .replace("EPS = 1e-5", "EPS = 1e-5\nW0 = jnp.zeros(3)")
+    )
+    result = migrate(tmp_path, "--fix", ".")
+    assert result.returncode == 0, result.stdout + result.stderr
+    text = (tmp_path / "layer.py").read_text()
+    assert 'eps: Float[Array, ""] = af.field(default=EPS, convert=False)' in text
+    assert "w: Float[Array, '3'] = W0" in text  # an array then: nothing to keep

@@ -178,6 +178,7 @@ class Analysis(Plan, cst.CSTVisitor):
                     self.imports,
                     self.position,
                     snippet,
+                    self.module_values,
                 )
                 sites.append(site)
         return sites

@@ -220,6 +220,7 @@ class AstAnalysis(Plan):
                     self.imports,
                     self.position,
                     self.snippet,
+                    self.module_values,
                 )
                 sites.append(site)
         return sites

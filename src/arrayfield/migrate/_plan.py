@@ -107,6 +107,9 @@ class Plan:
         self.expression_edits: set[Any] = set()
         # Module-level names bound to equinox's Module by an assignment.
         self.module_aliases: set[str] = set()
+        # Module-level names bound by one `name = value` statement, to that value
+        # (None for a name bound more than once): what a field default names.
+        self.module_values: dict[str, Any] = {}
         # Names whose last use may have been rewritten away (`eqx`, `jnp`...).
         self.released_names: set[str] = set()
         self.diagnostics: list[Diagnostic] = []
@@ -180,6 +183,11 @@ class Plan:
 
     def module_assignment(self, targets: list[Any], value: Any) -> None:
         """A module-level `targets = value` statement: `Base = eqx.Module`."""
+        for target in targets:
+            bound = syntax.identifier(target)
+            if bound is not None:
+                seen = bound in self.module_values
+                self.module_values[bound] = None if seen else value
         if len(targets) != 1 or not self._is_equinox_module(value):
             return
         name = syntax.identifier(targets[0])

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from . import _syntax as syntax
@@ -37,6 +37,8 @@ class FieldSite:
     - `imports`: the file's import map.
     - `position`: line and column (1-based) of a node of the file.
     - `snippet`: a node's source on one line, cut to 40 characters.
+    - `module_values`: module-level names bound once in the file, to the value
+        (None for a name bound more than once).
     """
 
     cls: str
@@ -50,6 +52,7 @@ class FieldSite:
     imports: ImportMap
     position: Callable[[Any], tuple[int, int]]
     snippet: Callable[[Any], str]
+    module_values: Mapping[str, Any] = dataclasses.field(default_factory=dict)
 
     @functools.cached_property  # read by every check
     def name(self) -> str:

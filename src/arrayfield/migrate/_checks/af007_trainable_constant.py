@@ -66,12 +66,16 @@ def _maybe_number(site: FieldSite, value: Any) -> bool:
     """Whether a class default that is no number literal may still hold a
     Python number: a name or an attribute (a module constant), arithmetic, or a
     call of anything but an array constructor; not None, a bool, a string, a
-    display, a lambda."""
+    display, a lambda. A name bound once in the module is read through."""
     if _dtype_name(site) in _NOT_FLOATING:
         return False  # an int or bool array is never trained
     name = syntax.identifier(value)
     if name in ("None", "True", "False", "Ellipsis"):
         return False
+    bound = site.module_values.get(name) if name is not None else None
+    if bound is not None:
+        # Its value decides: a number literal is reported as one (`_defined`).
+        return syntax.signed_number_type(bound) is None and _maybe_number(site, bound)
     if name is not None or syntax.attribute_name(value) is not None:
         return True
     if syntax.is_call(value):
@@ -79,6 +83,15 @@ def _maybe_number(site: FieldSite, value: Any) -> bool:
         return not called.startswith(_ARRAY_PACKAGES)
     kind = type(value).__name__
     return kind in ("BinOp", "BinaryOperation", "UnaryOp", "UnaryOperation")
+
+
+def _defined(site: FieldSite, value: Any) -> Any:
+    """`value`, or the number literal a module-level name is bound to once."""
+    name = syntax.identifier(value)
+    bound = site.module_values.get(name) if name is not None else None
+    if bound is not None and syntax.signed_number_type(bound) is not None:
+        return bound
+    return value
 
 
 def _dtype_name(site: FieldSite) -> str | None:
@@ -117,7 +130,7 @@ def check(site: FieldSite) -> Diagnostic | None:
         (value, node) for attr, value, node in site.assignments if attr == site.name
     ]
     for value, node in candidates:
-        if _trainable(site, value):
+        if _trainable(site, _defined(site, value) if node is None else value):
             line = None if node is None else site.position(node)[0]
             text = message(site.cls, site.name, site.snippet(value), line)
             return Diagnostic(*site.position(site.target), CODE, text, fixable=True)

@@ -16,6 +16,9 @@ import os
 import stat
 from pathlib import Path
 
+# A new file only (never one that exists), as mkstemp opens it.
+_CREATE = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0)
+
 
 class ChangedSinceRead(Exception):
     """The file is no longer what the run read: it is not written."""
@@ -29,8 +32,6 @@ def write_atomically(path: Path, data: bytes, *, expected: bytes) -> None:
     read-only file (as `ruff --fix` refuses one: the rename could replace it
     in a writable directory, which is not what the file's mode asks for), and
     `OSError` when it cannot be written."""
-    import tempfile  # here: with random and shutil, 5 ms that --check never needs
-
     target = Path(os.path.realpath(path))
     mode = stat.S_IMODE(target.stat().st_mode)
     # `access` answers yes to root for any file: a file nobody may write
@@ -38,10 +39,18 @@ def write_atomically(path: Path, data: bytes, *, expected: bytes) -> None:
     if not os.access(target, os.W_OK) or not mode & 0o222:
         raise PermissionError(errno.EACCES, os.strerror(errno.EACCES), str(path))
     # Hidden, so that a file left by a killed run is skipped by the next walk.
-    descriptor, temporary = tempfile.mkstemp(
-        prefix=f".{target.name}.", suffix=".tmp", dir=target.parent
-    )
+    # Named before it is created, inside the `try`: an interrupt (raised by the
+    # command line's signal handler between any two bytecodes) that arrives
+    # just after the file exists still finds its name to remove.
+    temporary = ""
     try:
+        while True:
+            temporary = str(target.parent / f".{target.name}.{os.urandom(4).hex()}.tmp")
+            try:
+                descriptor = os.open(temporary, _CREATE, 0o600)
+                break
+            except FileExistsError:
+                continue
         with os.fdopen(descriptor, "wb") as file:
             file.write(data)
         os.chmod(temporary, mode)
@@ -52,5 +61,5 @@ def write_atomically(path: Path, data: bytes, *, expected: bytes) -> None:
         os.replace(temporary, target)
     except BaseException:
         with contextlib.suppress(OSError):
-            os.unlink(temporary)
+            os.unlink(temporary)  # "" (not named yet) raises, suppressed
         raise

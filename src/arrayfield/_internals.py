@@ -354,7 +354,7 @@ def traced_program(traced: Any) -> tuple[Any, dict[str, Any]]:
 def plain_jit_options(params: dict[str, Any]) -> bool:
     """Whether a traced jit's parameters are those of `jax.jit(f, donate_argnums=...)`
     with no other option: no shardings, layouts, mesh, inlining or compiler
-    options (what `_offsets` may compile a generalised program with)."""
+    options (what `_numbers` may compile a generalised program with)."""
     unspecified = all(
         type(s).__name__ == "UnspecifiedValue"
         for s in (*params.get("in_shardings", ()), *params.get("out_shardings", ()))
@@ -374,10 +374,19 @@ def plain_jit_options(params: dict[str, Any]) -> bool:
 
 
 def new_var(aval: Any) -> Any:
-    """A fresh jaxpr variable of this aval (what `_offsets` adds as an input)."""
+    """A fresh jaxpr variable of this aval (what `_numbers` adds as an input)."""
     from jax._src import core
 
     return core.Var(aval)  # pyright: ignore[reportCallIssue]
+
+
+def weakly_typed(x: Any) -> Any:
+    """A traced scalar as a weakly typed value of its dtype, as the literal a
+    Python number makes is (`_numbers` passes such a literal's value in as an
+    input, and what the program computes from it must keep its type)."""
+    from jax._src.lax import lax
+
+    return lax._convert_element_type(x, weak_type=True)
 
 
 def check_jaxpr(jaxpr: Any) -> None:

@@ -147,7 +147,7 @@ class _Layout:
         "jits",
         "mixed",
         "number_retraces",
-        "offsets",
+        "numbers",
         "share",
         "static_fun",
         "warned",
@@ -159,7 +159,7 @@ class _Layout:
         donate_first: bool,
         donate_rest: bool,
         share: bool,
-        offsets: bool,
+        numbers: bool,
     ):
         self.static_fun = static_fun
         self.donate_first = donate_first
@@ -170,9 +170,9 @@ class _Layout:
         )
         self.jits: dict[tuple, Compiled] = {}
         # Whether calls run executables shared by program (`share_compiles`),
-        # and by programs that differ only in offsets (`share_offsets`).
+        # and by programs that differ only in numbers (`share_numbers`).
         self.share = share
-        self.offsets = offsets
+        self.numbers = numbers
         # Whether a wrapper whose static part is equal to `static_fun` but not it
         # joined: then every call that may trace says whose static part it has.
         self.mixed = False
@@ -189,7 +189,7 @@ class _Layout:
             return found
         traced = tuple(i for i, x in enumerate(static) if x is None)
         mixed = len(traced) != len(static)
-        compiled = Compiled(traced if mixed else None, self.share, self.offsets)
+        compiled = Compiled(traced if mixed else None, self.share, self.numbers)
         run = user_program(
             self.static_fun, treedef, static, traced if mixed else None, self.fun_at
         )
@@ -241,7 +241,7 @@ def _layout_for(
     fun: Any, names: tuple[str, str], static_fun: Any, donate: tuple, share: tuple
 ) -> _Layout:
     """The layout for a new wrapper of `fun`: equinox's `jax.jit` for it.
-    `share`: `(share_compiles, share_offsets)`, as they apply."""
+    `share`: `(share_compiles, share_numbers)`, as they apply."""
     owner = fun if type(fun) is types.FunctionType else _any_callable
     key = (names, static_fun, donate, share)
     with _lock:
@@ -554,6 +554,7 @@ def filter_jit(
     *,
     donate: Donate = "none",
     share_compiles: bool = True,
+    share_numbers: bool = False,
     share_offsets: bool = False,
 ) -> Callable[[_F], _F]: ...
 
@@ -564,6 +565,7 @@ def filter_jit(
     *,
     donate: Donate = "none",
     share_compiles: bool = True,
+    share_numbers: bool = False,
     share_offsets: bool = False,
 ) -> _F: ...
 
@@ -573,6 +575,7 @@ def filter_jit(
     *,
     donate: Donate = "none",
     share_compiles: bool = True,
+    share_numbers: bool = False,
     share_offsets: bool = False,
     **jitkwargs: Any,
 ) -> Any:
@@ -623,15 +626,21 @@ def filter_jit(
         (the default), or compile each trace as `eqx.filter_jit` does (`False`).
         Sharing needs a JAX whose traced `jax.jit`s show their jaxpr and
         options (0.5 or later); on older versions every trace compiles.
-    - `share_offsets`: also run one program for traces that differ only in
-        integer offsets, where slices start and blocks are placed (sources at
-        per-field origins, `frame.at[oy:oy + h, ox:ox + w].add(box)`): from the
-        second such trace on, one program takes the offsets as inputs. Off by
-        default, because it is not exact: XLA optimises a program whose offsets
-        are constants differently (it fuses around them), so results may
-        differ from `eqx.filter_jit`'s in the last bits (the Performance page
-        has the measurements). Shapes are never shared: a box of another size
-        is another program.
+    - `share_numbers`: also run one program for traces that differ only in
+        the numbers they embed: a Python number that became a literal of the
+        program (`centre - origin` with an int `origin`), the start of a slice
+        or of a block placed into an array (sources at per-field origins,
+        `frame.at[oy:oy + h, ox:ox + w].add(box)`). The first such trace
+        compiles a program that takes those numbers as inputs, and every trace
+        of the same family runs it: one compile per family, where a family is
+        every program equal to it but for those numbers. Off by default, because
+        it is not exact: XLA folds constants into the operations that read them
+        and cannot fold an input, so results may differ from
+        `eqx.filter_jit`'s in the last bits (the Many fields page states the
+        bound and what is never lifted). Shapes, loop bounds and branch indices
+        are never shared: a box of another size is another family.
+    - `share_offsets`: the former name of `share_numbers` (deprecated; it now
+        shares every embedded number, not only integer offsets).
 
     **Returns:** the compiled version of `fun`.
 
@@ -665,9 +674,19 @@ def filter_jit(
             filter_jit,
             donate=donate,
             share_compiles=share_compiles,
+            share_numbers=share_numbers,
             share_offsets=share_offsets,
             **jitkwargs,
         )
+    if share_offsets:
+        warnings.warn(
+            "af.filter_jit(share_offsets=True) is now share_numbers=True: it "
+            "shares programs that differ in any number they embed (float "
+            "literals too), compiling once per family",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        share_numbers = True
     if donate not in _DONATE:
         _equinox_filter_jit(fun, donate=donate)  # raises equinox's error for it
     fallback = _equinox_filter_jit(fun, donate=donate, **jitkwargs)
@@ -688,7 +707,7 @@ def filter_jit(
                 names,
                 static_fun,
                 (donate_first, donate_rest),
-                (share, share and share_offsets),
+                (share, share and share_numbers),
             )
     wrapper = _FilterJit(
         _fallback=fallback,

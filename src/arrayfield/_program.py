@@ -23,7 +23,7 @@ import jax.extend
 import jax.tree_util as jtu
 import numpy as np
 
-from . import _internals, _offsets, _tracing
+from . import _internals, _numbers, _tracing
 from ._program_key import program_key
 
 _is_traced = _internals.is_traced_leaf
@@ -131,9 +131,9 @@ class Compiled:
     trace's output tree. None with sharing off: calls go to `jitted`.
     """
 
-    __slots__ = ("__weakref__", "direct", "jitted", "last", "offsets", "runs", "traced")
+    __slots__ = ("__weakref__", "direct", "jitted", "last", "numbers", "runs", "traced")
 
-    def __init__(self, traced: tuple[int, ...] | None, share: bool, offsets: bool):
+    def __init__(self, traced: tuple[int, ...] | None, share: bool, numbers: bool):
         self.jitted: Any = None
         self.runs: dict[tuple, Callable[..., Any]] | None = None
         # `(signature, run)` of the latest call: compared before `runs` is
@@ -151,8 +151,8 @@ class Compiled:
         # Where the traced leaves are, when some leaves are static (calls pass only
         # the traced ones); None when every leaf is traced.
         self.traced = traced
-        # Whether programs that differ only in offsets share one (`_offsets`).
-        self.offsets = offsets
+        # Whether programs that differ only in numbers share one (`_numbers`).
+        self.numbers = numbers
 
     def cache_clear(self) -> None:
         assert self.runs is not None
@@ -167,19 +167,19 @@ class Compiled:
         assert self.runs is not None
         traced = self.jitted.trace(*call_args)
         # Where committed arrays sit decides the devices it compiles for.
-        executable, own, offsets = executable_for(
-            traced, signature[2], call_args, self.offsets
+        executable, own, numbers = executable_for(
+            traced, signature[2], call_args, self.numbers
         )
         out_tree = _internals.traced_out_tree(traced)
         if own:
             run = self.jitted  # it finds this compile in JAX's own cache
             if not self.runs:
                 self.direct = True  # the first trace: from now on, see `direct`
-        elif offsets is None:
+        elif numbers is None:
             run = functools.partial(_with_output_tree, executable, out_tree)
         else:
-            run = functools.partial(_with_offsets, executable, offsets, out_tree)
-            static_now.offset_runs += 1
+            run = functools.partial(_with_numbers, executable, numbers, out_tree)
+            static_now.number_runs += 1
         self.runs[signature] = run
         self.last = (signature, run)
         return run
@@ -191,71 +191,47 @@ def _with_output_tree(executable: Any, out_tree: Any, *call_args: Any) -> Any:
     return out_tree.unflatten(jtu.tree_leaves(executable(*call_args)))
 
 
-def _with_offsets(
-    executable: Any, offsets: tuple[Any, ...], out_tree: Any, *call_args: Any
+def _with_numbers(
+    executable: Any, numbers: tuple[Any, ...], out_tree: Any, *call_args: Any
 ) -> Any:
-    """A generalised program (see `_offsets`) run with this trace's offsets."""
-    return out_tree.unflatten(executable(*call_args, offsets))
-
-
-class _Family:
-    """The programs that differ from a first one only in offsets (`_offsets`):
-    that first program's offsets, and the generalised programs compiled for the
-    family, with which offsets each takes as inputs (the others are the first
-    program's, and stay literals). At most two: at the second program, one
-    that takes the offsets in which it differs from the first; if a later
-    program differs elsewhere too, one that takes every offset. So a family
-    compiles three times at most, however many programs it has."""
-
-    __slots__ = ("first", "general")
-
-    def __init__(self, first: tuple[int, ...]):
-        self.first = first
-        self.general: list[tuple[tuple[bool, ...], Any]] = []
-
-    def executable_for(self, offsets: tuple[int, ...]) -> tuple[tuple, Any] | None:
-        """`(inputs, executable)` of a generalised program that runs a program
-        with these offsets, or None."""
-        for inputs, executable in self.general:
-            if all(
-                given or value == first
-                for given, value, first in zip(inputs, offsets, self.first, strict=True)
-            ):
-                return inputs, executable
-        return None
+    """A generalised program (see `_numbers`) run with this trace's numbers."""
+    return out_tree.unflatten(executable(*call_args, numbers))
 
 
 class _Executables:
     """Every program compiled in this process with sharing on, by `program_key`,
-    and the families of programs that differ only in offsets, by the key of
-    their generalised program (used under `_jit`'s lock); cleared with JAX's and
-    equinox's caches."""
+    and for each family of programs that differ only in the numbers they embed
+    (`_numbers`), by the key of the family, the generalised program that runs
+    them: None where the family was seen by a wrapper that does not share
+    numbers, `_REFUSED` where JAX would not generalise it. Used under `_jit`'s
+    lock; cleared with JAX's and equinox's caches."""
 
     __slots__ = ("__weakref__", "by_key", "families")
 
     def __init__(self) -> None:
         self.by_key: dict[tuple, Any] = {}
-        self.families: dict[tuple, _Family] = {}
+        self.families: dict[tuple, Any] = {}
 
     def cache_clear(self) -> None:
         self.by_key.clear()
         self.families.clear()
 
 
+_REFUSED = object()
 _executables = _Executables()
 _internals.register_jax_cache(_executables)
 _internals.register_cache_clear(_executables.cache_clear)
 
 
 def executable_for(
-    traced: Any, placement: tuple | None, call_args: tuple, offsets: bool
+    traced: Any, placement: tuple | None, call_args: tuple, share_numbers: bool
 ) -> tuple[Any, bool, tuple[Any, ...] | None]:
-    """`(executable, compiled now, offsets)` for a traced program whose committed
-    arguments have these shardings (None: none committed): the one compiled for
-    the same program and placement before; else, with `offsets` and where
-    programs that differ from it only in offsets were traced before, a
-    generalised program and the offsets to call it with (`_offsets`); else a
-    new compile of its own."""
+    """`(executable, compiled now for itself, numbers)` for a traced program whose
+    committed arguments have these shardings (None: none committed): the one
+    compiled for the same program and placement before; else, with
+    `share_numbers`, the generalised program of its family (`_numbers`),
+    compiled now if it is the family's first, and the numbers to call it with;
+    else a new compile of its own."""
     # An executable also checks each call's pytree against the one it was
     # compiled for, so the same program called with other containers (a donating
     # layout that passes the first argument apart) is another executable.
@@ -265,8 +241,10 @@ def executable_for(
     if found is not None:
         return found, False, None
     general = None
-    if offsets or _tracing.counting_traces():  # explain_retraces reads families
-        general = _generalised_for(traced, (in_tree, placement), call_args, offsets)
+    if share_numbers or _tracing.counting_traces():  # explain_retraces reads families
+        general = _generalised_for(
+            traced, (in_tree, placement), call_args, share_numbers
+        )
     if general is not None:
         return general[0], False, general[1]
     executable = _executables.by_key[key] = traced.lower().compile()
@@ -276,78 +254,79 @@ def executable_for(
 def _generalised_for(
     traced: Any, where: tuple, call_args: tuple, share: bool
 ) -> tuple[Any, tuple[Any, ...]] | None:
-    """`(generalised executable, this trace's offsets as its inputs)` where a
-    program that differs from this one only in offsets was traced before, else
-    None (and this program starts a family: it compiles its own program).
-    Without `share` only the family is found: None, and counted in
-    `static_now.offset_families` where it would have shared."""
+    """`(generalised executable, this trace's numbers as its inputs)` for a
+    program that embeds numbers (`_numbers`), or None: it
+    compiles a program of its own. Without `share` only the family is noted,
+    and a trace whose family was seen before is counted in
+    `static_now.number_families` (it would have shared)."""
     closed, params = _internals.traced_program(traced)
     if not _internals.plain_jit_options(params) or has_host_work(closed):
         return None
     try:
-        at = _offsets.sites(closed.jaxpr)
-        if not at:
+        at = _numbers.sites(closed.jaxpr)
+        if not at and not closed.consts:
             return None
-        values = _offsets.offsets(closed.jaxpr, at)
-        family_key = (_offsets.family_key(closed, at, params), *where)
+        found = _numbers.numbers(closed.jaxpr, at)
+        family_key = (_numbers.family_key(closed, at, params), *where)
     except Exception:  # a program this JAX writes otherwise: its own compile
         return None
-    family = _executables.families.get(family_key)
-    if family is None:  # the first: it keeps its own, specialised program
-        _executables.families[family_key] = _Family(values)
-        return None
+    families = _executables.families
+    seen = family_key in families
+    executable = families.get(family_key)
     if not share:
-        static_now.offset_families += 1
+        if seen:
+            static_now.number_families += 1
+        else:
+            families[family_key] = None
         return None
-    found = family.executable_for(values)
-    if found is None and not family.general:
-        # Inputs: the offsets in which this program differs from the first one
-        # (those in which it agrees stay literals: XLA folds them).
-        inputs = tuple(v != f for v, f in zip(values, family.first, strict=True))
-    elif found is None:  # it differs elsewhere too: from now on, every offset
-        inputs = (True,) * len(values)
-    else:
-        inputs, executable = found
-    dtypes = _offsets.dtypes(closed.jaxpr, at)
-    offsets = tuple(
-        jax.device_put(np.asarray(value, dtype))
-        for value, dtype, given in zip(values, dtypes, inputs, strict=True)
-        if given
+    if executable is _REFUSED:
+        return None
+    inputs = (
+        tuple(map(jax.device_put, _numbers.packed(found))),
+        tuple(map(jax.device_put, closed.consts)),
     )
-    if found is None:
-        executable = _compile_general(closed, at, inputs, params, call_args, offsets)
+    if executable is None:
+        executable = _compile_general(closed, at, found, params, call_args, inputs)
+        families[family_key] = _REFUSED if executable is None else executable
         if executable is None:  # JAX would not have it: a program of its own
             return None
-        family.general.append((inputs, executable))
-    return executable, offsets
+    return executable, inputs
 
 
 def _compile_general(
     closed: Any,
     at: tuple,
-    inputs: tuple[bool, ...],
+    found: tuple[_numbers.Number, ...],
     params: dict,
     call_args: tuple,
-    offsets: tuple[Any, ...],
+    inputs: tuple[Any, ...],
 ) -> Any:
-    """A `jax.jit` of `closed` generalised at `at` (`_offsets.generalised`),
-    called as `(*call_args, offsets)` and compiled now as the jit `params`
-    describes compiled `closed` (name, donation, unused inputs); None where JAX
-    does not accept the generalisation, or where it returns other avals (shape,
-    dtype or weak type) than `closed`. A `jax.jit`, not its executable: calls
-    then take JAX's C++ path, which finds this compile in its cache."""
+    """A `jax.jit` of `closed` generalised at `at` (`_numbers.generalised`),
+    called as `(*call_args, (packed numbers, constants))` and compiled now as the jit
+    `params` describes compiled `closed` (name, donation, unused inputs); None
+    where JAX does not accept the generalisation, or where it returns other
+    avals (shape, dtype or weak type) than `closed`. A `jax.jit`, not its
+    executable: calls then take JAX's C++ path, which finds this compile in its
+    cache."""
     counts = [len(jtu.tree_leaves(arg)) for arg in call_args]
     donated = params["donated_invars"]
     bounds = list(itertools.accumulate(counts, initial=0))
     by_arg = [set(donated[a:b]) for a, b in itertools.pairwise(bounds)]
     if any(len(flags) > 1 for flags in by_arg):  # an argument donated in part
         return None
+    where = _numbers.unpacking(found)
     try:
-        run = jax.extend.core.jaxpr_as_fun(_offsets.generalised(closed, at, inputs))
+        run = jax.extend.core.jaxpr_as_fun(_numbers.generalised(closed, at))
+
+        def number(vectors: tuple[Any, ...], vector: int, i: int, weak: bool) -> Any:
+            # A slice of a runtime vector: XLA cannot fold it into a constant.
+            value = jax.lax.index_in_dim(vectors[vector], i, keepdims=False)
+            return _internals.weakly_typed(value) if weak else value
 
         def program(*args: Any) -> list[Any]:
-            *call_args, offsets = args
-            return run(*jtu.tree_leaves(call_args), *offsets)
+            *call_args, (vectors, constants) = args
+            numbers = [number(vectors, *w) for w in where]
+            return run(*constants, *jtu.tree_leaves(call_args), *numbers)
 
         program.__name__ = program.__qualname__ = params["name"]
         jitted = jax.jit(
@@ -355,12 +334,12 @@ def _compile_general(
             donate_argnums=tuple(i for i, flags in enumerate(by_arg) if True in flags),
             keep_unused=params["keep_unused"],
         )
-        traced = jitted.trace(*call_args, offsets)
+        traced = jitted.trace(*call_args, inputs)
+        if tuple(traced.jaxpr.out_avals) != tuple(closed.out_avals):
+            return None
+        traced.lower().compile()
     except Exception:  # any refusal means: do not generalise
         return None
-    if tuple(traced.jaxpr.out_avals) != tuple(closed.out_avals):
-        return None
-    traced.lower().compile()
     return jitted
 
 
@@ -410,16 +389,16 @@ def has_host_work(closed: Any) -> bool:
 class _StaticNow(threading.local):
     """The static leaves and function static part of the call that may trace
     now, in this thread (set by `_jit` before a call that can trace); and how
-    many traces in this thread ran a program shared by offsets (`_offsets`),
-    and how many would have, had the wrapper shared offsets; `explain_retraces`
+    many traces in this thread ran a program shared by numbers (`_numbers`),
+    and how many would have, had the wrapper shared numbers; `explain_retraces`
     reads both around a call, and `program`, the latest traced program (`(closed
     jaxpr, jit parameters)`) with the trace count when it was traced, kept only
     while it counts traces."""
 
     leaves: tuple
     fun: Any
-    offset_runs: int = 0
-    offset_families: int = 0
+    number_runs: int = 0
+    number_families: int = 0
     program: Any = None
 
 

@@ -39,7 +39,7 @@ from ._hints import (
     opted_out,
 )
 from ._paths import FieldRef, StaticField, is_array, path_to_str, walk
-from ._programs import leaves_the_program_reads, offsets_only
+from ._programs import leaves_the_program_reads, numbers_only
 from ._signature import leaf_text, signature
 
 
@@ -497,16 +497,23 @@ def _compare(tree: Any, other: Any, name: str) -> Findings:
     return Findings(findings, name, causes, two_trees=True)
 
 
-_OFFSETS_HINT = (
-    "offsets differ: shared with af.filter_jit(share_offsets=True). The two "
-    "programs differ only in integer offsets (where slices start and blocks are "
-    "placed), so that option runs one program, which takes them as inputs, for "
-    "both; nothing needs rewriting (results may differ from eqx.filter_jit's in "
-    "the last bits)"
+_NUMBERS_HINT = (
+    "numbers differ: shared with af.filter_jit(share_numbers=True). The two "
+    "programs differ only in the numbers they embed (literals, where slices "
+    "start and blocks are placed), so that option runs one program, which takes "
+    "them as inputs, for both; nothing needs rewriting (results may differ from "
+    "eqx.filter_jit's in the last bits)"
 )
 
-_OFFSETS_CAUSE = (
-    "offsets differ: shared with af.filter_jit(share_offsets=True), nothing to rewrite"
+_NUMBERS_CAUSE = (
+    "numbers differ: shared with af.filter_jit(share_numbers=True), nothing to rewrite"
+)
+
+# After the hint for a leaf that is no static field (the user can pass an array
+# there, which saves the trace as well as the compile).
+_NUMBERS_NOTE = (
+    "; or, as the programs differ only in the numbers they embed, "
+    "af.filter_jit(share_numbers=True) compiles them once (each still traces)"
 )
 
 
@@ -524,8 +531,9 @@ def _by_program(findings: Findings, fn: Callable[[Any], Any], tree, other) -> Fi
         }
     tried = sorted({by_path[f.path] for f in findings if f.path in by_path})
     differ, read = leaves_the_program_reads(fn, tree, other, tried)
-    # Programs that differ only in where slices start: nothing to rewrite.
-    shared = differ and offsets_only(fn, tree, other)
+    # Programs that differ only in numbers: a static field (held on purpose, no
+    # leaf of the tree) needs no rewrite; other leaves keep their advice.
+    shared = differ and numbers_only(fn, tree, other)
     exact = []
     for f in findings:
         if f.kind == "structure" or (differ and f.path not in by_path):
@@ -534,13 +542,15 @@ def _by_program(findings: Findings, fn: Callable[[Any], Any], tree, other) -> Fi
             jits = (EQX, AF)
         else:
             jits = (EQX,)
-        hint = _OFFSETS_HINT if shared and f.kind != "structure" else f.hint
+        hint = f.hint
+        if shared and f.kind != "structure":
+            hint = _NUMBERS_HINT if f.path not in by_path else hint + _NUMBERS_NOTE
         exact.append(dataclasses.replace(f, recompiles=jits, hint=hint))
     causes = {}
     for old, new in zip(findings, exact, strict=True):
         number, line = findings._causes[id(old)]
-        if new.hint is _OFFSETS_HINT:  # the cause's own fix does not apply
-            line = f"{line.split('; fix: ')[0]}; {_OFFSETS_CAUSE}"
+        if new.hint is _NUMBERS_HINT:  # the cause's own fix does not apply
+            line = f"{line.split('; fix: ')[0]}; {_NUMBERS_CAUSE}"
         causes[id(new)] = (number, line)
     return Findings(exact, findings.name, causes, two_trees=True)
 

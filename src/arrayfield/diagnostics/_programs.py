@@ -18,7 +18,7 @@ import equinox as eqx
 import jax
 import jax.tree_util as jtu
 
-from .. import _internals, _offsets
+from .. import _internals, _numbers
 from .._program_key import program_key
 
 
@@ -48,17 +48,17 @@ def program_of(fn: Callable[..., Any], tree: Any) -> tuple:
     return program_key(_trace(fn, tree))
 
 
-def offsets_only(fn: Callable[..., Any], tree: Any, other: Any) -> bool:
-    """Whether the programs `fn` traces to on two trees differ only in integer
-    offsets, so that `af.filter_jit(share_offsets=True)` runs one program for
-    both (`_offsets`)."""
+def numbers_only(fn: Callable[..., Any], tree: Any, other: Any) -> bool:
+    """Whether the programs `fn` traces to on two trees differ only in the
+    numbers they embed, so that `af.filter_jit(share_numbers=True)` runs one
+    program for both (`_numbers`)."""
     keys = []
     for t in (tree, other):
         closed, params = _internals.traced_program(_trace(fn, t))
-        at = _offsets.sites(closed.jaxpr)
+        at = _numbers.sites(closed.jaxpr)
         if not at:
             return False
-        keys.append(_offsets.family_key(closed, at, params))
+        keys.append(_numbers.family_key(closed, at, params))
     return keys[0] == keys[1]
 
 

@@ -86,23 +86,23 @@ class _Repeats:
         causes: tuple,
         what: str,
         compiled: bool,
-        offsets: str | None,
+        numbers: str | None,
     ):
         self.where = where  # `qualname (file:line)` of the function
-        # as `_diff.causes` gives them, with `compiled` and `offsets`
+        # as `_diff.causes` gives them, with `compiled` and `numbers`
         self.causes = causes
         self.what = what  # the causes, in words, for the one line
         self.compiled = compiled
-        self.offsets = offsets
+        self.numbers = numbers
         self.count = 0
 
     def line(self) -> str:
         times = "time" if self.count == 1 else "times"
         done = "traced and compiled again" if self.compiled else "traced again"
         then = {
-            "shared": "offsets differ: shared",
-            "could share": "offsets differ: share_offsets=True would share them",
-        }.get(self.offsets or "", "the same fix applies")
+            "shared": "numbers differ: shared",
+            "could share": "numbers differ: share_numbers=True would share them",
+        }.get(self.numbers or "", "the same fix applies")
         return (
             f"{self.where} was {done} {self.count} more {times} for the causes "
             f"of its warning above ({self.what}): {then}."
@@ -154,6 +154,28 @@ def _tell_at_exit() -> None:
     # already; a traceback from the interpreter's exit would add nothing.
     with contextlib.suppress(RetraceWarning):
         tell_all_repeats()
+
+
+def _static_field(change: Change) -> bool:
+    """Whether the leaf that changed is a `static=True` field's value."""
+    ref = change.field
+    return ref is not None and bool(ref.field.metadata.get("static", False))
+
+
+# Said after the advice for a retrace whose program differs from an earlier one
+# only in the numbers it embeds (`af.filter_jit(share_numbers=True)`).
+_SHARING_NOTE = {
+    "could share": (
+        "\nIts program differs from one traced before only in the numbers it "
+        "embeds: af.filter_jit(..., share_numbers=True) would compile one program "
+        "for every such trace (the advice above saves the trace too)."
+    ),
+    "shared": (
+        "\nIts program differs from one traced before only in the numbers it "
+        "embeds, so it ran the program share_numbers=True compiles for them all "
+        "(the advice above saves the trace too)."
+    ),
+}
 
 
 def _new_in_program(
@@ -287,18 +309,18 @@ class Site:
         jit: str | None = None,
         quiet: bool = False,
         compiled: bool = True,
-        offsets: str | None = None,
+        numbers: str | None = None,
         program: tuple | None = None,
     ) -> bool:
         """This call traced: compare it with the earlier ones, then remember it.
 
         Returns whether it warned; `quiet` only remembers (an inner wrapper warned).
         `compiled`: whether the call also compiled (af.filter_jit compiles
-        nothing for a trace that is a program compiled before). `offsets`:
+        nothing for a trace that is a program compiled before). `numbers`:
         "shared" where it ran a program shared by traces that differ only in
-        integer offsets (`af.filter_jit(share_offsets=True)`), "could share"
-        where its program differs from an earlier one only so but the wrapper
-        does not share offsets, else None. `program`: `(closed jaxpr, jit
+        the numbers they embed (`af.filter_jit(share_numbers=True)`), "could
+        share" where its program differs from an earlier one only so but the
+        wrapper does not share numbers, else None. `program`: `(closed jaxpr, jit
         parameters)` of the program it traced to, where af.filter_jit says.
         """
         arguments = {**extra, **self.arguments(args, kwargs)}
@@ -344,15 +366,15 @@ class Site:
             changes = min(
                 (diff(old, new, jit, scalar_values=True) for old in history), key=len
             )
-        key = (causes(changes), compiled, offsets)
+        key = (causes(changes), compiled, numbers)
         with self.lock:
             repeats = self.repeats
             if _counted(repeats, key):
                 return True
             where = location(self.fn)
-            self.repeats = _Repeats(where, key, _in_words(changes), compiled, offsets)
+            self.repeats = _Repeats(where, key, _in_words(changes), compiled, numbers)
         _tell(repeats)  # the count for the earlier causes comes first
-        message = self._message(changes, compiled, offsets)
+        message = self._message(changes, compiled, numbers)
         if summary is not None and earlier:
             message += _new_in_program(summary, earlier, target, changes)
         warn_in_user_code(RetraceWarning(message))
@@ -428,24 +450,28 @@ class Site:
         _tell(self.repeats)
 
     def _message(
-        self, changes: list[Change], compiled: bool, offsets: str | None
+        self, changes: list[Change], compiled: bool, numbers: str | None
     ) -> str:
         changed = (
             f"Compared with the closest earlier call, {_in_words(changes)} changed."
         )
-        if offsets == "could share":  # the option, not the arguments' advice
+        # A static field holds a number on purpose (an origin, a size): where
+        # only such fields changed, sharing numbers is the answer, not a rewrite.
+        # Any other number the user can pass as an array, which saves the trace
+        # too: its advice stands, and sharing is said after it.
+        on_purpose = bool(changes) and all(_static_field(c) for c in changes)
+        if numbers == "could share" and on_purpose:
             return (
                 f"{location(self.fn)} was traced and compiled again, and its "
-                "program differs from one traced before only in integer offsets "
-                "(where slices start and blocks are placed). "
-                "af.filter_jit(..., share_offsets=True) would run one program, "
-                "which takes the offsets as inputs, for every such trace, with no "
-                "change to the code (its results may then differ from "
-                "eqx.filter_jit's in the last bits); placing the blocks with "
-                "jax.lax.dynamic_slice and dynamic_update_slice at array origins "
-                f"does the same by hand. {changed}"
+                "program differs from one traced before only in the numbers it "
+                "embeds (literals, where slices start and blocks are placed). "
+                "af.filter_jit(..., share_numbers=True) would compile one "
+                "program for every such trace, which takes the numbers as "
+                "inputs, with no change to the code (its results may then "
+                "differ from eqx.filter_jit's in the last bits). "
+                f"{changed}"
             )
-        if offsets:  # nothing to fix: say so, and what changed
+        if numbers and on_purpose:  # nothing to fix: say so, and what changed
             done = (
                 "this call compiled it"
                 if compiled
@@ -453,11 +479,14 @@ class Site:
             )
             return (
                 f"{location(self.fn)} was traced again, and its program differs "
-                "from one traced before only in integer offsets (where slices "
-                "start and blocks are placed): offsets differ: shared. One program "
-                f"that takes the offsets as inputs runs every such trace ({done}); "
-                f"nothing needs to change. {changed}"
+                "from one traced before only in the numbers it embeds: numbers "
+                "differ: shared. One program that takes the numbers as inputs "
+                f"runs every such trace ({done}); nothing needs to change. "
+                f"{changed}"
             )
+        return self._advice(changes, compiled) + _SHARING_NOTE.get(numbers or "", "")
+
+    def _advice(self, changes: list[Change], compiled: bool) -> str:
         head = f"{location(self.fn)} was traced and compiled again."
         if not compiled:
             head = (

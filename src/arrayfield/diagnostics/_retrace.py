@@ -57,17 +57,17 @@ _thread = _ThreadState()
 _decorated: weakref.WeakValueDictionary[int, Site] = weakref.WeakValueDictionary()
 
 
-def _offsets_seen() -> tuple[int, int]:
-    """This thread's counts of traces that ran a program shared by offsets, and
-    that would have under `share_offsets=True` (`_program.static_now`)."""
+def _numbers_seen() -> tuple[int, int]:
+    """This thread's counts of traces that ran a program shared by numbers, and
+    that would have under `share_numbers=True` (`_program.static_now`)."""
     now = _program.static_now
-    return now.offset_runs, now.offset_families
+    return now.number_runs, now.number_families
 
 
-def _offsets_since(seen: tuple[int, int]) -> str | None:
-    """What a call did with offsets since `_offsets_seen()` gave `seen`: "shared",
+def _numbers_since(seen: tuple[int, int]) -> str | None:
+    """What a call did with numbers since `_numbers_seen()` gave `seen`: "shared",
     "could share", or None."""
-    runs, families = _offsets_seen()
+    runs, families = _numbers_seen()
     if runs != seen[0]:
         return "shared"
     return "could share" if families != seen[1] else None
@@ -107,19 +107,19 @@ def _wrap_jitted(fn: Any) -> Any:
     def explained(*args: Any, **kwargs: Any) -> Any:
         __tracebackhide__ = True
         before, compiles = counter.traces, counter.compiles
-        shared = _offsets_seen()
+        shared = _numbers_seen()
         out = fn(*args, **kwargs)
         if counter.traces != before:
             program = _program_traced(before)
             if _thread.explained < before:  # else a `with` block's hook did
                 compiled = counter.compiles != compiles
-                offsets = _offsets_since(shared)
+                numbers = _numbers_since(shared)
                 site.traced(
                     args,
                     kwargs,
                     no_extra,
                     compiled=compiled,
-                    offsets=offsets,
+                    numbers=numbers,
                     program=program,
                 )
         elif check and site.check_reuse:
@@ -197,7 +197,7 @@ def _watching_call(original: Callable[..., Any]) -> Callable[..., Any]:
             return original(self, *args, **kwargs)
         site = session.sites.get(id(cache_of(self))) or session.site_for(self)
         before, compiles = counter.traces, counter.compiles
-        shared = _offsets_seen()
+        shared = _numbers_seen()
         out = original(self, *args, **kwargs)
         if counter.traces != before:
             program = _program_traced(before)
@@ -206,7 +206,7 @@ def _watching_call(original: Callable[..., Any]) -> Callable[..., Any]:
             extra = {} if site.shared else {FUNCTION_LEAF: self.__wrapped__}
             quiet = _thread.explained >= before  # a wrapped plain function warned
             compiled = counter.compiles != compiles
-            offsets = _offsets_since(shared)
+            numbers = _numbers_since(shared)
             if (
                 site.traced(
                     args,
@@ -214,7 +214,7 @@ def _watching_call(original: Callable[..., Any]) -> Callable[..., Any]:
                     extra,
                     quiet=quiet,
                     compiled=compiled,
-                    offsets=offsets,
+                    numbers=numbers,
                     program=program,
                 )
                 or site.shared

@@ -1,0 +1,349 @@
+"""Programs that differ only in the numbers they embed: one generalised program.
+
+A survey fits one scene per field, and every field puts its sources elsewhere:
+a source's Python-int box origin becomes the start of a `slice`, the integers
+`jnp` builds `frame.at[oy:oy + h, ox:ox + w]`'s start vector from, and, where
+the origin enters arithmetic (`centre - origin`), a float literal. So every
+field traces to its own program, and the programs differ in nothing but those
+numbers.
+
+Under `af.filter_jit(share_numbers=True)` such a program is *generalised*: each
+number it embeds where a runtime value can stand becomes an input, and one
+compile serves every program of the family (programs equal but for those
+numbers). What is lifted, from the outermost jaxpr:
+
+- every integer or floating-point scalar literal given to an equation, and to a
+  nested `jit`, `custom_jvp`/`custom_vjp` or `checkpoint` call (it receives the
+  literal as an argument, whatever it does with it inside). A literal stands
+  for a value: the equation computes the same function of it whether it is
+  constant or not, and its type (shape, dtype) is unchanged;
+- the starts of a unit-stride `slice`, which becomes a `dynamic_slice` of the
+  same sizes, and of a `pad` that only grows or only crops, which becomes a
+  `dynamic_update_slice` into a block of the padding value or a
+  `dynamic_slice`. JAX checked each start against its operand's shape when it
+  traced, so the dynamic form reads exactly what the static one reads (it
+  never clamps).
+
+What stays in the program, because it decides what runs rather than being a
+value: the operands of `cond` (the branch index), `while` and `scan` (a loop's
+bounds) and every number they are computed from (`lax.switch` clamps its index
+between literals), the predicate of `select_n`, booleans; every parameter (shapes, axes,
+strides, a `dynamic_slice`'s sizes, `integer_pow`'s exponent, a `scan`'s
+length); and everything inside a nested jaxpr (a loop body, a branch, a nested
+jit's own literals). Programs that call back into Python or carry effects, and
+jits with explicit shardings or layouts, are never generalised.
+
+The generalised program computes what each field's program computes, operation
+for operation, but it is not the same program: XLA folds constants into what
+reads them (`x * 2.0` into a fused multiply, a constant start into a fused
+slice) and cannot fold a runtime value, so a fusion may round or sum in
+another order. Results then differ from the field's own program in the last
+bits of some elements (tests/test_numbers.py bounds it), which is why sharing
+numbers is an option, never the default.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, NamedTuple
+
+import jax
+import jax.core
+import jax.extend.core as jcore
+import jax.numpy as jnp
+import numpy as np
+
+from . import _internals
+from ._program_key import closed_key
+
+_LITERAL = jcore.Literal
+_SLICE = jax.lax.slice_p
+_PAD = jax.lax.pad_p
+_INT32 = np.dtype(np.int32)
+# Equations whose literal operands decide what runs: a branch index, a loop's
+# bounds or carry, the case a `select_n` picks.
+_DECIDES = frozenset({"cond", "while", "scan"})
+# Higher-order equations that only pass their operands to a nested jaxpr as its
+# arguments: a literal operand of theirs is a value like any other.
+_PASSES_ON = frozenset(
+    {"jit", "pjit", "custom_jvp_call", "custom_vjp_call", "checkpoint", "remat"}
+)
+
+
+class Site(NamedTuple):
+    """Where numbers sit in a jaxpr: a scalar literal (`operand` its position
+    among the equation's inputs) or the starts of a placing equation, a slice
+    or a pad (`operand` None; see `_placed`)."""
+
+    eqn: int
+    operand: int | None
+
+
+def _is_number(aval: Any) -> bool:
+    dtype = getattr(aval, "dtype", None)
+    return (
+        getattr(aval, "shape", None) == ()
+        and dtype is not None
+        and (jnp.issubdtype(dtype, jnp.integer) or jnp.issubdtype(dtype, jnp.floating))
+    )
+
+
+def _nests(eqn: Any) -> bool:
+    """Whether an equation holds a jaxpr in its parameters."""
+    for value in eqn.params.values():
+        for v in value if isinstance(value, (tuple, list)) else (value,):
+            if isinstance(v, (jcore.Jaxpr, jcore.ClosedJaxpr)):
+                return True
+    return False
+
+
+def _liftable_operands(eqn: Any) -> range:
+    """The positions of an equation's operands that a runtime value may take."""
+    name = eqn.primitive.name
+    if name in _DECIDES or (name not in _PASSES_ON and _nests(eqn)):
+        return range(0)
+    if name == "select_n":
+        return range(1, len(eqn.invars))
+    return range(len(eqn.invars))
+
+
+def _deciding(jaxpr: Any) -> set[int]:
+    """The equations whose results decide what runs: those a `cond`'s branch
+    index or a `while`'s operands are computed from (`lax.switch` clamps its
+    index with literal bounds first)."""
+    deciding: set[int] = set()
+    tainted: set[Any] = set()
+    for i in reversed(range(len(jaxpr.eqns))):
+        eqn = jaxpr.eqns[i]
+        name = eqn.primitive.name
+        if name == "cond":
+            operands = eqn.invars[:1]
+        elif name == "while":
+            operands = eqn.invars
+        elif any(v in tainted for v in eqn.outvars):
+            deciding.add(i)
+            operands = eqn.invars
+        else:
+            continue
+        tainted.update(x for x in operands if type(x) is not _LITERAL)
+    return deciding
+
+
+def sites(jaxpr: Any) -> tuple[Site, ...]:
+    """The numbers a jaxpr's outermost equations embed, in order."""
+    found = []
+    deciding = _deciding(jaxpr)
+    for i, eqn in enumerate(jaxpr.eqns):
+        if i in deciding:
+            continue
+        for position in _liftable_operands(eqn):
+            x = eqn.invars[position]
+            if type(x) is _LITERAL and _is_number(x.aval):
+                found.append(Site(i, position))
+        if _placed(eqn):
+            found.append(Site(i, None))
+    return tuple(found)
+
+
+def _placed(eqn: Any) -> bool:
+    """Whether an equation places a block at starts given as parameters, as a
+    `dynamic_slice` or `dynamic_update_slice` would: a `slice` with unit
+    strides, or a `pad` without interior padding that only grows or only crops
+    (`_pad_kind`)."""
+    if eqn.primitive is _SLICE:
+        return all(stride == 1 for stride in eqn.params["strides"] or ())
+    if eqn.primitive is _PAD:
+        return _pad_kind(eqn) is not None
+    return False
+
+
+def _pad_kind(eqn: Any) -> str | None:
+    """ "grow" for a pad that only adds (`lax.pad`; the gradient of a slice),
+    "crop" for one that only removes (the gradient of a growing pad), None for
+    any other pad."""
+    config = eqn.params["padding_config"]
+    if any(interior != 0 for _, _, interior in config):
+        return None
+    if all(low >= 0 and high >= 0 for low, high, _ in config):
+        return "grow"
+    if all(low <= 0 and high <= 0 for low, high, _ in config):
+        return "crop"
+    return None
+
+
+def _starts(eqn: Any) -> tuple[int, ...]:
+    """A placing equation's starts: a slice's; where a pad puts its operand in
+    its output ("grow") or where it takes its output from its operand ("crop")."""
+    if eqn.primitive is _SLICE:
+        return tuple(eqn.params["start_indices"])
+    return tuple(abs(int(low)) for low, _, _ in eqn.params["padding_config"])
+
+
+class Number(NamedTuple):
+    """A number a program embeds: its value, and the type it has there."""
+
+    value: Any
+    dtype: np.dtype
+    weak_type: bool
+
+
+def numbers(jaxpr: Any, at: Sequence[Site]) -> tuple[Number, ...]:
+    """The numbers at `at`: one per literal, one per dimension of a placing
+    equation (int32, what `dynamic_slice` is given)."""
+    found: list[Number] = []
+    for site in at:
+        eqn = jaxpr.eqns[site.eqn]
+        if site.operand is None:
+            found.extend(Number(start, _INT32, False) for start in _starts(eqn))
+        else:
+            aval = eqn.invars[site.operand].aval
+            dtype = np.dtype(aval.dtype)
+            value = np.asarray(eqn.invars[site.operand].val, dtype).item()
+            found.append(Number(value, dtype, bool(aval.weak_type)))
+    return tuple(found)
+
+
+def packed(found: Sequence[Number]) -> tuple[np.ndarray, ...]:
+    """The numbers as the generalised program takes them: one vector per
+    dtype, in the order the dtypes first occur (`unpacking`)."""
+    by_dtype: dict[np.dtype, list[Any]] = {}
+    for number in found:
+        by_dtype.setdefault(number.dtype, []).append(number.value)
+    return tuple(np.asarray(values, dtype) for dtype, values in by_dtype.items())
+
+
+def unpacking(found: Sequence[Number]) -> tuple[tuple[int, int, bool], ...]:
+    """`(vector, position, weak_type)` of each number in `packed`'s vectors."""
+    vectors: dict[np.dtype, list[int]] = {}
+    where = []
+    for number in found:
+        positions = vectors.setdefault(number.dtype, [len(vectors), 0])
+        where.append((positions[0], positions[1], number.weak_type))
+        positions[1] += 1
+    return tuple(where)
+
+
+def _dynamic(eqn: Any, starts: list[Any]) -> list[Any]:
+    """The equations that do what a placing equation does (`_placed`) at
+    `starts` given as operands: `slice` and a cropping `pad` become a
+    `dynamic_slice` of the same sizes, a growing `pad` a `dynamic_update_slice`
+    into a block of the padding value.
+    Traced from `jax.lax` itself, then wired to the equation's own variables."""
+    operand = eqn.invars[0]
+    shape = eqn.outvars[0].aval.shape
+    placed: Any
+    if eqn.primitive is _SLICE or _pad_kind(eqn) == "crop":
+
+        def cut(x: Any, *starts: Any) -> Any:
+            return jax.lax.dynamic_slice(x, starts, shape)
+
+        placed, inputs = cut, [operand, *starts]
+    else:
+        dtype = operand.aval.dtype
+
+        def paste(x: Any, fill: Any, *starts: Any) -> Any:
+            block = jax.lax.broadcast_in_dim(fill.astype(dtype), shape, ())
+            return jax.lax.dynamic_update_slice(block, x, starts)
+
+        fill = eqn.invars[1]
+        if type(fill) is _LITERAL:  # strongly typed, as the operand it pads
+            fill = _LITERAL(fill.val, fill.aval.update(weak_type=False))
+        placed, inputs = paste, [operand, fill, *starts]
+    traced = jax.make_jaxpr(placed)(
+        *(jax.ShapeDtypeStruct(x.aval.shape, x.aval.dtype) for x in inputs)
+    ).jaxpr
+    if not traced.eqns or traced.outvars[0] in traced.invars:
+        raise ValueError("jax.lax placed the block without an equation")
+    renamed = dict(zip(traced.invars, inputs, strict=True))
+    renamed[traced.outvars[0]] = eqn.outvars[0]
+
+    def wired(x: Any) -> Any:
+        return x if type(x) is _LITERAL else renamed.get(x, x)
+
+    return [
+        new.replace(
+            invars=[wired(x) for x in new.invars],
+            outvars=[wired(x) for x in new.outvars],
+            ctx=eqn.ctx,
+            source_info=eqn.source_info,
+        )
+        for new in traced.eqns
+    ]
+
+
+def blanked(closed: Any, at: Sequence[Site]) -> Any:
+    """`closed` with every number at `at` blanked (literals made inputs, a
+    placing equation's starts erased): two programs give equal keys for it
+    (`_program_key.closed_key`) exactly when they differ only in those
+    numbers. Only keyed, never run."""
+    jaxpr = closed.jaxpr
+    eqns = list(jaxpr.eqns)
+    added = []
+    for site in at:
+        eqn = eqns[site.eqn]
+        if site.operand is None:
+            params = dict(eqn.params)
+            if eqn.primitive is _SLICE:
+                params["start_indices"] = params["limit_indices"] = None
+            else:  # what a pad adds before and after: their sum is in the shape
+                params["padding_config"] = _pad_kind(eqn)
+            eqns[site.eqn] = eqn.replace(params=params)
+        else:
+            invars = list(eqn.invars)
+            var = _internals.new_var(invars[site.operand].aval)
+            invars[site.operand] = var
+            added.append(var)
+            eqns[site.eqn] = eqn.replace(invars=invars)
+    # Constants keyed by their type alone: the generalised program takes them.
+    new = jaxpr.replace(
+        constvars=[], invars=[*jaxpr.constvars, *jaxpr.invars, *added], eqns=eqns
+    )
+    return jcore.ClosedJaxpr(new, [])
+
+
+def family_key(closed: Any, at: Sequence[Site], params: dict[str, Any]) -> tuple:
+    """The key of `closed` (compiled with the jit parameters `params`) with its
+    numbers at `at` blanked: equal for two programs exactly when they differ
+    only in those numbers."""
+    return closed_key(blanked(closed, at), params)
+
+
+def generalised(closed: Any, at: Sequence[Site]) -> Any:
+    """`closed` with its constants made its first inputs and every number at
+    `at` an input after its own, in `numbers` order (type-checked by JAX: one it
+    would not accept raises). A literal's input has the literal's type, weak or
+    not; a start is int32."""
+    jaxpr = closed.jaxpr
+    eqns = list(jaxpr.eqns)
+    added: list[Any] = []
+
+    def number_input(aval: Any) -> Any:
+        var = _internals.new_var(aval)
+        added.append(var)
+        return var
+
+    int32 = jax.core.ShapedArray((), _INT32)  # pyright: ignore[reportAttributeAccessIssue]
+    spliced: dict[int, list[Any]] = {}
+    for site in at:
+        eqn = eqns[site.eqn]
+        if site.operand is None:
+            starts = [number_input(int32) for _ in _starts(eqn)]
+            spliced[site.eqn] = _dynamic(eqn, starts)
+        else:
+            invars = list(eqn.invars)
+            invars[site.operand] = number_input(invars[site.operand].aval)
+            eqns[site.eqn] = eqn.replace(invars=invars)
+    eqns = [e for i, eqn in enumerate(eqns) for e in spliced.get(i, (eqn,))]
+    debug_info = jaxpr.debug_info
+    if debug_info is not None and debug_info.arg_names is not None:
+        constants = ("constant",) * len(jaxpr.constvars)
+        names = (*constants, *debug_info.arg_names, *("number",) * len(added))
+        debug_info = debug_info._replace(arg_names=names)
+    new = jaxpr.replace(
+        constvars=[],
+        invars=[*jaxpr.constvars, *jaxpr.invars, *added],
+        eqns=eqns,
+        debug_info=debug_info,
+    )
+    _internals.check_jaxpr(new)
+    return jcore.ClosedJaxpr(new, [])

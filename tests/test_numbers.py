@@ -1,0 +1,514 @@
+"""Programs that differ only in the numbers they embed share one generalised
+executable, with `af.filter_jit(share_numbers=True)`: one compile per family.
+
+`tests/boxed_fields` is modelled on the client's rendering: sources in boxes
+added into a frame at per-field Python-int origins (slice starts, index
+literals) with their centres taken relative to the box (float literals), one
+clipped box every fourth field, fitted with an optax step. Every jit traces
+once per field; eqx.filter_jit compiles once per field, and so does
+af.filter_jit by default; with `share_numbers=True` it compiles once per shape
+set: the first field of each family compiles a program that takes the numbers
+as inputs, which runs every later field of the family. Results need not be
+bitwise eqx.filter_jit's (XLA folds constants it is given, not inputs): they
+are compared within `RTOL` of the largest value, per leaf, on the fixture and
+on generated programs of every kind of number lifted; the default stays exact.
+"""
+
+from __future__ import annotations
+
+import functools
+import warnings
+from collections.abc import Callable
+from typing import Any
+
+import equinox as eqx
+import hypothesis.strategies as st
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from hypothesis import given, note, settings
+
+import arrayfield as af
+from arrayfield import _internals, _numbers
+from boxed_fields import BOX, build_scene, fit_fields, loss, observed
+from helpers import assert_bitwise, compiles_of
+
+pytestmark = pytest.mark.skipif(
+    not _internals.can_share_compiles(),
+    reason="sharing compiles needs a JAX whose traced jits show their program",
+)
+
+K = 8
+STEPS = 3
+# The bound docs/many_fields.md states: float32 rounding, a few units in the
+# last place of the leaf's largest value (a fusion that rounds or sums in
+# another order).
+RTOL = 1e-5
+
+
+def fits(jit: Callable[..., Any], box: int = BOX, fields: int = K):
+    jax.clear_caches()  # also af.filter_jit's executables: each run starts cold
+    return fit_fields(jit, fields, STEPS, box)
+
+
+SHARING = functools.partial(af.filter_jit, share_numbers=True)
+
+
+def assert_close(a: Any, b: Any) -> None:
+    """Equal structure, dtypes, weak types and shapes; values within `RTOL` of
+    each leaf's largest value."""
+    leaves_a, leaves_b = jax.tree_util.tree_leaves(a), jax.tree_util.tree_leaves(b)
+    assert jax.tree_util.tree_structure(a) == jax.tree_util.tree_structure(b)
+    for x, y in zip(leaves_a, leaves_b, strict=True):
+        if not isinstance(x, jax.Array):
+            assert type(x) is type(y) and x == y
+            continue
+        assert (x.dtype, x.weak_type, x.shape) == (y.dtype, y.weak_type, y.shape)
+        scale = float(np.max(np.abs(np.asarray(x, np.float64)), initial=0.0)) or 1.0
+        np.testing.assert_allclose(x, y, rtol=0, atol=RTOL * scale)
+
+
+def test_eight_fields_compile_once_per_shape_set():
+    eqx_runs, eqx_traces, eqx_compiles = fits(eqx.filter_jit)
+    af_runs, af_traces, af_compiles = fits(SHARING)
+    assert (eqx_traces, eqx_compiles) == (K, K)
+    # Fields with every box whole, and those with a clipped box: two families.
+    assert (af_traces, af_compiles) == (K, 2)
+    for a, b in zip(eqx_runs, af_runs, strict=True):
+        np.testing.assert_allclose(a.losses, b.losses, rtol=RTOL)
+        assert_close(a.scene, b.scene)
+
+
+@pytest.mark.parametrize(
+    "options",
+    [{}, {"share_compiles": False}, {"share_compiles": False, "share_numbers": True}],
+)
+def test_by_default_every_field_compiles_its_own(options):
+    runs, traces, compiles = fits(functools.partial(af.filter_jit, **options))
+    assert (traces, compiles) == (K, K)
+    eqx_runs, _, _ = fits(eqx.filter_jit)
+    for a, b in zip(eqx_runs, runs, strict=True):  # exact, as eqx.filter_jit
+        assert a.losses == b.losses
+        assert_bitwise(a.scene, b.scene)
+
+
+def test_boxes_of_another_shape_are_another_family():
+    def both_shapes(jit):
+        fitted = [fit_fields(jit, 3, STEPS, box) for box in (BOX, BOX - 4)]
+        return [run for runs, _, _ in fitted for run in runs], [
+            compiles for _, _, compiles in fitted
+        ]
+
+    jax.clear_caches()
+    af_runs, af_compiles = both_shapes(SHARING)
+    jax.clear_caches()
+    eqx_runs, _ = both_shapes(eqx.filter_jit)
+    assert af_compiles == [1, 1]  # one program per shape, compiled at its first
+    for a, b in zip(eqx_runs, af_runs, strict=True):
+        assert_close(a.scene, b.scene)
+
+
+def test_share_offsets_is_the_former_name():
+    decorator = af.filter_jit(share_offsets=True)  # it warns where it decorates
+    with pytest.warns(DeprecationWarning, match="share_numbers=True"):
+        decorator(lambda x: x)
+    with pytest.warns(DeprecationWarning, match="share_numbers=True"):
+        _, traces, compiles = fits(
+            functools.partial(af.filter_jit, share_offsets=True), fields=4
+        )
+    assert (traces, compiles) == (4, 2)
+
+
+# -- each operation generalised, on random offsets -------------------------------------
+
+
+def _placed(kind: str, frame: jax.Array, box: jax.Array, y: int, x: int) -> Any:
+    """`frame` with `box` placed into it at `(y, x)`, or read out of it there."""
+    h, w = box.shape
+    if kind == "add":  # scatter-add; its gradient is a gather
+        return frame.at[y : y + h, x : x + w].add(box)
+    if kind == "set":  # scatter
+        return frame.at[y : y + h, x : x + w].set(box)
+    if kind == "mul":  # scatter-mul
+        return frame.at[y : y + h, x : x + w].multiply(box)
+    if kind == "slice":  # slice; its gradient is a pad
+        return frame + jnp.sum(frame[y : y + h, x : x + w] * box)
+    if kind == "dynamic_slice":  # literal starts
+        return frame * jnp.sum(jax.lax.dynamic_slice(frame, (y, x), (h, w)) + box)
+    if kind == "dynamic_update_slice":
+        return jax.lax.dynamic_update_slice(frame, box, (y, x))
+    if kind == "element":  # a slice of one element, squeezed
+        return frame - frame[y, x] * jnp.sum(box)
+    if kind == "pad":  # grows; its gradient is a pad that crops
+        config = ((y, 12 - h - y, 0), (x, 12 - w - x, 0))
+        return jax.lax.pad(box, 0.0, config) + frame
+    raise AssertionError(kind)
+
+
+KINDS = ("add", "set", "mul", "slice", "dynamic_slice", "dynamic_update_slice")
+KINDS += ("element", "pad")
+
+
+class Placement(eqx.Module):
+    box: jax.Array
+    kind: str = eqx.field(static=True)
+    y: int = eqx.field(static=True)
+    x: int = eqx.field(static=True)
+
+
+def program(frame: jax.Array, placements: list[Placement]) -> Any:
+    def loss(frame, placements):
+        out = frame
+        for p in placements:
+            out = _placed(p.kind, out, p.box, p.y, p.x)
+        return jnp.sum(jnp.sin(out) * jnp.arange(out.size).reshape(out.shape))
+
+    return jax.value_and_grad(loss, argnums=(0, 1))(frame, placements)
+
+
+def _calls(draw: Any) -> list[list[Placement]]:
+    kinds = draw(st.lists(st.sampled_from(KINDS), min_size=1, max_size=3))
+    shapes = [(draw(st.integers(1, 4)), draw(st.integers(1, 4))) for _ in kinds]
+    rng = np.random.default_rng(draw(st.integers(0, 2**32 - 1)))
+    calls = []
+    for _ in range(draw(st.integers(2, 4))):  # fields: same shapes, other offsets
+        placements = []
+        for kind, (h, w) in zip(kinds, shapes, strict=True):
+            y, x = (int(v) for v in rng.integers(0, 13 - np.array([h, w])))
+            box = jnp.asarray(rng.normal(size=(h, w)), jnp.float32)
+            placements.append(Placement(box, kind, y, x))
+        calls.append(placements)
+    return calls
+
+
+@settings(max_examples=30, deadline=None)
+@given(st.data())
+def test_generated_programs_at_random_offsets(data):
+    calls = data.draw(st.composite(_calls)())
+    note(repr([[(p.kind, p.box.shape, p.y, p.x) for p in c] for c in calls]))
+    frame = jnp.asarray(np.random.default_rng(7).normal(size=(12, 12)), jnp.float32)
+    seen = {}
+    jits = {"eqx": eqx.filter_jit, "af": af.filter_jit, "numbers": SHARING}
+    for name, jit in jits.items():
+        jax.clear_caches()  # what compiles depends only on this example's calls
+        step = jit(program)
+        with compiles_of("program") as compiled:
+            seen[name] = [step(frame, placements) for placements in calls]
+        seen[name + " compiles"] = len(compiled)
+    for a, b, c in zip(seen["eqx"], seen["af"], seen["numbers"], strict=True):
+        assert_bitwise(a, b)  # by default: exact
+        assert_close(a, c)
+    assert seen["af compiles"] == seen["eqx compiles"] <= len(calls)
+    assert seen["numbers compiles"] == 1
+
+
+def test_every_placement_is_generalised():
+    frame = jnp.ones((12, 12))
+    for kind in KINDS:
+        step = SHARING(program)
+        jax.clear_caches()
+        with compiles_of("program") as compiled:
+            for y, x in [(1, 2), (3, 5), (6, 0), (2, 7)]:
+                step(frame, [Placement(jnp.ones((3, 4)), kind, y, x)])
+        assert len(compiled) == 1, kind
+
+
+# -- what stays in the program ---------------------------------------------------------
+
+
+def _count(fun: Callable[..., Any], calls: list[tuple]) -> tuple[int, int]:
+    """XLA compiles of `fun` under eqx.filter_jit and sharing numbers over
+    `calls`, results checked."""
+    counts = []
+    results = []
+    for jit in (eqx.filter_jit, SHARING):
+        jax.clear_caches()
+        step = jit(fun)
+        with compiles_of(fun.__name__) as compiled:
+            results.append([step(*args) for args in calls])
+        counts.append(len(compiled))
+    for a, b in zip(*results, strict=True):
+        assert_close(a, b)
+    return counts[0], counts[1]
+
+
+def test_an_integer_that_is_also_a_value_is_shared_too():
+    def scaled_window(x, k):  # k starts the slice and scales it
+        return x[k : k + 2] * k
+
+    calls = [(jnp.arange(8.0), k) for k in (1, 2, 3)]
+    assert _count(scaled_window, calls) == (3, 1)
+
+
+def test_a_family_compiles_once_wherever_its_numbers_differ():
+    def window(x, a, b):
+        return x[a : a + 2, b : b + 2]
+
+    x = jnp.arange(64.0).reshape(8, 8)
+    calls = [(x, 0, 3), (x, 1, 3), (x, 2, 3), (x, 2, 5), (x, 4, 1), (x, 0, 0)]
+    assert _count(window, calls) == (6, 1)
+
+
+def test_constants_are_lifted():
+    def offset(x, origin):  # a constant array, not a literal
+        return x - jnp.array(origin, jnp.float32)
+
+    x = jnp.ones(2)
+    assert _count(offset, [(x, o) for o in [(1, 2), (3, 4), (5, 6)]]) == (3, 1)
+
+
+def test_a_branch_index_stays():
+    def switched(x, k):
+        return jax.lax.switch(k, [jnp.sin, jnp.cos, jnp.tanh], x)
+
+    calls = [(jnp.arange(4.0), k) for k in (0, 1, 2)]
+    assert _count(switched, calls) == (3, 3)
+
+
+def test_a_loop_count_stays():
+    def looped(x, n):
+        return jax.lax.fori_loop(0, n, lambda i, y: y * 1.5, x)
+
+    def waited(x, n):
+        return jax.lax.while_loop(lambda c: c[0] < n, lambda c: (c[0] + 1, c[1] * 2), (0, x))
+
+    for fun in (looped, waited):
+        calls = [(jnp.arange(4.0), n) for n in (1, 2, 3)]
+        assert _count(fun, calls) == (3, 3), fun.__name__
+
+
+def test_strided_slices_stay():
+    def strided(x, k):
+        return x[k : k + 4 : 2]
+
+    calls = [(jnp.arange(8.0), k) for k in (0, 1, 2)]
+    assert _count(strided, calls) == (3, 3)
+
+
+def test_numbers_inside_a_loop_body_stay():
+    def looped(x, k):
+        return jax.lax.fori_loop(0, 2, lambda i, y: y.at[k : k + 2].add(1.0), x)
+
+    calls = [(jnp.zeros(8), k) for k in (0, 1, 2)]
+    assert _count(looped, calls) == (3, 3)
+
+
+def test_numbers_a_nested_jit_takes_as_parameters_stay():
+    def padded(x, k):  # jnp.pad's widths are static arguments of its own jit
+        return jnp.pad(x, (k, 4 - k))
+
+    calls = [(jnp.arange(4.0), k) for k in (0, 1, 2)]
+    assert _count(padded, calls) == (3, 3)
+
+
+def test_a_program_with_a_callback_stays():
+    def printed(x, k):
+        jax.debug.callback(lambda v: None, x)
+        return x[k : k + 2]
+
+    calls = [(jnp.arange(8.0), k) for k in (0, 1, 2)]
+    assert _count(printed, calls) == (3, 3)
+
+
+def test_what_is_lifted_is_read_in_order():
+    def window(x, k):
+        return x[k : k + 2, 3:5] * 2.5
+
+    x = jnp.arange(64.0).reshape(8, 8)
+    closed = jax.make_jaxpr(lambda x: window(x, 1))(x)
+    at = _numbers.sites(closed.jaxpr)
+    found = _numbers.numbers(closed.jaxpr, at)
+    assert [n.value for n in found] == [1, 3, 2.5]
+    assert [n.dtype for n in found] == [np.int32, np.int32, np.float32]
+    general = _numbers.generalised(closed, at)
+    assert len(general.jaxpr.invars) == len(closed.jaxpr.invars) + 3
+    assert [v.tolist() for v in _numbers.packed(found)] == [[1, 3], [2.5]]
+
+
+# -- diagnostics -----------------------------------------------------------------------
+
+
+def test_explain_retraces_says_numbers_differ_shared():
+    jax.clear_caches()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        with af.explain_retraces():
+            fit_fields(SHARING, 3, 1)
+    texts = [str(w.message) for w in caught if isinstance(w.message, af.RetraceWarning)]
+    # The second field's warning, then the third's repeat of its causes.
+    assert len(texts) == 2, texts
+    assert all("numbers differ: shared" in t for t in texts)
+    assert "this call compiled nothing" in texts[0]
+    assert "1 more time" in texts[1]
+    assert not any("ordinary array field" in t for t in texts)  # no rewrite advised
+
+
+def test_audit_with_the_step_says_numbers_differ_shared():
+    data = observed(0)
+    findings = af.audit(build_scene(0), build_scene(1), fn=lambda s: loss(s, data))
+    assert findings and all(f.kind == "value" for f in findings)
+    assert all(f.hint.startswith("numbers differ: shared") for f in findings)
+    assert "numbers differ: shared" in str(findings)
+
+
+def test_audit_keeps_its_advice_for_a_number_that_is_no_static_field():
+    class Window(eqx.Module):
+        x: jax.Array
+        scale: float  # a leaf: an array would save the trace too
+
+    def scaled(w):
+        return w.x * w.scale
+
+    findings = af.audit(
+        Window(jnp.arange(8.0), 1.5), Window(jnp.arange(8.0), 2.5), fn=scaled
+    )
+    (finding,) = findings
+    assert not finding.hint.startswith("numbers differ")
+    assert "Float[Array" in finding.hint and "share_numbers=True" in finding.hint
+
+
+def test_explain_retraces_names_the_option_where_static_numbers_alone_differ():
+    jax.clear_caches()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        with af.explain_retraces():
+            fit_fields(af.filter_jit, 2, 1)
+    (text,) = [
+        str(w.message) for w in caught if isinstance(w.message, af.RetraceWarning)
+    ]
+    assert "share_numbers=True" in text and "ordinary array field" not in text
+
+
+def test_explain_retraces_advises_as_before_where_a_number_argument_changes():
+    @af.filter_jit
+    def scaled_window(x, k):
+        return x[k : k + 2] * k
+
+    jax.clear_caches()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        with af.explain_retraces():
+            for k in (1, 2):
+                scaled_window(jnp.arange(8.0), k)
+    (text,) = [
+        str(w.message) for w in caught if isinstance(w.message, af.RetraceWarning)
+    ]
+    assert "fix:" in text  # pass it as an array: that saves the trace too
+    assert "share_numbers=True) would compile one program" in text
+
+
+# -- every kind of number lifted, on random values ------------------------------------
+
+
+def _op(kind: str, x: jax.Array, c: float, k: int) -> jax.Array:
+    """One operation that embeds the Python numbers `c` (float) and `k` (int)."""
+    if kind == "sub":
+        return x - c
+    if kind == "mul":
+        return x * c
+    if kind == "div":
+        return x / c
+    if kind == "pow":  # a float exponent: `pow`, not `integer_pow`
+        return (jnp.abs(x) + 1.0) ** (abs(c) % 2.0)
+    if kind == "max":
+        return jnp.maximum(x, c)
+    if kind == "where":  # a comparison, and a literal chosen where it holds
+        return jnp.where(x > c, x, c)
+    if kind == "clip":  # literals given to a nested jit
+        return jnp.clip(x, c, c + 1.0)
+    if kind == "exp":
+        return jnp.exp(jnp.tanh(x) * c)
+    if kind == "int":  # integer literals in integer arithmetic
+        i = jnp.floor(x * 4.0).astype(jnp.int32)
+        return x + ((i + k) % 7 - k // 2).astype(x.dtype)
+    if kind == "index":  # an integer literal index, read and written
+        j = k % x.shape[0]
+        return x.at[j].add(x[j] * c)
+    raise AssertionError(kind)
+
+
+OPS = ("sub", "mul", "div", "pow", "max", "where", "clip", "exp", "int", "index")
+
+
+class Numbers(eqx.Module):
+    kinds: tuple[str, ...] = eqx.field(static=True)
+    cs: tuple[float, ...] = eqx.field(static=True)
+    ks: tuple[int, ...] = eqx.field(static=True)
+
+
+def numbers_program(x: jax.Array, numbers: Numbers) -> Any:
+    def loss(x):
+        for kind, c, k in zip(numbers.kinds, numbers.cs, numbers.ks, strict=True):
+            x = _op(kind, x, c, k)
+        return jnp.sum(jnp.sin(x) * jnp.arange(x.size)), x
+
+    return jax.value_and_grad(loss, has_aux=True)(x)
+
+
+def _fields(draw: Any) -> list[Numbers]:
+    kinds = tuple(draw(st.lists(st.sampled_from(OPS), min_size=1, max_size=4)))
+    rng = np.random.default_rng(draw(st.integers(0, 2**32 - 1)))
+    fields = []
+    for _ in range(draw(st.integers(2, 4))):  # same operations, other numbers
+        cs = tuple(float(v) for v in rng.uniform(0.25, 3.0, len(kinds)))
+        ks = tuple(int(v) for v in rng.integers(0, 50, len(kinds)))
+        fields.append(Numbers(kinds, cs, ks))
+    return fields
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.data())
+def test_generated_programs_with_random_numbers(data):
+    fields = data.draw(st.composite(_fields)())
+    note(repr([(f.kinds, f.cs, f.ks) for f in fields]))
+    x = jnp.asarray(np.random.default_rng(3).normal(size=6), jnp.float32)
+    seen = {}
+    for name, jit in {"eqx": eqx.filter_jit, "numbers": SHARING}.items():
+        jax.clear_caches()
+        step = jit(numbers_program)
+        with compiles_of("numbers_program") as compiled:
+            seen[name] = [step(x, f) for f in fields]
+        seen[name + " compiles"] = len(compiled)
+    for a, b in zip(seen["eqx"], seen["numbers"], strict=True):
+        assert_close(a, b)
+    assert seen["numbers compiles"] == 1  # one family, one compile
+
+
+@pytest.mark.parametrize("kind", OPS)
+def test_each_kind_is_lifted(kind):
+    fields = [Numbers((kind,), (c,), (k,)) for c, k in [(0.5, 3), (1.7, 11), (2.9, 40)]]
+    x = jnp.linspace(-2.0, 2.0, 6)
+    assert _count(numbers_program, [(x, f) for f in fields]) == (3, 1)
+
+
+def test_a_number_keeps_its_weak_type():
+    def scaled(s, c):  # s weakly typed, c a Python float: the product is weak
+        return s * c, s + c
+
+    s = jnp.asarray(2.0)
+    assert s.weak_type
+    assert _count(scaled, [(s, c) for c in (0.5, 1.5, 3.0)]) == (3, 1)
+
+
+@pytest.mark.parametrize("donate", ["all", "all-except-first", "none"])
+def test_donation_consumes_what_eqx_consumes(donate):
+    def place(frame, box, y, x):
+        return frame.at[y : y + 2, x : x + 2].add(box) * 2.0
+
+    seen = {}
+    jits = {"eqx": eqx.filter_jit, "af": SHARING}
+    for name, jit in jits.items():
+        jax.clear_caches()
+        step = jit(place, donate=donate)
+        calls = []
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # JAX: a donated buffer not usable
+            with compiles_of("place") as compiled:
+                for y, x in [(0, 1), (2, 3), (4, 0)]:
+                    frame, box = jnp.ones((8, 8)), jnp.ones((2, 2))
+                    out = np.asarray(step(frame, box, y, x))
+                    calls.append((out.tolist(), frame.is_deleted(), box.is_deleted()))
+        seen[name] = (calls, len(compiled))
+    assert seen["af"][0] == seen["eqx"][0]
+    assert (seen["eqx"][1], seen["af"][1]) == (3, 1)

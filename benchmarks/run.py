@@ -7,7 +7,7 @@ asserted. Trace counts are exact: if one is wrong the script exits with status 1
 `dispatch.py` adds the per-step cost of `af.filter_jit` (issue 13), and
 `field_compiles.py` K fields of a sky-fitting job under the three jits, with
 JAX's persistent compilation cache across processes (issue 20),
-`field_offsets.py` fields whose sources sit at other origins with offsets shared
+`field_numbers.py` fields whose sources sit at other origins with numbers shared
 (issue 28), and
 `migrate_tree.py` `arrayfield migrate --check` against `ruff check` (issue 21).
 
@@ -749,17 +749,17 @@ def many_fields_case(results: Results) -> None:
     ]
 
 
-# -- boxed fields, offsets shared (benchmarks/field_offsets.py) ---------------------
+# -- boxed fields, numbers shared (benchmarks/field_numbers.py) ---------------------
 
 
 @case
 def boxed_fields_case(results: Results) -> None:
-    field_offsets = _sibling("field_offsets")
-    measured = field_offsets.main(results.quick)
-    rows = [Row(**row) for row in field_offsets.rows(measured)]
+    field_numbers = _sibling("field_numbers")
+    measured = field_numbers.main(results.quick)
+    rows = [Row(**row) for row in field_numbers.rows(measured)]
     results.rows += rows
     results.traces_ok &= all(row.status != "FAIL" for row in rows)
-    results.tables["boxed_fields"] = Table(*field_offsets.table(measured))
+    results.tables["boxed_fields"] = Table(*field_numbers.table(measured))
     results.raw["boxed_fields"] = measured
 
 

@@ -23,7 +23,7 @@ SOURCE = Path(arrayfield.__file__).parent
 # before it. A new module must be given its place here.
 GROUND = ("_env", "_errors", "_hooks", "_internals", "_tracing", "_typing")
 FIELDS = ("_spec", "_convert", "_field", "_validate", "_module", "_normalize")
-DISPATCH = ("_program_key", "_offsets", "_program", "_jit")
+DISPATCH = ("_program_key", "_numbers", "_program", "_jit")
 DIAGNOSTICS = tuple(
     f"diagnostics.{name}"
     for name in (

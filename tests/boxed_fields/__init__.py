@@ -12,7 +12,7 @@ frame's right edge gets a clipped box (`CLIPPED` columns fewer, every
 `CLIPPED_EVERY`th field): another shape, rightly another program.
 `fit_fields(jit, K, steps)` fits K fields with an optax step under one jitted
 step (`tests/many_fields`' `Fitter`) and counts its traces and XLA compiles;
-`tests/test_numbers.py` holds the exact counts, `benchmarks/field_offsets.py`
+`tests/test_numbers.py` holds the exact counts, `benchmarks/field_numbers.py`
 the timings.
 """
 

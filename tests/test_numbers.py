@@ -329,19 +329,25 @@ def test_what_is_lifted_is_read_in_order():
 # -- diagnostics -----------------------------------------------------------------------
 
 
-def test_explain_retraces_says_numbers_differ_shared():
+def test_explain_retraces_says_numbers_differ_shared_and_which_family():
     jax.clear_caches()
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         with af.explain_retraces():
-            fit_fields(SHARING, 3, 1)
+            fit_fields(SHARING, 5, 1)
     texts = [str(w.message) for w in caught if isinstance(w.message, af.RetraceWarning)]
-    # The second field's warning, then the third's repeat of its causes.
-    assert len(texts) == 2, texts
-    assert all("numbers differ: shared" in t for t in texts)
-    assert "this call compiled nothing" in texts[0]
-    assert "1 more time" in texts[1]
-    assert not any("ordinary array field" in t for t in texts)  # no rewrite advised
+    # Field 1 joins field 0's family, field 2 repeats that; field 3's clipped
+    # box starts another family; field 4 joins the first again.
+    assert len(texts) == 4, texts
+    assert "numbers differ: shared. It joined family 1," in texts[0]
+    assert "compiled nothing" in texts[0]
+    assert "1 more time" in texts[1] and "numbers differ: shared" in texts[1]
+    assert "traced and compiled again" in texts[2]
+    assert "sources[3].shape" in texts[2]
+    assert "Its program starts family 2" in texts[2]
+    assert "It joined family 1," in texts[3]
+    # No rewrite advised where only numbers differ.
+    assert not any("ordinary array field" in texts[i] for i in (0, 1, 3))
 
 
 def test_audit_with_the_step_says_numbers_differ_shared():

@@ -198,19 +198,29 @@ def _with_numbers(
     return out_tree.unflatten(executable(*call_args, numbers))
 
 
+class _Family:
+    """Programs that differ only in the numbers they embed (`_numbers`): the
+    family's number in this process (diagnostics name it), and the generalised
+    program that runs them all: None until a wrapper that shares numbers meets
+    the family, `_REFUSED` where JAX would not generalise it."""
+
+    __slots__ = ("executable", "number")
+
+    def __init__(self, number: int):
+        self.number = number
+        self.executable: Any = None
+
+
 class _Executables:
     """Every program compiled in this process with sharing on, by `program_key`,
-    and for each family of programs that differ only in the numbers they embed
-    (`_numbers`), by the key of the family, the generalised program that runs
-    them: None where the family was seen by a wrapper that does not share
-    numbers, `_REFUSED` where JAX would not generalise it. Used under `_jit`'s
-    lock; cleared with JAX's and equinox's caches."""
+    and every family of programs seen, by its key (used under `_jit`'s lock);
+    cleared with JAX's and equinox's caches."""
 
     __slots__ = ("__weakref__", "by_key", "families")
 
     def __init__(self) -> None:
         self.by_key: dict[tuple, Any] = {}
-        self.families: dict[tuple, Any] = {}
+        self.families: dict[tuple, _Family] = {}
 
     def cache_clear(self) -> None:
         self.by_key.clear()
@@ -271,26 +281,28 @@ def _generalised_for(
     except Exception:  # a program this JAX writes otherwise: its own compile
         return None
     families = _executables.families
-    seen = family_key in families
-    executable = families.get(family_key)
+    family = families.get(family_key)
+    new = family is None
+    if family is None:
+        family = families[family_key] = _Family(len(families) + 1)
     if not share:
-        if seen:
+        if not new:
             static_now.number_families += 1
-        else:
-            families[family_key] = None
         return None
-    if executable is _REFUSED:
+    if family.executable is _REFUSED:
         return None
     inputs = (
         tuple(map(jax.device_put, _numbers.packed(found))),
         tuple(map(jax.device_put, closed.consts)),
     )
-    if executable is None:
+    started = family.executable is None
+    if started:
         executable = _compile_general(closed, at, found, params, call_args, inputs)
-        families[family_key] = _REFUSED if executable is None else executable
+        family.executable = _REFUSED if executable is None else executable
         if executable is None:  # JAX would not have it: a program of its own
             return None
-    return executable, inputs
+    static_now.family = (family.number, started)
+    return family.executable, inputs
 
 
 def _compile_general(
@@ -391,7 +403,8 @@ class _StaticNow(threading.local):
     now, in this thread (set by `_jit` before a call that can trace); and how
     many traces in this thread ran a program shared by numbers (`_numbers`),
     and how many would have, had the wrapper shared numbers; `explain_retraces`
-    reads both around a call, and `program`, the latest traced program (`(closed
+    reads both around a call, and `family`, the number of the family the latest
+    such trace joined and whether it started it; and `program`, the latest traced program (`(closed
     jaxpr, jit parameters)`) with the trace count when it was traced, kept only
     while it counts traces."""
 
@@ -399,6 +412,7 @@ class _StaticNow(threading.local):
     fun: Any
     number_runs: int = 0
     number_families: int = 0
+    family: tuple[int, bool] = (0, False)
     program: Any = None
 
 

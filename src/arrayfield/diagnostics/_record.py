@@ -101,6 +101,7 @@ class _Repeats:
         done = "traced and compiled again" if self.compiled else "traced again"
         then = {
             "shared": "numbers differ: shared",
+            "new family": "a new family of programs",
             "could share": "numbers differ: share_numbers=True would share them",
         }.get(self.numbers or "", "the same fix applies")
         return (
@@ -170,10 +171,15 @@ _SHARING_NOTE = {
         "embeds: af.filter_jit(..., share_numbers=True) would compile one program "
         "for every such trace (the advice above saves the trace too)."
     ),
+    "new family": (
+        "\nIts program starts family {family}: share_numbers=True compiled it "
+        "to take the numbers it embeds as inputs, and every later trace that "
+        "differs from it only in those numbers runs it."
+    ),
     "shared": (
         "\nIts program differs from one traced before only in the numbers it "
-        "embeds, so it ran the program share_numbers=True compiles for them all "
-        "(the advice above saves the trace too)."
+        "embeds, so it ran the program share_numbers=True compiled for its "
+        "family (family {family}; the advice above saves the trace too)."
     ),
 }
 
@@ -310,6 +316,7 @@ class Site:
         quiet: bool = False,
         compiled: bool = True,
         numbers: str | None = None,
+        family: int = 0,
         program: tuple | None = None,
     ) -> bool:
         """This call traced: compare it with the earlier ones, then remember it.
@@ -320,7 +327,9 @@ class Site:
         "shared" where it ran a program shared by traces that differ only in
         the numbers they embed (`af.filter_jit(share_numbers=True)`), "could
         share" where its program differs from an earlier one only so but the
-        wrapper does not share numbers, else None. `program`: `(closed jaxpr, jit
+        wrapper does not share numbers, "new family" where it compiled the
+        program of a family of its own, else None; `family`, the number of the
+        family whose program it ran. `program`: `(closed jaxpr, jit
         parameters)` of the program it traced to, where af.filter_jit says.
         """
         arguments = {**extra, **self.arguments(args, kwargs)}
@@ -366,7 +375,7 @@ class Site:
             changes = min(
                 (diff(old, new, jit, scalar_values=True) for old in history), key=len
             )
-        key = (causes(changes), compiled, numbers)
+        key = (causes(changes), compiled, numbers, family)
         with self.lock:
             repeats = self.repeats
             if _counted(repeats, key):
@@ -374,7 +383,7 @@ class Site:
             where = location(self.fn)
             self.repeats = _Repeats(where, key, _in_words(changes), compiled, numbers)
         _tell(repeats)  # the count for the earlier causes comes first
-        message = self._message(changes, compiled, numbers)
+        message = self._message(changes, compiled, numbers, family)
         if summary is not None and earlier:
             message += _new_in_program(summary, earlier, target, changes)
         warn_in_user_code(RetraceWarning(message))
@@ -450,7 +459,7 @@ class Site:
         _tell(self.repeats)
 
     def _message(
-        self, changes: list[Change], compiled: bool, numbers: str | None
+        self, changes: list[Change], compiled: bool, numbers: str | None, family: int
     ) -> str:
         changed = (
             f"Compared with the closest earlier call, {_in_words(changes)} changed."
@@ -471,20 +480,16 @@ class Site:
                 "differ from eqx.filter_jit's in the last bits). "
                 f"{changed}"
             )
-        if numbers and on_purpose:  # nothing to fix: say so, and what changed
-            done = (
-                "this call compiled it"
-                if compiled
-                else "compiled before, so this call compiled nothing"
-            )
+        if numbers == "shared" and on_purpose:  # nothing to fix: say what changed
             return (
                 f"{location(self.fn)} was traced again, and its program differs "
                 "from one traced before only in the numbers it embeds: numbers "
-                "differ: shared. One program that takes the numbers as inputs "
-                f"runs every such trace ({done}); nothing needs to change. "
-                f"{changed}"
+                f"differ: shared. It joined family {family}, whose program takes "
+                "the numbers as inputs and was compiled before, so this call "
+                f"compiled nothing; nothing needs to change. {changed}"
             )
-        return self._advice(changes, compiled) + _SHARING_NOTE.get(numbers or "", "")
+        note = _SHARING_NOTE.get(numbers or "", "").format(family=family)
+        return self._advice(changes, compiled) + note
 
     def _advice(self, changes: list[Change], compiled: bool) -> str:
         head = f"{location(self.fn)} was traced and compiled again."

@@ -64,13 +64,15 @@ def _numbers_seen() -> tuple[int, int]:
     return now.number_runs, now.number_families
 
 
-def _numbers_since(seen: tuple[int, int]) -> str | None:
-    """What a call did with numbers since `_numbers_seen()` gave `seen`: "shared",
-    "could share", or None."""
+def _numbers_since(seen: tuple[int, int]) -> tuple[str | None, int]:
+    """What a call did with numbers since `_numbers_seen()` gave `seen`:
+    `("shared", the family it joined)`, `("new family", its number)` where it
+    compiled a family's program, `("could share", 0)` or `(None, 0)`."""
     runs, families = _numbers_seen()
     if runs != seen[0]:
-        return "shared"
-    return "could share" if families != seen[1] else None
+        family, started = _program.static_now.family
+        return ("new family" if started else "shared"), family
+    return ("could share" if families != seen[1] else None), 0
 
 
 def _program_traced(before: int) -> tuple | None:
@@ -113,13 +115,14 @@ def _wrap_jitted(fn: Any) -> Any:
             program = _program_traced(before)
             if _thread.explained < before:  # else a `with` block's hook did
                 compiled = counter.compiles != compiles
-                numbers = _numbers_since(shared)
+                numbers, family = _numbers_since(shared)
                 site.traced(
                     args,
                     kwargs,
                     no_extra,
                     compiled=compiled,
                     numbers=numbers,
+                    family=family,
                     program=program,
                 )
         elif check and site.check_reuse:
@@ -206,7 +209,7 @@ def _watching_call(original: Callable[..., Any]) -> Callable[..., Any]:
             extra = {} if site.shared else {FUNCTION_LEAF: self.__wrapped__}
             quiet = _thread.explained >= before  # a wrapped plain function warned
             compiled = counter.compiles != compiles
-            numbers = _numbers_since(shared)
+            numbers, family = _numbers_since(shared)
             if (
                 site.traced(
                     args,
@@ -215,6 +218,7 @@ def _watching_call(original: Callable[..., Any]) -> Callable[..., Any]:
                     quiet=quiet,
                     compiled=compiled,
                     numbers=numbers,
+                    family=family,
                     program=program,
                 )
                 or site.shared

@@ -658,3 +658,44 @@ def test_a_module_constant_bound_once_is_read_through(tmp_path):
     text = (tmp_path / "layer.py").read_text()
     assert 'eps: Float[Array, ""] = af.field(default=EPS, convert=False)' in text
     assert "w: Float[Array, '3'] = W0" in text  # an array then: nothing to keep
+
+
+AXIS_SPEC = {
+    "pwc.py": """\
+        import equinox as eqx
+        from jaxtyping import Array
+
+
+        class Pwc(eqx.Module):  # values on a time grid
+            times: Array
+            values: Array
+        """,
+    "use.py": """\
+        import jax
+        import jax.numpy as jnp
+
+        from pwc import Pwc
+
+
+        def total(p):
+            return p.values.sum() * p.times[-1]
+
+
+        batch = Pwc(jnp.arange(3.0), jnp.ones((4, 2)))
+        print(jax.vmap(total, in_axes=(Pwc(None, 0),))(batch).shape)
+        no_axis = Pwc(None, None)  # no int: nothing to store as an array
+        """,
+}
+
+
+def test_a_module_built_as_an_axis_spec_is_af008(tmp_path):
+    write_tree(tmp_path, AXIS_SPEC)
+    assert run_code("import use", cwd=tmp_path).stdout.strip() == "(4,)"
+    result = migrate(tmp_path, "--fix", ".")
+    (line,) = [x for x in result.stdout.splitlines() if " AF008 " in x]
+    assert line.startswith("use.py:12:")
+    assert "Pwc(...) is built as an axis spec (in_axes=)" in line
+    assert "eqx.tree_at" in line
+    # What it warns of: the migrated spec stores its axis as an array.
+    broken = run_code("import use", cwd=tmp_path)
+    assert "vmap in_axes must be an int, None, or (nested) container" in broken.stderr

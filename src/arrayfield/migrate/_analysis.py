@@ -134,7 +134,7 @@ class Analysis(Plan, cst.CSTVisitor):
                     self.module_assignment(targets, small.value)
 
     def visit_Call(self, node: cst.Call) -> None:
-        self.type_call(node)
+        self.call(node)
 
     def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
         self.enter_function([decorator.decorator for decorator in node.decorators])

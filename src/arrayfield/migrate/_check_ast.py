@@ -28,7 +28,7 @@ from . import _syntax as syntax
 from ._bindings import NESTED_BODIES, ImportMap, nested_statements
 from ._diagnostics import Diagnostic
 from ._index import FileContext
-from ._plan import Plan
+from ._plan import Plan, calls_matter
 from ._site import Assignment, FieldSite, shorten
 
 _FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
@@ -189,7 +189,7 @@ class AstAnalysis(Plan):
             self._leave(node)
             return
         if isinstance(node, ast.Call):
-            self.type_call(node)
+            self.call(node)
         for child in ast.iter_child_nodes(node):
             self._visit(child)
 
@@ -259,7 +259,7 @@ def analyse_source(
     analysis = AstAnalysis(text, ImportMap.from_ast(tree), context, fix, typed)
     analysis.encoding = encoding
     analysis.tree = tree
-    analysis.walk(tree, scan_calls="type(" in text)
+    analysis.walk(tree, scan_calls=calls_matter(text))
     return analysis
 
 

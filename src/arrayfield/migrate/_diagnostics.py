@@ -52,6 +52,11 @@ CODES: dict[str, str] = {
         "(--fix does, unless # noqa: AF007 says it should train) or "
         "jax.lax.stop_gradient if it must not train"
     ),
+    "AF008": (
+        "a Module class the codemod migrates built as a vmap axis spec "
+        "(in_axes=Cls(None, 0)): as an af.ArrayModule it stores the int axis as "
+        "an array, which jax.vmap refuses; build the spec with eqx.tree_at"
+    ),
 }
 
 

@@ -28,6 +28,7 @@ from ._checks import (
     af005_per_instance,
     af006_class_per_call,
     af007_trainable_constant,
+    af008_axis_spec,
 )
 from ._diagnostics import Diagnostic
 from ._index import ClassContext, FileContext
@@ -65,12 +66,20 @@ def _unsubscripted(expr: Any) -> Any:
     return expr.value if syntax.is_subscript(expr) else expr
 
 
+def calls_matter(source: str | bytes) -> bool:
+    """Whether a file may hold a call `Plan.call` reads (a `type(...)`, an axis
+    keyword): the front ends visit every call only then, which most files skip."""
+    if isinstance(source, bytes):
+        return b"type(" in source or b"_axes" in source
+    return "type(" in source or "_axes" in source
+
+
 class Plan:
     """What to rewrite in one file, and its diagnostics; changes nothing.
 
     A front end calls `module_assignment` for each module-level `name = value`,
     `enter_function`/`leave_function` and `enter_class`/`leave_class` around
-    every definition (outer ones first), and `type_call` for each call of
+    every definition (outer ones first), and `call` for each call of
     `type` with three arguments; it implements `position`, `snippet` and
     `field_sites`.
     """
@@ -197,9 +206,31 @@ class Plan:
         self.expression_edits.add(value)
         self.released_names.add(root_name(value) or "")
 
-    def type_call(self, node: Any) -> None:
-        """A call: `type(name, (eqx.Module, ...), namespace)` makes a class at
-        run time."""
+    def call(self, node: Any) -> None:
+        """A call: one that makes a class (`_type_call`) or takes axis specs
+        (`_axis_specs`)."""
+        self._type_call(node)
+        self._axis_specs(node)
+
+    def _axis_specs(self, node: Any) -> None:
+        """`jax.vmap(f, in_axes=Pwc(None, 0))`: a Module class this codemod
+        migrates, built as an axis spec (AF008)."""
+        keywords = syntax.call_keywords(node)
+        for keyword in af008_axis_spec.AXIS_KEYWORDS:
+            argument = keywords.get(keyword)
+            if argument is None:
+                continue
+            for spec in af008_axis_spec.calls_in(syntax.argument_value(argument)):
+                name = dotted_name(spec.func)
+                migrated = name in self.module_classes or (
+                    self.context is not None and name in self.context.bases
+                )
+                if migrated and af008_axis_spec.gives_an_axis(spec):
+                    position = self.position(spec)
+                    self._add(af008_axis_spec.check(name, keyword, position))
+
+    def _type_call(self, node: Any) -> None:
+        """`type(name, (eqx.Module, ...), namespace)` makes a class at run time."""
         arguments = syntax.call_arguments(node)
         if syntax.identifier(node.func) != "type" or len(arguments) != 3:
             return

@@ -281,13 +281,16 @@ _IDENTIFIER_BYTES = frozenset(
 
 
 def files_to_rewrite(contents: Iterable[Path], index: ProjectIndex) -> list[Path]:
-    """The files phase 2 reads: those with a Module class, or that import
-    equinox (an alias `Base = eqx.Module`, a `type(...)` class)."""
+    """The files phase 2 reads: those with a Module class, that import
+    equinox (an alias `Base = eqx.Module`, a `type(...)` class), or that may
+    build one of the tree's Module classes as an axis spec (AF008)."""
     work = []
     for path in contents:
         facts = index.files.get(str(path))
         if facts is not None and (
-            index.module_classes(facts) or facts.imports_equinox()
+            index.module_classes(facts)
+            or facts.imports_equinox()
+            or (facts.axis_keywords and index.context(str(path)).bases)
         ):
             work.append(path)
     return work

@@ -23,6 +23,7 @@ from ._bindings import ImportMap
 from ._diagnostics import Diagnostic
 from ._imports import add_import, can_bind, import_map, remove_unused_imports
 from ._index import FileContext
+from ._plan import calls_matter
 from ._rewrite import Rewriter
 
 
@@ -145,8 +146,7 @@ def migrate_source(
     `libcst.ParserSyntaxError` if the source does not parse.
     """
     module = cst.parse_module(source)
-    needle = b"type(" if isinstance(source, bytes) else "type("
-    scan_calls = needle in source  # pyright: ignore[reportOperatorIssue]
+    scan_calls = calls_matter(source)
     # libcst reproduces its input exactly: decoding is cheaper than `.code`.
     original = source if isinstance(source, str) else source.decode(module.encoding)
     if original.startswith("\ufeff"):

@@ -271,7 +271,9 @@ def test_a_loop_count_stays():
         return jax.lax.fori_loop(0, n, lambda i, y: y * 1.5, x)
 
     def waited(x, n):
-        return jax.lax.while_loop(lambda c: c[0] < n, lambda c: (c[0] + 1, c[1] * 2), (0, x))
+        return jax.lax.while_loop(
+            lambda c: c[0] < n, lambda c: (c[0] + 1, c[1] * 2), (0, x)
+        )
 
     for fun in (looped, waited):
         calls = [(jnp.arange(4.0), n) for n in (1, 2, 3)]

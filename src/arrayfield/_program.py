@@ -404,9 +404,9 @@ class _StaticNow(threading.local):
     many traces in this thread ran a program shared by numbers (`_numbers`),
     and how many would have, had the wrapper shared numbers; `explain_retraces`
     reads both around a call, and `family`, the number of the family the latest
-    such trace joined and whether it started it; and `program`, the latest traced program (`(closed
-    jaxpr, jit parameters)`) with the trace count when it was traced, kept only
-    while it counts traces."""
+    such trace joined and whether it started it; and `program`, the latest
+    traced program (`(closed jaxpr, jit parameters)`) with the trace count when
+    it was traced, kept only while it counts traces."""
 
     leaves: tuple
     fun: Any

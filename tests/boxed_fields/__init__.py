@@ -98,7 +98,7 @@ def build_scene(field: int, box: int = BOX, truth: bool = False) -> Scene:
         sources.append(
             Source(
                 flux=flux.astype(np.float32),
-                centre=(centre + (oy, ox)).astype(np.float32),
+                centre=(centre + np.array([oy, ox])).astype(np.float32),
                 size=float(size),
                 origin=(oy, ox),
                 shape=shape,

@@ -296,12 +296,35 @@ def test_numbers_inside_a_loop_body_stay():
     assert _count(looped, calls) == (3, 3)
 
 
-def test_numbers_a_nested_jit_takes_as_parameters_stay():
-    def padded(x, k):  # jnp.pad's widths are static arguments of its own jit
+def test_a_pad_inside_a_nested_jit_is_lifted_too():
+    def padded(x, k):  # jnp.pad pads in a jit of its own: a growing pad
         return jnp.pad(x, (k, 4 - k))
 
     calls = [(jnp.arange(4.0), k) for k in (0, 1, 2)]
+    assert _count(padded, calls) == (3, 1)
+
+
+def test_a_pad_of_another_size_is_another_family():
+    def padded(x, k):
+        return jnp.pad(x, (k, k))
+
+    calls = [(jnp.arange(4.0), k) for k in (0, 1, 2)]
     assert _count(padded, calls) == (3, 3)
+
+
+def test_numbers_inside_a_nested_jit_are_lifted():
+    def helper(c):
+        @jax.jit
+        def shifted(x):  # c is a literal of this jit's own jaxpr
+            return jnp.sin(x - c) * 0.5
+
+        return shifted
+
+    def stepped(x, c):
+        return helper(c)(x) + 1.0
+
+    calls = [(jnp.arange(4.0), c) for c in (1.0, 2.0, 3.0)]
+    assert _count(stepped, calls) == (3, 1)
 
 
 def test_a_program_with_a_callback_stays():

@@ -10,13 +10,17 @@ numbers.
 Under `af.filter_jit(share_numbers=True)` such a program is *generalised*: each
 number it embeds where a runtime value can stand becomes an input, and one
 compile serves every program of the family (programs equal but for those
-numbers). What is lifted, from the outermost jaxpr:
+numbers). What is lifted:
 
-- every integer or floating-point scalar literal given to an equation, and to a
-  nested `jit`, `custom_jvp`/`custom_vjp` or `checkpoint` call (it receives the
-  literal as an argument, whatever it does with it inside). A literal stands
-  for a value: the equation computes the same function of it whether it is
-  constant or not, and its type (shape, dtype) is unchanged;
+- every integer or floating-point scalar literal given to an equation, also to
+  a nested `jit`, `custom_jvp`/`custom_vjp` or `checkpoint` call (it receives
+  the literal as an argument, whatever it does with it inside). A literal
+  stands for a value: the equation computes the same function of it whether it
+  is constant or not, and its type (shape, dtype, weak type) is unchanged;
+- the same numbers inside a nested `jax.jit` without shardings or constants of
+  its own, passed to it as more arguments (a jitted helper the step calls);
+- the program's constant arrays (`jnp.array([oy, ox])`, captured data), which
+  become its first inputs;
 - the starts of a unit-stride `slice`, which becomes a `dynamic_slice` of the
   same sizes, and of a `pad` that only grows or only crops, which becomes a
   `dynamic_update_slice` into a block of the padding value or a
@@ -27,11 +31,12 @@ numbers). What is lifted, from the outermost jaxpr:
 What stays in the program, because it decides what runs rather than being a
 value: the operands of `cond` (the branch index), `while` and `scan` (a loop's
 bounds) and every number they are computed from (`lax.switch` clamps its index
-between literals), the predicate of `select_n`, booleans; every parameter (shapes, axes,
-strides, a `dynamic_slice`'s sizes, `integer_pow`'s exponent, a `scan`'s
-length); and everything inside a nested jaxpr (a loop body, a branch, a nested
-jit's own literals). Programs that call back into Python or carry effects, and
-jits with explicit shardings or layouts, are never generalised.
+between literals), the predicate of `select_n`, booleans; every parameter
+(shapes, axes, strides, a `dynamic_slice`'s sizes, `integer_pow`'s exponent, a
+`scan`'s length); and everything inside a loop body, a branch, a custom
+derivative's or a checkpoint's own jaxpr. Programs that call back into Python
+or carry effects, and jits with explicit shardings or layouts, are never
+generalised.
 
 The generalised program computes what each field's program computes, operation
 for operation, but it is not the same program: XLA folds constants into what
@@ -72,11 +77,13 @@ _PASSES_ON = frozenset(
 
 class Site(NamedTuple):
     """Where numbers sit in a jaxpr: a scalar literal (`operand` its position
-    among the equation's inputs) or the starts of a placing equation, a slice
-    or a pad (`operand` None; see `_placed`)."""
+    among the equation's inputs), the starts of a placing equation, a slice or
+    a pad (`operand` None; see `_placed`), or the numbers of a nested jit's
+    own jaxpr (`inner` their sites there; see `_nested`)."""
 
     eqn: int
     operand: int | None
+    inner: tuple[Site, ...] = ()
 
 
 def _is_number(aval: Any) -> bool:
@@ -130,7 +137,8 @@ def _deciding(jaxpr: Any) -> set[int]:
 
 
 def sites(jaxpr: Any) -> tuple[Site, ...]:
-    """The numbers a jaxpr's outermost equations embed, in order."""
+    """The numbers a jaxpr's equations embed, in order (a nested jit's after
+    its equation's own literals)."""
     found = []
     deciding = _deciding(jaxpr)
     for i, eqn in enumerate(jaxpr.eqns):
@@ -142,7 +150,43 @@ def sites(jaxpr: Any) -> tuple[Site, ...]:
                 found.append(Site(i, position))
         if _placed(eqn):
             found.append(Site(i, None))
+        elif _nested(eqn):
+            inner = sites(eqn.params["jaxpr"].jaxpr)
+            if inner:
+                found.append(Site(i, None, inner))
     return tuple(found)
+
+
+def _nested(eqn: Any) -> bool:
+    """Whether an equation is a nested `jax.jit` whose numbers can be passed in
+    as more arguments: no constants of its own, no shardings, layouts or
+    options beyond donation (`_with_inputs` adds unsharded inputs)."""
+    return (
+        eqn.primitive.name in ("jit", "pjit")
+        and not eqn.params["jaxpr"].consts
+        and _unspecified(eqn.params) is not None
+        and _internals.plain_jit_options(eqn.params)
+    )
+
+
+def _unspecified(params: dict[str, Any]) -> Any:
+    """The value a jit's parameters give an input without a sharding, or None."""
+    for sharding in (*params["in_shardings"], *params["out_shardings"]):
+        if type(sharding).__name__ == "UnspecifiedValue":
+            return sharding
+    return None
+
+
+def _with_inputs(eqn: Any, inner: Any, inputs: list[Any]) -> Any:
+    """A nested jit's equation running `inner` (its jaxpr with more inputs at the
+    end), given `inputs` for them: plain, undonated, unsharded."""
+    params = dict(eqn.params)
+    more = len(inputs)
+    params["jaxpr"] = inner
+    params["in_shardings"] = (*params["in_shardings"], *[_unspecified(params)] * more)
+    params["in_layouts"] = (*params["in_layouts"], *[None] * more)
+    params["donated_invars"] = (*params["donated_invars"], *[False] * more)
+    return eqn.replace(invars=[*eqn.invars, *inputs], params=params)
 
 
 def _placed(eqn: Any) -> bool:
@@ -193,7 +237,9 @@ def numbers(jaxpr: Any, at: Sequence[Site]) -> tuple[Number, ...]:
     found: list[Number] = []
     for site in at:
         eqn = jaxpr.eqns[site.eqn]
-        if site.operand is None:
+        if site.inner:
+            found.extend(numbers(eqn.params["jaxpr"].jaxpr, site.inner))
+        elif site.operand is None:
             found.extend(Number(start, _INT32, False) for start in _starts(eqn))
         else:
             aval = eqn.invars[site.operand].aval
@@ -281,7 +327,13 @@ def blanked(closed: Any, at: Sequence[Site]) -> Any:
     added = []
     for site in at:
         eqn = eqns[site.eqn]
-        if site.operand is None:
+        if site.inner:
+            inner = blanked(eqn.params["jaxpr"], site.inner)
+            new = inner.jaxpr.invars[len(eqn.params["jaxpr"].jaxpr.invars) :]
+            outer = [_internals.new_var(v.aval) for v in new]
+            added.extend(outer)
+            eqns[site.eqn] = _with_inputs(eqn, inner, outer)
+        elif site.operand is None:
             params = dict(eqn.params)
             if eqn.primitive is _SLICE:
                 params["start_indices"] = params["limit_indices"] = None
@@ -326,7 +378,12 @@ def generalised(closed: Any, at: Sequence[Site]) -> Any:
     spliced: dict[int, list[Any]] = {}
     for site in at:
         eqn = eqns[site.eqn]
-        if site.operand is None:
+        if site.inner:
+            inner = generalised(eqn.params["jaxpr"], site.inner)
+            new = inner.jaxpr.invars[len(eqn.params["jaxpr"].jaxpr.invars) :]
+            inputs = [number_input(v.aval) for v in new]
+            eqns[site.eqn] = _with_inputs(eqn, inner, inputs)
+        elif site.operand is None:
             starts = [number_input(int32) for _ in _starts(eqn)]
             spliced[site.eqn] = _dynamic(eqn, starts)
         else:

@@ -222,6 +222,8 @@ class Plan:
                 continue
             for spec in af008_axis_spec.calls_in(syntax.argument_value(argument)):
                 name = dotted_name(spec.func)
+                if name is None:
+                    continue
                 migrated = name in self.module_classes or (
                     self.context is not None and name in self.context.bases
                 )

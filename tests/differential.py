@@ -718,6 +718,54 @@ def check(scenario: Scenario) -> None:
         raise AssertionError(explain(scenario, seen["eqx"], seen["af"]))
 
 
+# `af.filter_jit(share_numbers=True)`: the same observations, except that a
+# floating array's values may differ by float32 rounding (XLA folds constants
+# it is given, not inputs): within `NUMBERS_RTOL` of the array's largest value.
+NUMBERS_JITS: dict[str, Callable[..., Any]] = {
+    "eqx": eqx.filter_jit,
+    "af": functools.partial(af.filter_jit, share_numbers=True),
+}
+NUMBERS_RTOL = 1e-5
+
+
+def _alike(a: Any, b: Any) -> bool:
+    """Two observations equal, but for floating values within `NUMBERS_RTOL`."""
+    if (
+        isinstance(a, tuple)
+        and isinstance(b, tuple)
+        and len(a) == len(b) == 5
+        and a[0] == b[0] == "array"
+    ):
+        if a[1:4] != b[1:4]:
+            return False
+        dtype = np.dtype(a[1])
+        if not np.issubdtype(dtype, np.inexact):
+            return a[4] == b[4]
+        x = np.frombuffer(a[4], dtype).astype(np.float64)
+        y = np.frombuffer(b[4], dtype).astype(np.float64)
+        finite = np.isfinite(x)
+        if not np.array_equal(finite, np.isfinite(y)) or not np.array_equal(
+            x[~finite], y[~finite], equal_nan=True
+        ):
+            return False
+        scale = float(np.max(np.abs(x[finite]), initial=0.0)) or 1.0
+        return bool(np.all(np.abs(x[finite] - y[finite]) <= NUMBERS_RTOL * scale))
+    if isinstance(a, (tuple, list)) and isinstance(b, (tuple, list)):
+        return len(a) == len(b) and all(map(_alike, a, b))
+    return a == b
+
+
+def check_numbers(scenario: Scenario) -> None:
+    """eqx.filter_jit and af.filter_jit sharing numbers: every observation
+    equal, floating values within `NUMBERS_RTOL`."""
+    tag = f"scenario-{next(_scenario_ids)}"
+    if scenario.equal_keys_meet_new_signatures:
+        tag = "shared"
+    seen = {name: run_world(scenario, jit, tag) for name, jit in NUMBERS_JITS.items()}
+    if not _alike(seen["eqx"], seen["af"]):
+        raise AssertionError(explain(scenario, seen["eqx"], seen["af"]))
+
+
 def explain(scenario: Scenario, eqx_seen: list, af_seen: list) -> str:
     lines = [f"af.filter_jit differs from eqx.filter_jit in {scenario}"]
     for a, b in itertools.zip_longest(eqx_seen, af_seen):

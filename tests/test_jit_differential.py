@@ -23,7 +23,7 @@ import pytest
 from hypothesis import given, settings
 
 from arrayfield import _internals
-from differential import JITS, Scenario, check, normalise, scenarios
+from differential import JITS, Scenario, check, check_numbers, normalise, scenarios
 from helpers import compiles_of
 
 needs_sharing = pytest.mark.skipif(
@@ -37,6 +37,18 @@ needs_sharing = pytest.mark.skipif(
 @given(scenarios())
 def test_generated_programs_behave_as_under_eqx_filter_jit(scenario: Scenario):
     check(scenario)
+
+
+# The same generator with numbers shared (`af.filter_jit(share_numbers=True)`):
+# a program generalised over its numbers must behave as the field's own, within
+# float32 rounding of floating values.
+@needs_sharing
+@settings(max_examples=80, derandomize=True, deadline=None)
+@given(scenarios())
+def test_generated_programs_with_numbers_shared_behave_as_under_eqx(
+    scenario: Scenario,
+):
+    check_numbers(scenario)
 
 
 def under_both(run: Callable[[Callable[..., Any]], Any]) -> dict[str, Any]:

@@ -50,7 +50,8 @@ ENTRY_POINTS = {"__init__", "__main__", "diagnostics.__init__"}
 MIGRATE_THIRD_PARTY = {"libcst"}
 # The codemod's own floors, lowest first, by the same rule: a module imports
 # only those before it. Every module of `migrate/_checks/` (one per AF code)
-# stands on the `_checks` floor, so none of them may import another.
+# stands on the `_checks` floor, so none of them may import another; the
+# package's `__init__` (the list of rules) stands above them.
 MIGRATE = tuple(
     f"migrate.{name}"
     for name in (
@@ -73,6 +74,7 @@ MIGRATE = tuple(
         "_index",
         "_site",
         "_checks",
+        "_checks.__init__",
         # one file: analysis, then rewrite
         "_plan",
         "_check_ast",
@@ -168,7 +170,7 @@ def _own(name: str, modules: set[str], exact: bool = False) -> str | None:
 
 def _migrate_floor(module: str) -> int | None:
     """The floor of a codemod module in `MIGRATE` (None: not placed)."""
-    if module.startswith("migrate._checks."):
+    if module.startswith("migrate._checks.") and module != "migrate._checks.__init__":
         module = "migrate._checks"
     return MIGRATE.index(module) if module in MIGRATE else None
 

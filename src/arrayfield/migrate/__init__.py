@@ -10,7 +10,7 @@ here imports JAX or equinox, so the tool starts fast and can migrate code in an
 environment where they are not installed.
 """
 
-from ._diagnostics import CODES as CODES
+from ._checks import CODES as CODES
 from ._diagnostics import Diagnostic as Diagnostic
 
 __all__ = ["CODES", "Diagnostic"]

@@ -20,7 +20,8 @@ from typing import TYPE_CHECKING
 
 from . import _runner
 from ._check_ast import CheckResult
-from ._diagnostics import CODES, source_lines, suppressed
+from ._checks import CODES
+from ._diagnostics import source_lines, suppressed
 from ._patch import unified_diff
 from ._runner import FileError
 from ._workers import Workers, usable_cpus

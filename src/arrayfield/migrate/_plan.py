@@ -13,7 +13,6 @@ and says where a node is and what its source text is.
 
 from __future__ import annotations
 
-import enum
 from typing import Any
 
 from . import _diagnostics as diag
@@ -21,19 +20,15 @@ from . import _syntax as syntax
 from ._annotations import ArrayKind, array_kind, is_class_var, is_field_wrapped
 from ._bindings import ImportMap
 from ._checks import (
-    af001_scalar_field,
-    af002_shape_field,
-    af003_static_array,
+    FIELD_RULES,
     af004_converter_kind,
-    af005_per_instance,
     af006_class_per_call,
-    af007_trainable_constant,
     af008_axis_spec,
 )
 from ._diagnostics import Diagnostic
 from ._index import ClassContext, FileContext
 from ._names import dotted_name
-from ._site import FieldSite, is_name
+from ._site import FieldEdit, FieldReading, FieldSite, is_name
 
 # Converters that make the array kind arrayfield makes for an annotation of
 # that kind anyway: redundant under ArrayModule.
@@ -45,14 +40,6 @@ CONVERTER_KINDS: dict[str, ArrayKind] = {
 }
 # Field specifiers: their call, as a field's value, is not the field's default.
 SPECIFIERS = frozenset({"equinox.field", "arrayfield.field", "dataclasses.field"})
-
-
-class FieldEdit(enum.Enum):
-    DROP_CONVERTER = enum.auto()  # eqx.field(converter=jnp.asarray, static=False)
-    DROP_DEFAULT = enum.auto()  # = eqx.field(converter=jnp.asarray)
-    # --fix: `= af.field(convert=False)` on a shape field, or on a number that
-    # would become trainable (AF007)
-    NO_CONVERT = enum.auto()
 
 
 def root_name(expr: Any) -> str | None:
@@ -322,38 +309,35 @@ class Plan:
         if site.context is not None and site.name in site.context.fields:
             self.known_positions[field.target] = site.context.fields[site.name]
         static = "static" in keywords and is_name(keywords["static"].value, "True")
-
         kind = array_kind(site.annotation, self.imports)
-        if kind is None:
-            converter = keywords.get("converter")
-            # A converter that makes arrays already keeps new values traced.
-            makes_array = converter is not None and self._makes_array(converter.value)
-            if not (static or makes_array):
-                self._add(af001_scalar_field.check(site))
-                self._add(af005_per_instance.check(site))
-            return
-
-        if static:
-            self._add(af003_static_array.check(site))
-            return
         convert = keywords.get("convert")
-        opted_out = convert is not None and is_name(convert.value, "False")
-        if not opted_out:
-            found = af002_shape_field.check(site)
-            if found is None and site.cls.rpartition(".")[2] in self.migrating_classes:
-                # A constant that would train after the swap: --fix keeps it a
-                # Python number, as it was.
-                found = af007_trainable_constant.check(site)
-            self._add(found)
+        converter = keywords.get("converter")
+        reading = FieldReading(
+            kind=kind,
+            static=static,
+            opted_out=convert is not None and is_name(convert.value, "False"),
+            # A converter that makes arrays already keeps new values traced.
+            makes_array=converter is not None and self._makes_array(converter.value),
+            migrating=site.cls.rpartition(".")[2] in self.migrating_classes,
+        )
+        found: dict[str, Diagnostic] = {}
+        for rule in FIELD_RULES:
+            diagnostic = rule.check_field(site, reading, found)
+            if diagnostic is None:
+                continue
+            found[rule.CODE] = diagnostic
+            self._add(diagnostic)
             if (
-                found is not None
-                and found.fixable
+                diagnostic.fixable
                 and self.fix
-                and not self._suppressed(found.line, found.code)
+                and not self._suppressed(diagnostic.line, diagnostic.code)
             ):
-                self.field_edits[field] = FieldEdit.NO_CONVERT
+                self.field_edits[field] = rule.FIX
                 if call is not None:
                     self.released_names.add(root_name(call.func) or "")
+        if kind is None or static:
+            return
+        opted_out = reading.opted_out
         if self.typed and not (opted_out or field in self.field_edits):
             # (the one edit planned so far is --fix's opt-out)
             self._wrap(site)

@@ -1,4 +1,5 @@
-"""What a check is given about one annotated field of a Module class.
+"""What a rule is given about one annotated field of a Module class, and the
+edits a rule may ask of its statement.
 
 The same description comes from both front ends, libcst (`_analysis`) and
 `ast` (`_check_ast`): its nodes are of either kind, read through `_syntax`.
@@ -7,6 +8,7 @@ The same description comes from both front ends, libcst (`_analysis`) and
 from __future__ import annotations
 
 import dataclasses
+import enum
 import functools
 from collections.abc import Callable, Mapping
 from typing import Any
@@ -17,6 +19,34 @@ from ._index import ClassContext, FileContext
 
 # `self.<attr> = value` in a method of the class: (attr, value, statement).
 Assignment = tuple[str, Any, Any]
+
+
+class FieldEdit(enum.Enum):
+    """What the rewrite does to a field statement beyond its annotation."""
+
+    DROP_CONVERTER = enum.auto()  # eqx.field(converter=jnp.asarray, static=False)
+    DROP_DEFAULT = enum.auto()  # = eqx.field(converter=jnp.asarray)
+    # A rule's fix under --fix: `= af.field(convert=False)` on a shape field
+    # (AF002), or on a number that would become trainable (AF007).
+    NO_CONVERT = enum.auto()
+
+
+@dataclasses.dataclass(frozen=True)
+class FieldReading:
+    """What the driver read of a field once, for every rule (`_checks`).
+
+    - `kind`: the array kind its annotation declares, or None (not an array).
+    - `static`: declared `static=True`.
+    - `opted_out`: declared `convert=False`.
+    - `makes_array`: its converter makes arrays (`jnp.asarray`, ...).
+    - `migrating`: its class becomes an `af.ArrayModule` in this run.
+    """
+
+    kind: Any
+    static: bool
+    opted_out: bool
+    makes_array: bool
+    migrating: bool
 
 
 @dataclasses.dataclass(frozen=True)

@@ -7,13 +7,23 @@ makes arrayfield store it as a traced array instead.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from .. import _syntax as syntax
 from .._annotations import scalar_annotation
 from .._diagnostics import Diagnostic
 from .._facts import CONTROL, PARAM, SHAPE
-from .._site import FieldSite
+from .._site import FieldReading, FieldSite
 
 CODE = "AF001"
+# Its line in `arrayfield migrate --help`.
+SUMMARY = (
+    "non-static field annotated float/complex (or an int that eqx.tree_at "
+    "replaces) without an array converter and not used in control flow or as a "
+    'size: use Float[Array, ""] (or Complex/Int[Array, ""]) so a new value does '
+    "not recompile; a number default nothing in the project sets is a "
+    "constant: static=True first"
+)
 
 _JAXTYPING_NAMES = {"complex": "Complex", "int": "Int"}
 
@@ -105,3 +115,12 @@ def check(site: FieldSite) -> Diagnostic | None:
     f722 = lint is not None and lint.found and not lint.ignores_f722
     text = message(site.cls, site.name, scalar, evidence, f722, replaced is not None)
     return Diagnostic(line, col, CODE, text)
+
+
+def check_field(
+    site: FieldSite, reading: FieldReading, found: Mapping[str, Diagnostic]
+) -> Diagnostic | None:
+    """For a field that is no array, not static, without an array converter."""
+    if reading.kind is not None or reading.static or reading.makes_array:
+        return None
+    return check(site)

@@ -6,12 +6,23 @@ Python condition under jit; `af.field(convert=False)` keeps it a Python value.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from .._annotations import looks_like_shape
 from .._diagnostics import Diagnostic
 from .._facts import CONTROL, SHAPE, SHAPE_VALUE
-from .._site import FieldSite
+from .._site import FieldEdit, FieldReading, FieldSite
 
 CODE = "AF002"
+# What `--fix` does to the field where its diagnostic is fixable.
+FIX = FieldEdit.NO_CONVERT
+# Its line in `arrayfield migrate --help`.
+SUMMARY = (
+    "array-annotated field used as a shape or size (in its class or a "
+    "subclass), or assigned a shape-like value: declare it "
+    "af.field(convert=False) (--fix does, for fields used so or assigned a "
+    "helper's list of ints)"
+)
 
 
 def shape_like_message(cls: str, field: str, value: str, line: int | None) -> str:
@@ -76,3 +87,13 @@ def check(site: FieldSite) -> Diagnostic | None:
             text = shape_like_message(site.cls, site.name, site.snippet(value), line)
             return Diagnostic(*site.position(site.target), CODE, text)
     return None
+
+
+def check_field(
+    site: FieldSite, reading: FieldReading, found: Mapping[str, Diagnostic]
+) -> Diagnostic | None:
+    """For an array-annotated field that converts (not static, no
+    `convert=False`)."""
+    if reading.kind is None or reading.static or reading.opted_out:
+        return None
+    return check(site)

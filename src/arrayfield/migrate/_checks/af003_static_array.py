@@ -6,10 +6,17 @@ convert them: an array there is neither configuration nor a traced leaf.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from .._diagnostics import Diagnostic
-from .._site import FieldSite
+from .._site import FieldReading, FieldSite
 
 CODE = "AF003"
+# Its line in `arrayfield migrate --help`.
+SUMMARY = (
+    "array-annotated field declared static=True: arrays are not "
+    "hashable configuration; drop static=True or fix the annotation"
+)
 
 
 def message(cls: str, field: str) -> str:
@@ -24,3 +31,12 @@ def message(cls: str, field: str) -> str:
 def check(site: FieldSite) -> Diagnostic:
     """For an array-annotated field whose specifier says `static=True`."""
     return Diagnostic(*site.position(site.target), CODE, message(site.cls, site.name))
+
+
+def check_field(
+    site: FieldSite, reading: FieldReading, found: Mapping[str, Diagnostic]
+) -> Diagnostic | None:
+    """For an array-annotated field declared static."""
+    if reading.kind is None or not reading.static:
+        return None
+    return check(site)

@@ -13,6 +13,11 @@ from .._diagnostics import Diagnostic
 from .._site import FieldSite
 
 CODE = "AF004"
+# Its line in `arrayfield migrate --help`.
+SUMMARY = (
+    "converter kept because it makes NumPy arrays for a JAX-annotated "
+    "field, or JAX arrays for an np.ndarray one: make the annotation say which"
+)
 
 
 def message(cls: str, field: str, converter: str, kind: ArrayKind) -> str:

@@ -8,13 +8,22 @@ every new instance compiles again.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from .._annotations import scalar_annotation
 from .._diagnostics import Diagnostic
 from .._facts import LAMBDA, OBJECT, PARAM, PARTIAL, STRING
 from .._names import dotted_name
-from .._site import FieldSite
+from .._site import FieldReading, FieldSite
 
 CODE = "AF005"
+# Its line in `arrayfield migrate --help`.
+SUMMARY = (
+    "non-static field holding a value made per instance (a lambda, a "
+    "functools.partial, a string set per instance, an object hashed by "
+    "identity; pytrees are not reported, and a class from outside the project "
+    "'may be' one): every new instance recompiles; the message says how to fix it"
+)
 
 # Kinds of per-instance values, in the order they are reported.
 _PER_INSTANCE = (LAMBDA, PARTIAL, OBJECT, STRING)
@@ -96,3 +105,12 @@ def check(site: FieldSite) -> Diagnostic | None:
     else:
         return None
     return Diagnostic(*position, CODE, message(site.cls, site.name, STRING, where, ""))
+
+
+def check_field(
+    site: FieldSite, reading: FieldReading, found: Mapping[str, Diagnostic]
+) -> Diagnostic | None:
+    """For a field that is no array, not static, without an array converter."""
+    if reading.kind is not None or reading.static or reading.makes_array:
+        return None
+    return check(site)

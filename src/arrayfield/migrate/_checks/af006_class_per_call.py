@@ -13,6 +13,11 @@ from .._diagnostics import Diagnostic
 from .._names import dotted_name
 
 CODE = "AF006"
+# Its line in `arrayfield migrate --help`.
+SUMMARY = (
+    "Module class made by type(...) inside a function: each call makes a "
+    "new class, so each new instance recompiles; make the class once"
+)
 
 
 def message(name: str) -> str:

@@ -9,13 +9,24 @@ see from the code, and a human decides about.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from .. import _syntax as syntax
 from .._diagnostics import Diagnostic
-from .._site import FieldSite
+from .._site import FieldEdit, FieldReading, FieldSite
 
 CODE = "AF007"
+# What `--fix` does to the field where its diagnostic is fixable.
+FIX = FieldEdit.NO_CONVERT
+# Its line in `arrayfield migrate --help`.
+SUMMARY = (
+    "array-annotated field with a numeric default (or a number set in a "
+    "method) that was a Python number: it now takes part in eqx.filter, "
+    "gradients and optax updates; static=True, af.field(convert=False) "
+    "(--fix does, unless # noqa: AF007 says it should train) or "
+    "jax.lax.stop_gradient if it must not train"
+)
 
 # jaxtyping dtypes whose arrays are floating: an int constant becomes a float.
 _FLOATING = frozenset({"Float", "BFloat", "Complex", "Inexact"})
@@ -138,3 +149,15 @@ def check(site: FieldSite) -> Diagnostic | None:
         text = undecided_message(site.cls, site.name, site.snippet(default))
         return Diagnostic(*site.position(site.target), CODE, text, undecided=True)
     return None
+
+
+def check_field(
+    site: FieldSite, reading: FieldReading, found: Mapping[str, Diagnostic]
+) -> Diagnostic | None:
+    """For an array-annotated field that converts, of a class this run
+    migrates, and that is no shape field (AF002 fixes that one)."""
+    if reading.kind is None or reading.static or reading.opted_out:
+        return None
+    if not reading.migrating or "AF002" in found:
+        return None
+    return check(site)

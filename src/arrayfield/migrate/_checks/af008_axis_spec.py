@@ -15,6 +15,12 @@ from .. import _syntax as syntax
 from .._diagnostics import Diagnostic
 
 CODE = "AF008"
+# Its line in `arrayfield migrate --help`.
+SUMMARY = (
+    "a Module class the codemod migrates built as a vmap axis spec "
+    "(in_axes=Cls(None, 0)): as an af.ArrayModule it stores the int axis as "
+    "an array, which jax.vmap refuses; build the spec with eqx.tree_at"
+)
 # The keywords of jax.vmap, jax.pmap, eqx.filter_vmap... that take axis specs.
 AXIS_KEYWORDS = ("in_axes", "out_axes")
 

@@ -265,10 +265,10 @@ def _generalised_for(
     traced: Any, where: tuple, call_args: tuple, share: bool
 ) -> tuple[Any, tuple[Any, ...]] | None:
     """`(generalised executable, this trace's numbers as its inputs)` for a
-    program that embeds numbers (`_numbers`), or None: it
-    compiles a program of its own. Without `share` only the family is noted,
-    and a trace whose family was seen before is counted in
-    `static_now.number_families` (it would have shared)."""
+    program that embeds numbers or constants (`_numbers`), or None: it compiles
+    a program of its own. Without `share` only the family is noted, and a trace
+    whose family was seen before is counted in `static_now.number_families`
+    (it would have shared)."""
     closed, params = _internals.traced_program(traced)
     if not _internals.plain_jit_options(params) or has_host_work(closed):
         return None

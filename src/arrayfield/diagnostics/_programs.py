@@ -50,13 +50,13 @@ def program_of(fn: Callable[..., Any], tree: Any) -> tuple:
 
 def numbers_only(fn: Callable[..., Any], tree: Any, other: Any) -> bool:
     """Whether the programs `fn` traces to on two trees differ only in the
-    numbers they embed, so that `af.filter_jit(share_numbers=True)` runs one
+    numbers and constants they embed, so that `af.filter_jit(share_numbers=True)` runs one
     program for both (`_numbers`)."""
     keys = []
     for t in (tree, other):
         closed, params = _internals.traced_program(_trace(fn, t))
         at = _numbers.sites(closed.jaxpr)
-        if not at:
+        if not at and not closed.consts:
             return False
         keys.append(_numbers.family_key(closed, at, params))
     return keys[0] == keys[1]

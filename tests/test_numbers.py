@@ -258,6 +258,26 @@ def test_constants_are_lifted():
     assert _count(offset, [(x, o) for o in [(1, 2), (3, 4), (5, 6)]]) == (3, 1)
 
 
+def test_fresh_steps_closing_over_each_fields_data_share_one_program():
+    def fit(jit, data):
+        @jit
+        def step(x):  # `data` is a constant of the program
+            return jnp.sum((x - data) ** 2)
+
+        return step(jnp.zeros(3))
+
+    fields = [jnp.arange(3.0) + i for i in range(4)]
+    seen = {}
+    for name, jit in {"eqx": eqx.filter_jit, "numbers": SHARING}.items():
+        jax.clear_caches()
+        with compiles_of("step") as compiled:
+            seen[name] = [fit(jit, data) for data in fields]
+        seen[name + " compiles"] = len(compiled)
+    assert (seen["eqx compiles"], seen["numbers compiles"]) == (4, 1)
+    for a, b in zip(seen["eqx"], seen["numbers"], strict=True):
+        assert_close(a, b)
+
+
 def test_a_branch_index_stays():
     def switched(x, k):
         return jax.lax.switch(k, [jnp.sin, jnp.cos, jnp.tanh], x)

@@ -50,8 +50,8 @@ def program_of(fn: Callable[..., Any], tree: Any) -> tuple:
 
 def numbers_only(fn: Callable[..., Any], tree: Any, other: Any) -> bool:
     """Whether the programs `fn` traces to on two trees differ only in the
-    numbers and constants they embed, so that `af.filter_jit(share_numbers=True)` runs one
-    program for both (`_numbers`)."""
+    numbers and constants they embed, so that
+    `af.filter_jit(share_numbers=True)` runs one program for both (`_numbers`)."""
     keys = []
     for t in (tree, other):
         closed, params = _internals.traced_program(_trace(fn, t))

@@ -26,9 +26,10 @@ from typing import Any
 
 from . import _syntax as syntax
 from ._bindings import NESTED_BODIES, ImportMap, nested_statements
+from ._checks import calls_matter
 from ._diagnostics import Diagnostic
 from ._index import FileContext
-from ._plan import Plan, calls_matter
+from ._plan import Plan
 from ._site import Assignment, FieldSite, shorten
 
 _FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)

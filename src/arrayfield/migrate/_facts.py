@@ -155,8 +155,6 @@ class FileFacts:
         passes (`INFINITE` with `*args`), for calls of capitalised names (a
         class), `cls` and `__init__`, and `()` for a call of a call's result
         (`type(self)(...)`).
-    - `axis_keywords`: whether the file may pass axis specs (`in_axes=`),
-        which AF008 reads in a file that only uses Module classes.
     """
 
     path: str
@@ -170,7 +168,6 @@ class FileFacts:
     int_list_functions: set[str] = dataclasses.field(default_factory=set)
     set_names: frozenset[str] = frozenset()
     positional: dict[str, float] = dataclasses.field(default_factory=dict)
-    axis_keywords: bool = False
 
     def imports_equinox(self) -> bool:
         return any(
@@ -591,7 +588,6 @@ def read_file(path: str, source: bytes, tree: ast.Module | None = None) -> FileF
         for name in pattern.findall(source)
     )
     facts.positional = _positional_counts(source)
-    facts.axis_keywords = b"_axes" in source
     return facts
 
 

@@ -19,12 +19,7 @@ from . import _diagnostics as diag
 from . import _syntax as syntax
 from ._annotations import ArrayKind, array_kind, is_class_var, is_field_wrapped
 from ._bindings import ImportMap
-from ._checks import (
-    FIELD_RULES,
-    af004_converter_kind,
-    af006_class_per_call,
-    af008_axis_spec,
-)
+from ._checks import CALL_RULES, FIELD_RULES, af004_converter_kind
 from ._diagnostics import Diagnostic
 from ._index import ClassContext, FileContext
 from ._names import dotted_name
@@ -42,6 +37,14 @@ CONVERTER_KINDS: dict[str, ArrayKind] = {
 SPECIFIERS = frozenset({"equinox.field", "arrayfield.field", "dataclasses.field"})
 
 
+def _is_cache(expr: Any) -> bool:
+    """`@functools.cache`, `@lru_cache(maxsize=None)` and the like: a
+    decorator's expression."""
+    if syntax.is_call(expr):
+        expr = expr.func
+    return (dotted_name(expr) or "").rpartition(".")[2] in ("cache", "lru_cache")
+
+
 def root_name(expr: Any) -> str | None:
     """`eqx` for `eqx.field`: the name an import binds."""
     dotted = dotted_name(expr)
@@ -53,21 +56,13 @@ def _unsubscripted(expr: Any) -> Any:
     return expr.value if syntax.is_subscript(expr) else expr
 
 
-def calls_matter(source: str | bytes) -> bool:
-    """Whether a file may hold a call `Plan.call` reads (a `type(...)`, an axis
-    keyword): the front ends visit every call only then, which most files skip."""
-    if isinstance(source, bytes):
-        return b"type(" in source or b"_axes" in source
-    return "type(" in source or "_axes" in source
-
-
 class Plan:
     """What to rewrite in one file, and its diagnostics; changes nothing.
 
     A front end calls `module_assignment` for each module-level `name = value`,
     `enter_function`/`leave_function` and `enter_class`/`leave_class` around
-    every definition (outer ones first), and `call` for each call of
-    `type` with three arguments; it implements `position`, `snippet` and
+    every definition (outer ones first), and `call` for each call of a file
+    that `_checks.calls_matter` admits; it implements `position`, `snippet` and
     `field_sites`.
     """
 
@@ -194,58 +189,53 @@ class Plan:
         self.released_names.add(root_name(value) or "")
 
     def call(self, node: Any) -> None:
-        """A call: one that makes a class (`_type_call`) or takes axis specs
-        (`_axis_specs`)."""
+        """A call: the bases of a `type(...)` that makes a Module class are
+        migrated, then every call rule reads it."""
         self._type_call(node)
-        self._axis_specs(node)
+        for rule in CALL_RULES:
+            for diagnostic in rule.check_call(node, self):
+                self._add(diagnostic)
 
-    def _axis_specs(self, node: Any) -> None:
-        """`jax.vmap(f, in_axes=Pwc(None, 0))`: a Module class this codemod
-        migrates, built as an axis spec (AF008)."""
-        keywords = syntax.call_keywords(node)
-        for keyword in af008_axis_spec.AXIS_KEYWORDS:
-            argument = keywords.get(keyword)
-            if argument is None:
-                continue
-            for spec in af008_axis_spec.calls_in(syntax.argument_value(argument)):
-                name = dotted_name(spec.func)
-                if name is None:
-                    continue
-                migrated = name in self.module_classes or (
-                    self.context is not None and name in self.context.bases
-                )
-                if migrated and af008_axis_spec.gives_an_axis(spec):
-                    position = self.position(spec)
-                    self._add(af008_axis_spec.check(name, keyword, position))
+    @property
+    def cached_function(self) -> bool | None:
+        """Inside a function: whether a cache decorator wraps it (`CallContext`)."""
+        return self._cached[-1] if self._cached else None
+
+    def module_base(self, expr: Any) -> bool:
+        """Whether a base is equinox's Module, an alias of it or a Module class."""
+        if self._is_equinox_module(expr):
+            return True
+        name = dotted_name(_unsubscripted(expr))
+        return (
+            name in self.module_aliases
+            or name in self.module_classes
+            or (self.context is not None and name in self.context.bases)
+        )
+
+    def migrated_class(self, name: str) -> bool:
+        """Whether `name` is a Module class of the file or of the tree."""
+        return name in self.module_classes or (
+            self.context is not None and name in self.context.bases
+        )
 
     def _type_call(self, node: Any) -> None:
-        """`type(name, (eqx.Module, ...), namespace)` makes a class at run time."""
+        """`type(name, (eqx.Module, ...), namespace)`: equinox's Module among the
+        bases becomes `af.ArrayModule`."""
         arguments = syntax.call_arguments(node)
         if syntax.identifier(node.func) != "type" or len(arguments) != 3:
             return
         bases_tuple = syntax.argument_value(arguments[1])
         if type(bases_tuple).__name__ != "Tuple":
             return
-        bases = [value for _, value in syntax.display_elements(bases_tuple) or []]
-        direct = [base for base in bases if self._is_equinox_module(base)]
-        for base in direct:
-            self.expression_edits.add(base)
-            self.released_names.add(root_name(base) or "")
-        names = [dotted_name(_unsubscripted(base)) for base in bases]
-        derived = direct or any(
-            name in self.module_aliases
-            or name in self.module_classes
-            or (self.context is not None and name in self.context.bases)
-            for name in names
-        )
-        if derived and self._cached and not self._cached[-1]:
-            name = self.snippet(syntax.argument_value(arguments[0]))
-            self._add(af006_class_per_call.check(name, self.position(node)))
+        for _, base in syntax.display_elements(bases_tuple) or []:
+            if self._is_equinox_module(base):
+                self.expression_edits.add(base)
+                self.released_names.add(root_name(base) or "")
 
     def enter_function(self, decorators: list[Any]) -> None:
         """A function statement, by its decorators' expressions."""
         self._scopes.append(None)
-        self._cached.append(any(map(af006_class_per_call.is_cache, decorators)))
+        self._cached.append(any(map(_is_cache, decorators)))
 
     def leave_function(self) -> None:
         self._scopes.pop()

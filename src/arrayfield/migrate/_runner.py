@@ -17,11 +17,12 @@ from __future__ import annotations
 import ast
 import dataclasses
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ._check_ast import CheckResult, analyse_source
+from ._checks import calls_matter
 from ._facts import FileFacts, module_name, package_of, read_file
 from ._index import FileContext, ProjectIndex
 from ._lint import config_for
@@ -280,17 +281,18 @@ _IDENTIFIER_BYTES = frozenset(
 ) | frozenset(range(0x80, 0x100))
 
 
-def files_to_rewrite(contents: Iterable[Path], index: ProjectIndex) -> list[Path]:
+def files_to_rewrite(contents: Mapping[Path, bytes], index: ProjectIndex) -> list[Path]:
     """The files phase 2 reads: those with a Module class, that import
-    equinox (an alias `Base = eqx.Module`, a `type(...)` class), or that may
-    build one of the tree's Module classes as an axis spec (AF008)."""
+    equinox (an alias `Base = eqx.Module`, a `type(...)` class), or that use
+    the tree's Module classes in a call a rule reads (`calls_matter`: an axis
+    spec, AF008)."""
     work = []
-    for path in contents:
+    for path, data in contents.items():
         facts = index.files.get(str(path))
         if facts is not None and (
             index.module_classes(facts)
             or facts.imports_equinox()
-            or (facts.axis_keywords and index.context(str(path)).bases)
+            or (calls_matter(data) and index.context(str(path)).bases)
         ):
             work.append(path)
     return work

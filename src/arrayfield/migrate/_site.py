@@ -11,7 +11,7 @@ import dataclasses
 import enum
 import functools
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import Any, Protocol
 
 from . import _syntax as syntax
 from ._bindings import ImportMap
@@ -29,6 +29,26 @@ class FieldEdit(enum.Enum):
     # A rule's fix under --fix: `= af.field(convert=False)` on a shape field
     # (AF002), or on a number that would become trainable (AF007).
     NO_CONVERT = enum.auto()
+
+
+class CallContext(Protocol):
+    """What a call rule may ask of the file around a call (`_plan.Plan` answers)."""
+
+    # Inside a function: whether a cache decorator wraps it; None outside any.
+    cached_function: bool | None
+
+    def position(self, node: Any) -> tuple[int, int]: ...
+
+    def snippet(self, node: Any) -> str: ...
+
+    def module_base(self, expr: Any) -> bool:
+        """Whether a base expression is a Module class or equinox's Module."""
+        ...
+
+    def migrated_class(self, name: str) -> bool:
+        """Whether a name (as written in the file) is a Module class this run
+        migrates."""
+        ...
 
 
 @dataclasses.dataclass(frozen=True)

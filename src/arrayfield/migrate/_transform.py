@@ -20,10 +20,10 @@ from libcst.metadata import MetadataWrapper
 
 from ._analysis import Analysis
 from ._bindings import ImportMap
+from ._checks import calls_matter
 from ._diagnostics import Diagnostic
 from ._imports import add_import, can_bind, import_map, remove_unused_imports
 from ._index import FileContext
-from ._plan import calls_matter
 from ._rewrite import Rewriter
 
 

@@ -7,8 +7,11 @@ the `FieldSite`, the driver's `FieldReading` and the diagnostics rules before
 it found for the field, returns a `Diagnostic` or None, and changes nothing;
 where its diagnostic is fixable, `FIX` is the `FieldEdit` that `--fix` makes.
 `_plan` runs `FIELD_RULES` in order for every field and knows none of them.
-Rules about other nodes (AF004 a converter `_plan` drops, AF006 a `type(...)`
-call, AF008 an axis keyword) are called where `_plan` reads those nodes.
+A rule about calls defines `check_call(node, known)` (a list of diagnostics,
+from the call and what `_plan` knows of the file's classes, `_site.CallContext`)
+and `NEEDLES`, text without which a file holds no call it reports: the front
+ends visit calls only in files that have one. AF004 (a converter `_plan` drops
+as it migrates a field) is the one rule `_plan` calls by name, from that edit.
 A new code is a new module here, added to `RULES`.
 """
 
@@ -40,3 +43,15 @@ CODES: dict[str, str] = {rule.CODE: rule.SUMMARY for rule in RULES}
 # The rules `_plan` asks about every field statement, in this order (a rule
 # may read what an earlier one found: AF007 gives way to AF002).
 FIELD_RULES = tuple(rule for rule in RULES if hasattr(rule, "check_field"))
+# The rules `_plan` asks about every call, in files `calls_matter` admits.
+CALL_RULES = tuple(rule for rule in RULES if hasattr(rule, "check_call"))
+_NEEDLES = tuple(needle for rule in CALL_RULES for needle in rule.NEEDLES)
+_BYTE_NEEDLES = tuple(needle.encode() for needle in _NEEDLES)
+
+
+def calls_matter(source: str | bytes) -> bool:
+    """Whether a file may hold a call a rule reports (`NEEDLES`): the front ends
+    visit every call only then, which most files skip."""
+    if isinstance(source, bytes):
+        return any(needle in source for needle in _BYTE_NEEDLES)
+    return any(needle in source for needle in _NEEDLES)

@@ -10,9 +10,11 @@ from typing import Any
 
 from .. import _syntax as syntax
 from .._diagnostics import Diagnostic
-from .._names import dotted_name
+from .._site import CallContext
 
 CODE = "AF006"
+# Text without which a file makes no class with `type(...)`.
+NEEDLES = ("type(",)
 # Its line in `arrayfield migrate --help`.
 SUMMARY = (
     "Module class made by type(...) inside a function: each call makes a "
@@ -30,15 +32,23 @@ def message(name: str) -> str:
     )
 
 
-def is_cache(expr: Any) -> bool:
-    """`@functools.cache`, `@lru_cache(maxsize=None)` and the like: a
-    decorator's expression."""
-    if syntax.is_call(expr):
-        expr = expr.func
-    return (dotted_name(expr) or "").rpartition(".")[2] in ("cache", "lru_cache")
-
-
 def check(name: str, position: tuple[int, int]) -> Diagnostic:
     """For a `type(name, bases, namespace)` call, deriving a Module class, in a
     function that is not cached; `name` is the source of its first argument."""
     return Diagnostic(*position, CODE, message(name))
+
+
+def check_call(node: Any, known: CallContext) -> list[Diagnostic]:
+    """For `type(name, (Module, ...), namespace)` in a function that is not
+    cached."""
+    arguments = syntax.call_arguments(node)
+    if syntax.identifier(node.func) != "type" or len(arguments) != 3:
+        return []
+    bases = syntax.argument_value(arguments[1])
+    if type(bases).__name__ != "Tuple" or known.cached_function is not False:
+        return []
+    elements = [value for _, value in syntax.display_elements(bases) or []]
+    if not any(map(known.module_base, elements)):
+        return []
+    name = known.snippet(syntax.argument_value(arguments[0]))
+    return [check(name, known.position(node))]

@@ -13,6 +13,8 @@ from typing import Any
 
 from .. import _syntax as syntax
 from .._diagnostics import Diagnostic
+from .._names import dotted_name
+from .._site import CallContext
 
 CODE = "AF008"
 # Its line in `arrayfield migrate --help`.
@@ -23,6 +25,8 @@ SUMMARY = (
 )
 # The keywords of jax.vmap, jax.pmap, eqx.filter_vmap... that take axis specs.
 AXIS_KEYWORDS = ("in_axes", "out_axes")
+# Text without which a file passes no axis spec.
+NEEDLES = ("_axes",)
 
 
 def message(name: str, keyword: str) -> str:
@@ -57,3 +61,19 @@ def check(name: str, keyword: str, position: tuple[int, int]) -> Diagnostic:
     """For a call of the Module class `name`, which the codemod migrates, in an
     axis keyword, that passes an axis."""
     return Diagnostic(*position, CODE, message(name, keyword))
+
+
+def check_call(node: Any, known: CallContext) -> list[Diagnostic]:
+    """For each call of a Module class this run migrates, passing an int, in
+    an axis keyword of the call."""
+    found = []
+    keywords = syntax.call_keywords(node)
+    for keyword in AXIS_KEYWORDS:
+        argument = keywords.get(keyword)
+        if argument is None:
+            continue
+        for spec in calls_in(syntax.argument_value(argument)):
+            name = dotted_name(spec.func)
+            if name is not None and known.migrated_class(name) and gives_an_axis(spec):
+                found.append(check(name, keyword, known.position(spec)))
+    return found

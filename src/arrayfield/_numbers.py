@@ -66,7 +66,7 @@ _SLICE = jax.lax.slice_p
 _PAD = jax.lax.pad_p
 _INT32 = np.dtype(np.int32)
 # Equations whose literal operands decide what runs: a branch index, a loop's
-# bounds or carry, the case a `select_n` picks.
+# bounds or carry (a `select_n`'s case is kept by `_liftable_operands`).
 _DECIDES = frozenset({"cond", "while", "scan"})
 # Higher-order equations that only pass their operands to a nested jaxpr as its
 # arguments: a literal operand of theirs is a value like any other.

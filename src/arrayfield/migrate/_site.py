@@ -68,6 +68,18 @@ class FieldReading:
     makes_array: bool
     migrating: bool
 
+    @property
+    def python_leaf(self) -> bool:
+        """A leaf that holds what it is given: no array annotation, not
+        static, no converter that makes arrays (AF001, AF005 read it)."""
+        return self.kind is None and not self.static and not self.makes_array
+
+    @property
+    def converts(self) -> bool:
+        """An array field arrayfield converts: not static, no `convert=False`
+        (AF002, AF007 read it)."""
+        return self.kind is not None and not self.static and not self.opted_out
+
 
 @dataclasses.dataclass(frozen=True)
 class FieldSite:

@@ -94,6 +94,6 @@ def check_field(
 ) -> Diagnostic | None:
     """For an array-annotated field that converts (not static, no
     `convert=False`)."""
-    if reading.kind is None or reading.static or reading.opted_out:
+    if not reading.converts:
         return None
     return check(site)

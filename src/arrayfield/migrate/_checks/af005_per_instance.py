@@ -111,6 +111,6 @@ def check_field(
     site: FieldSite, reading: FieldReading, found: Mapping[str, Diagnostic]
 ) -> Diagnostic | None:
     """For a field that is no array, not static, without an array converter."""
-    if reading.kind is not None or reading.static or reading.makes_array:
+    if not reading.python_leaf:
         return None
     return check(site)

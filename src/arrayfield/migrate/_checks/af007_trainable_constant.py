@@ -156,8 +156,6 @@ def check_field(
 ) -> Diagnostic | None:
     """For an array-annotated field that converts, of a class this run
     migrates, and that is no shape field (AF002 fixes that one)."""
-    if reading.kind is None or reading.static or reading.opted_out:
-        return None
-    if not reading.migrating or "AF002" in found:
+    if not reading.converts or not reading.migrating or "AF002" in found:
         return None
     return check(site)

@@ -630,7 +630,8 @@ def filter_jit(
         the numbers they embed: a Python number that became a literal of the
         program (`centre - origin` with an int `origin`), the start of a slice
         or of a block placed into an array (sources at per-field origins,
-        `frame.at[oy:oy + h, ox:ox + w].add(box)`). The first such trace
+        `frame.at[oy:oy + h, ox:ox + w].add(box)`), or a constant array it
+        captures (each field's data, closed over). The first such trace
         compiles a program that takes those numbers as inputs, and every trace
         of the same family runs it: one compile per family, where a family is
         every program equal to it but for those numbers. Off by default, because

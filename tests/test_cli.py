@@ -319,32 +319,6 @@ def test_help_documents_diagnostic_codes_and_exit_statuses(tmp_path):
     assert "do not change the exit status" in result.stdout
 
 
-def test_missing_libcst_exits_2_with_install_hint(tmp_path):
-    copy_case("decorated", tmp_path / "model.py")
-    script = """
-import sys
-
-class HideLibcst:
-    def find_spec(self, name, path=None, target=None):
-        if name == "libcst" or name.startswith("libcst."):
-            raise ModuleNotFoundError(f"No module named {name!r}", name=name)
-        return None
-
-sys.meta_path.insert(0, HideLibcst())
-from arrayfield.__main__ import main
-sys.exit(main(["migrate", "model.py"]))
-"""
-    result = run_code(script, cwd=tmp_path, timeout=120)
-    assert result.returncode == 2
-    assert result.stderr == (
-        "arrayfield migrate needs libcst: pip install libcst (or install "
-        "arrayfield with its migrate extra)\n"
-    )
-    assert (tmp_path / "model.py").read_bytes() == (
-        GOLDEN / "decorated_in.py"
-    ).read_bytes()
-
-
 SCENE_BEFORE = """\
 import equinox as eqx
 import jax

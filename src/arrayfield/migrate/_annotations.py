@@ -3,7 +3,7 @@
 `arrayfield.ArrayModule` decides at class creation which fields are arrays by
 evaluating their annotations; the codemod has to make the same call from the
 syntax alone, so it recognises the spellings people write for JAX, NumPy and
-jaxtyping array types. Every reader takes an `ast` or a libcst node (`_syntax`).
+jaxtyping array types, reading `ast` nodes through `_syntax`.
 """
 
 from __future__ import annotations
@@ -56,7 +56,7 @@ def _parse_string(expr: Any) -> Any | None:
     value = syntax.string_value(expr)
     if value is None:
         return None
-    return syntax.parse_expression(value.strip(), expr)
+    return syntax.parse_expression(value.strip())
 
 
 def alternatives(annotation: Any, imports: ImportMap) -> list[Any]:

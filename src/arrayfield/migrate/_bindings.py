@@ -1,4 +1,4 @@
-"""Which names a file's import statements bind, read from `ast` or libcst.
+"""Which names a file's import statements bind.
 
 Resolution is per file and ignores shadowing: a codemod only needs to recognise
 `eqx.Module`, `jnp.asarray`, `Float[...]` and friends in the spellings people
@@ -14,7 +14,7 @@ from typing import Any
 
 from ._names import dotted_name
 
-# Where statements nest, in the order the libcst walk (`_statements`) visits.
+# Where statements nest, in source order.
 NESTED_BODIES = ("body", "orelse", "handlers", "finalbody", "cases")
 
 
@@ -57,8 +57,7 @@ class ImportMap:
 
     @classmethod
     def from_ast(cls, tree: ast.Module) -> ImportMap:
-        """The imports of an `ast` module, as `_imports.import_map` reads those
-        of a libcst module (kept there: this module stays below libcst)."""
+        """The imports of an `ast` module."""
         everywhere: dict[str, str] = {}
         for statement in imports_in(tree.body):
             _bind(statement, everywhere)
@@ -97,7 +96,7 @@ class ImportMap:
 
 
 def imports_in(body: Iterable[Any]) -> Iterable[ast.Import | ast.ImportFrom]:
-    """The import statements of a body at any depth, in the libcst walk's order."""
+    """The import statements of a body at any depth, in source order."""
     for node in body:
         if isinstance(node, ast.Import | ast.ImportFrom):
             yield node

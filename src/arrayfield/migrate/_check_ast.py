@@ -1,25 +1,14 @@
-"""The analysis pass over an `ast` tree: a file's diagnostics, and whether the
-rewrite would change it, without libcst.
-
-Parsing with libcst (and importing it) costs most of `arrayfield migrate
---check` on a large tree, yet the report needs no source text to be written:
-only the diagnostics and which files would change. `check_source` walks the
-`ast` tree as `_analysis.Analysis` walks the libcst one, in the same order, and
-hands the same statements to the same `Plan` (`_plan`), so the verdicts agree;
-`_splice` writes the new text of the files the command writes or previews from
-this plan.
-
-Where the `ast` tree may read differently from libcst's (`_syntax.Undecidable`),
-`check_source` raises, and the caller analyses the file with libcst.
+"""The analysis pass over a file's `ast` tree: it hands every class, function,
+field and call to the `Plan` (`_plan`), which gives the file's diagnostics and
+edits; `_splice` writes the new text of the files the command writes or
+previews from that plan.
 """
 
 from __future__ import annotations
 
 import ast
 import dataclasses
-import re
 import tokenize
-import unicodedata
 from collections.abc import Iterable
 from io import BytesIO
 from typing import Any
@@ -58,7 +47,7 @@ class CheckResult:
 
 
 def _small_statements(body: Iterable[ast.AST]) -> Iterable[ast.AST]:
-    """Every simple statement in a body, at any depth, in libcst's walk order."""
+    """Every simple statement in a body, at any depth, in source order."""
     for node in body:
         if isinstance(node, ast.stmt) and not any(
             isinstance(getattr(node, name, None), list) for name in NESTED_BODIES
@@ -72,8 +61,7 @@ def _self_assignments(
     method: ast.FunctionDef | ast.AsyncFunctionDef,
 ) -> list[Assignment]:
     """`self.<attr> = value` statements in a method, nested classes excluded.
-    `self` is the first parameter after any positional-only ones, as libcst's
-    `params` has it."""
+    `self` is the first parameter after any positional-only ones."""
     self_name = method.args.args[0].arg
     found: list[Assignment] = []
     statements = [node for node in method.body if not isinstance(node, ast.ClassDef)]
@@ -128,17 +116,18 @@ class AstAnalysis(Plan):
         return node.lineno, len(prefix.decode("utf-8", errors="replace")) + 1
 
     def snippet(self, node: Any) -> str:
-        """As libcst prints the node: with its own parentheses, which `ast`
-        leaves out of a node's position (tuples aside); a node that may have
-        some is `Undecidable`."""
-        before = self.lines[node.lineno - 1][: node.col_offset].rstrip(b" \t")
-        if not before:
-            raise syntax.Undecidable("an expression that starts a line")
-        if before.endswith(b"("):
+        """The node's source with the parentheses written around it, which
+        `ast` leaves out of its position (a call's own bracket aside)."""
+        line = self.lines[node.lineno - 1]
+        before = line[: node.col_offset].rstrip(b" \t")
+        after = self.lines[node.end_lineno - 1][node.end_col_offset :].lstrip(b" \t")
+        text = syntax.segment(self.lines, node)
+        while before.endswith(b"(") and after.startswith(b")"):
             callee = before[:-1].rstrip(b" \t")
-            if not callee or callee[-1] not in _CALLEE_END:
-                raise syntax.Undecidable("a parenthesized expression")
-        return shorten(syntax.segment(self.lines, node))
+            if callee and callee[-1] in _CALLEE_END:
+                break  # the bracket of a call
+            text, before, after = f"({text})", callee, after[1:].lstrip(b" \t")
+        return shorten(text)
 
     def walk(self, tree: ast.Module, *, scan_calls: bool) -> None:
         """Every definition of the file, and with `scan_calls` every call."""
@@ -163,8 +152,6 @@ class AstAnalysis(Plan):
         self, node: ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef
     ) -> None:
         if isinstance(node, ast.ClassDef):
-            if any(isinstance(base, ast.Starred) for base in node.bases):
-                raise syntax.Undecidable("a starred base")
             self.enter_class(node, node.name, node.bases)
         else:
             self.enter_function(node.decorator_list)
@@ -176,8 +163,8 @@ class AstAnalysis(Plan):
             self.leave_function()
 
     def _visit(self, node: ast.AST) -> None:
-        """A visit in libcst's order: a definition is entered before its
-        decorators, bases and parameters are visited."""
+        """A visit in which a definition is entered before its decorators,
+        bases and parameters are visited."""
         if isinstance(node, ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef):
             self._enter(node)
             children: list[ast.AST] = [*node.decorator_list]
@@ -205,8 +192,6 @@ class AstAnalysis(Plan):
             if isinstance(statement, ast.AnnAssign) and isinstance(
                 statement.target, ast.Name
             ):
-                # Only annotations hold strings and indices the readers parse.
-                syntax.ensure_same_reading(statement.annotation, self.lines)
                 call = self.specifier_call(statement.value)
                 keywords = syntax.call_keywords(call) if call is not None else {}
                 site = FieldSite(
@@ -227,34 +212,26 @@ class AstAnalysis(Plan):
         return sites
 
 
-# A word with a character outside ASCII (combining marks are not `\w`, and NFKC
-# may reorder them: they stay in the word).
-_UNICODE_WORD = re.compile(r"(?:\w|[^\x00-\x7f])*[^\x00-\x7f](?:\w|[^\x00-\x7f])*")
-
-
-def _ensure_normalized_names(text: str) -> None:
-    """Raise `Undecidable` where a name may be spelled otherwise than `ast`
-    reads it: Python's parser folds names to NFKC (a fullwidth `e` is an `e`),
-    libcst keeps them as written."""
-    if text.isascii() or unicodedata.is_normalized("NFKC", text):
-        return
-    for word in _UNICODE_WORD.findall(text):
-        if not unicodedata.is_normalized("NFKC", word):
-            raise syntax.Undecidable(f"a name that NFKC folds: {word}")
-
-
 def analyse_source(
-    source: bytes,
+    source: bytes | str,
     context: FileContext | None = None,
     *,
     fix: bool = False,
     typed: bool = False,
     tree: ast.Module | None = None,
 ) -> AstAnalysis:
-    """The plan of `source`'s migration, read with `ast` (see `check_source`)."""
-    encoding, _ = tokenize.detect_encoding(BytesIO(source).readline)
-    text = source.decode(encoding)
-    _ensure_normalized_names(text)
+    """The plan of `source`'s migration. `source` as bytes is decoded the way
+    Python would (PEP 263 coding line, else UTF-8); `tree` is its parse when
+    the caller has one.
+
+    Raises `SyntaxError`, `ValueError` (null bytes), `UnicodeDecodeError` or
+    `LookupError` (an unknown coding) for a file that does not parse or decode.
+    """
+    if isinstance(source, str):
+        encoding, text = "utf-8", source
+    else:
+        encoding, _ = tokenize.detect_encoding(BytesIO(source).readline)
+        text = source.decode(encoding)
     if tree is None:
         tree = ast.parse(text)
     analysis = AstAnalysis(text, ImportMap.from_ast(tree), context, fix, typed)
@@ -262,23 +239,3 @@ def analyse_source(
     analysis.tree = tree
     analysis.walk(tree, scan_calls=calls_matter(text))
     return analysis
-
-
-def check_source(
-    source: bytes,
-    context: FileContext | None = None,
-    *,
-    fix: bool = False,
-    typed: bool = False,
-    tree: ast.Module | None = None,
-) -> CheckResult:
-    """What `_transform.migrate_source` reports for `source` (the diagnostics,
-    and whether the code changes), read with `ast`. `tree` is the file's parse
-    when the caller has one.
-
-    Raises `_syntax.Undecidable` where libcst may read the file differently,
-    `SyntaxError`, `UnicodeDecodeError` or `LookupError` (an unknown coding)
-    for a file that does not decode or parse: the caller then migrates it with
-    libcst, which reports those as libcst does.
-    """
-    return analyse_source(source, context, fix=fix, typed=typed, tree=tree).result()

@@ -1,8 +1,4 @@
-"""`arrayfield migrate PATH...`: the command-line front end of the codemod.
-
-Imports libcst only when the command runs, so that a missing optional
-dependency becomes a one-line message instead of a traceback.
-"""
+"""`arrayfield migrate PATH...`: the command-line front end of the codemod."""
 
 from __future__ import annotations
 
@@ -10,7 +6,6 @@ import argparse
 import contextlib
 import dataclasses
 import gc
-import importlib.util
 import os
 import signal
 import sys
@@ -30,7 +25,7 @@ from ._write import ChangedSinceRead, write_atomically
 if TYPE_CHECKING:
     from collections.abc import Iterator
 
-    from ._transform import MigrationResult
+    from ._splice import MigrationResult
 
 EXIT_OK = 0
 EXIT_CHANGES_PENDING = 1
@@ -237,24 +232,8 @@ def _report_error(error: FileError, outcome: _Outcome) -> None:
     outcome.errors += 1
 
 
-def _libcst_installed() -> bool:
-    """Whether libcst can be imported, without importing it: most `--check`
-    runs never need it."""
-    try:
-        return importlib.util.find_spec("libcst") is not None
-    except ModuleNotFoundError:  # a finder that hides it
-        return False
-
-
 def run(args: argparse.Namespace) -> int:
     """Run `arrayfield migrate` with parsed arguments; returns the exit status."""
-    if not _libcst_installed():
-        print(
-            "arrayfield migrate needs libcst: pip install libcst (or install "
-            "arrayfield with its migrate extra)",
-            file=sys.stderr,
-        )
-        return EXIT_ERROR
     with _cycle_collector_paused(), _signals_unwind():
         try:
             return _migrate(args)

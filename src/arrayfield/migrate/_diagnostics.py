@@ -44,7 +44,7 @@ _NOQA = re.compile(
     r"#\s*noqa(?::\s*(?P<codes>[A-Z]+[0-9]+(?:[,\s]+[A-Z]+[0-9]+)*))?", re.IGNORECASE
 )
 # Python's line breaks. str.splitlines also breaks at form feeds, \x1c-\x1e,
-# \x85 and \u2028, which Python, libcst and patch(1) take as part of a line.
+# \x85 and \u2028, which Python and patch(1) take as part of a line.
 _LINE_BREAK = re.compile(r"\r\n|\r|\n")
 
 

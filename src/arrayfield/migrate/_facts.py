@@ -3,8 +3,7 @@
 `read_file` records which names a module binds (imports, aliases such as
 `Base = eqx.Module`), the bases of each class as written, and how each class's
 methods use and assign `self.<attr>`. Nothing is resolved across files here;
-that is `_index`'s job. `ast` is used rather than libcst because it is several
-times faster and the index needs no source positions beyond line numbers.
+that is `_index`'s job.
 """
 
 from __future__ import annotations
@@ -109,7 +108,7 @@ class ClassFacts:
     - `calls`: attribute -> (dotted name of the function called, line) for an
         attribute assigned the result of a function call (`_get_shape(...)`).
     - `fields`: annotated names in the class body -> (line, column), 1-based,
-        the column counted in characters as libcst and editors count it.
+        the column counted in characters as editors count it.
     - `class_vars`: those of `fields` annotated `ClassVar` (no `__init__`
         parameter).
     """

@@ -1,312 +1,124 @@
-"""Which names a file imports, and adding or dropping import statements.
+"""Import statements: which names the rewritten file still uses, adding
+`import arrayfield as af` where isort puts it, and dropping the imports that
+only the replaced code used.
 
-Resolution is per file and ignores shadowing: a codemod only needs to recognise
-`eqx.Module`, `jnp.asarray`, `Float[...]` and friends in the spellings people
-write, and a file that rebinds `eqx` to something else is out of scope. Reusing
-an import is different: the rewritten code runs at import time, so only a
-module-level import that always runs can be reused, and a new name is bound only
-where it cannot change what another reference in the file means.
+A name counts as used where the code spells it as a name (an attribute's,
+a parameter's, a definition's too) or where a string literal holds it as a
+word (a string annotation, `__all__`): an import stays while anything may
+still need it. Imports are dropped at any depth, the comments above a dropped
+line kept; a block that would be left empty (`try: import equinox`) keeps its
+imports, marked `# noqa: F401`.
 """
 
 from __future__ import annotations
 
+import ast
+import bisect
+import dataclasses
 import re
-from collections.abc import Iterable, Sequence
-from typing import TypeVar
+from collections.abc import Iterable, Iterator
 
-import libcst as cst
-from libcst.helpers import get_full_name_for_node
-from libcst.metadata import ImportAssignment, MetadataWrapper, ScopeProvider
-
-from ._bindings import ImportMap
+from ._bindings import NESTED_BODIES
 from ._lint import STDLIB
-from ._statements import small_statements
+from ._text import Edits, Source
 
-_Item = TypeVar("_Item", cst.ImportAlias, cst.BaseSmallStatement, cst.Arg)
-
-# What `used_names` reads as names in a string literal.
+# What reads as a name in a string literal.
 IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
-
-
-def binding_name(alias: cst.ImportAlias) -> str:
-    """The local name an import alias binds: `jnp` for `import jax.numpy as jnp`,
-    `jax` for `import jax.numpy`."""
-    if alias.asname is not None:
-        return get_full_name_for_node(alias.asname.name) or ""
-    full = get_full_name_for_node(alias.name) or ""
-    return full.split(".")[0]
-
-
-def import_map(module: cst.Module) -> ImportMap:
-    """The imports of a libcst module, as `ImportMap.from_ast` reads an `ast` one."""
-    everywhere = _ImportCollector()
-    for small in small_statements(module.body):
-        if isinstance(small, (cst.Import, cst.ImportFrom)):
-            small.visit(everywhere)
-    unconditional = _ImportCollector()
-    for statement in module.body:
-        if isinstance(statement, cst.SimpleStatementLine):
-            for small in statement.body:
-                small.visit(unconditional)
-    return ImportMap(everywhere.bindings, unconditional.bindings)
-
-
-class _ImportCollector(cst.CSTVisitor):
-    def __init__(self) -> None:
-        self.bindings: dict[str, str] = {}
-
-    def visit_Import(self, node: cst.Import) -> bool:
-        for alias in node.names:
-            full = get_full_name_for_node(alias.name) or ""
-            local = binding_name(alias)
-            self.bindings[local] = full if alias.asname is not None else local
-        return False
-
-    def visit_ImportFrom(self, node: cst.ImportFrom) -> bool:
-        if (
-            node.relative
-            or node.module is None
-            or isinstance(node.names, cst.ImportStar)
-        ):
-            return False
-        module = get_full_name_for_node(node.module) or ""
-        for alias in node.names:
-            name = get_full_name_for_node(alias.name) or ""
-            self.bindings[binding_name(alias)] = f"{module}.{name}"
-        return False
-
-
-def _import_target(node: cst.CSTNode, name: str) -> str | None:
-    """What the import statement `node` binds `name` to."""
-    collector = _ImportCollector()
-    node.visit(collector)
-    return collector.bindings.get(name)
-
-
-def can_bind(
-    wrapper: MetadataWrapper, name: str, qualified: str, source: str | None = None
-) -> bool:
-    """Whether a module-level import binding `name` to `qualified` leaves every
-    other reference in the file meaning what it meant.
-
-    True when the file binds `name` nowhere, or only by importing `qualified`
-    itself (under `if TYPE_CHECKING:`, in a function...), and every use of it
-    resolves to such an import. Any other binding, in any scope, or a use that
-    resolves to nothing (a star import may provide it), makes it False.
-
-    `source`, the module's text, answers at once for a file where `name` is no
-    word at all, the usual case: the scope analysis it saves is a third of the
-    time `--diff` spends on a large file.
-    """
-    if source is not None and not re.search(rf"(?<!\w){re.escape(name)}(?!\w)", source):
-        return True
-    for scope in set(wrapper.resolve(ScopeProvider).values()):
-        if scope is None:
-            continue
-        for assignment in scope.assignments[name]:
-            if not (
-                isinstance(assignment, ImportAssignment)
-                and _import_target(assignment.node, name) == qualified
-            ):
-                return False
-        if any(not access.referents for access in scope.accesses[name]):
-            return False
-    return True
-
-
-class _NameCollector(cst.CSTVisitor):
-    """Every identifier the code uses outside import statements.
-
-    Identifiers inside string literals count too (string annotations,
-    `__all__`), so an import stays whenever a string might still need it.
-    """
-
-    def __init__(self) -> None:
-        self.names: set[str] = set()
-
-    def visit_Import(self, node: cst.Import) -> bool:
-        return False
-
-    def visit_ImportFrom(self, node: cst.ImportFrom) -> bool:
-        return False
-
-    def visit_Name(self, node: cst.Name) -> None:
-        self.names.add(node.value)
-
-    def visit_SimpleString(self, node: cst.SimpleString) -> None:
-        self.names.update(IDENTIFIER.findall(node.value))
-
-
-def used_names(node: cst.CSTNode) -> set[str]:
-    """The identifiers `node` uses as names or in strings, imports aside."""
-    collector = _NameCollector()
-    node.visit(collector)
-    return collector.names
-
-
-def _drop(items: Sequence[_Item], keep: Sequence[bool], separator: str) -> list[_Item]:
-    """`items` where `keep` is true, moving the removed last item's separator
-    (comma or semicolon) onto the new last item so no stray comma is left."""
-    kept = [item for item, flag in zip(items, keep, strict=True) if flag]
-    if kept and not keep[-1]:
-        kept[-1] = kept[-1].with_changes(**{separator: getattr(items[-1], separator)})
-    return kept
-
-
-def _import_lines_in(body: Sequence[cst.BaseStatement]) -> Iterable[int]:
-    for index, statement in enumerate(body):
-        if isinstance(statement, cst.SimpleStatementLine) and any(
-            isinstance(small, (cst.Import, cst.ImportFrom)) for small in statement.body
-        ):
-            yield index
-
-
-class _UnusedImportRemover(cst.CSTTransformer):
-    def __init__(self, removable: set[str]) -> None:
-        self.removable = removable
-
-    def on_visit(self, node: cst.CSTNode) -> bool:
-        # Import lines are pruned from the bodies that hold them (`leave_Module`,
-        # `leave_IndentedBlock`): nothing inside an expression or a simple
-        # statement line, most of a file's nodes, needs visiting.
-        if isinstance(node, cst.BaseExpression | cst.SimpleStatementLine):
-            return False
-        return super().on_visit(node)
-
-    def _prune_small(
-        self, small: cst.BaseSmallStatement
-    ) -> cst.BaseSmallStatement | None:
-        if not isinstance(small, (cst.Import, cst.ImportFrom)) or isinstance(
-            small.names, cst.ImportStar
-        ):
-            return small
-        keep = [binding_name(alias) not in self.removable for alias in small.names]
-        if all(keep):
-            return small
-        if not any(keep):
-            return None
-        return small.with_changes(names=_drop(small.names, keep, "comma"))
-
-    def _prune(
-        self, statement: cst.SimpleStatementLine
-    ) -> cst.SimpleStatementLine | None:
-        pruned = [self._prune_small(small) for small in statement.body]
-        keep = [small is not None for small in pruned]
-        if not any(keep):
-            return None
-        merged = [new or old for old, new in zip(statement.body, pruned, strict=True)]
-        return statement.with_changes(body=_drop(merged, keep, "semicolon"))
-
-    def _prune_body(self, body: Sequence[cst.BaseStatement]) -> list[cst.BaseStatement]:
-        pruned: list[cst.BaseStatement] = []
-        orphaned_lines: list[cst.EmptyLine] = []
-        import_lines = set(_import_lines_in(body))
-        for index, statement in enumerate(body):
-            if index in import_lines:
-                assert isinstance(statement, cst.SimpleStatementLine)
-                new = self._prune(statement)
-                if new is None:
-                    # Keep the comments and blank lines that stood above it.
-                    orphaned_lines.extend(statement.leading_lines)
-                    continue
-                statement = new
-            if orphaned_lines:
-                # Every statement is one of these two; BaseStatement itself does not
-                # declare leading_lines.
-                assert isinstance(
-                    statement, (cst.SimpleStatementLine, cst.BaseCompoundStatement)
-                )
-                own = list(statement.leading_lines)
-                if any(line.comment is None for line in own):
-                    # It is separated already: more blank lines would be a
-                    # formatting change (isort wants two before a class).
-                    orphaned_lines = [
-                        line for line in orphaned_lines if line.comment is not None
-                    ]
-                statement = statement.with_changes(
-                    leading_lines=[*orphaned_lines, *own]
-                )
-                orphaned_lines = []
-            pruned.append(statement)
-        return pruned
-
-    def leave_Module(
-        self, original_node: cst.Module, updated_node: cst.Module
-    ) -> cst.Module:
-        return updated_node.with_changes(body=self._prune_body(updated_node.body))
-
-    def leave_IndentedBlock(
-        self, original_node: cst.IndentedBlock, updated_node: cst.IndentedBlock
-    ) -> cst.IndentedBlock:
-        body = self._prune_body(updated_node.body)
-        if not body:
-            # A block of nothing but these imports (`try: import equinox`): keep
-            # them rather than leave a `pass` behind, marked as kept on purpose
-            # so that pyflakes and ruff do not report them unused (F401).
-            return updated_node.with_changes(
-                body=[_marked_kept(statement) for statement in updated_node.body]
-            )
-        return updated_node.with_changes(body=body)
-
-
-def _marked_kept(statement: cst.BaseStatement) -> cst.BaseStatement:
-    """An import line that stays unused, with `# noqa: F401` (unless it has a
-    comment already)."""
-    if (
-        not isinstance(statement, cst.SimpleStatementLine)
-        or statement.trailing_whitespace.comment is not None
-    ):
-        return statement
-    return statement.with_changes(
-        trailing_whitespace=statement.trailing_whitespace.with_changes(
-            whitespace=cst.SimpleWhitespace("  "), comment=cst.Comment("# noqa: F401")
-        )
-    )
-
-
-def remove_unused_imports(module: cst.Module, candidates: set[str]) -> cst.Module:
-    """Drop the imports binding a name in `candidates` that nothing uses any more.
-
-    Only names the codemod itself stopped using are candidates, so an import
-    that was already unused before the rewrite stays where it is.
-
-    Not libcst's `RemoveImportsVisitor`, which needs scope metadata computed
-    over the rewritten module (a second full analysis of every rewritten file),
-    drops the comments and blank lines above an import it removes, and leaves
-    `try: pass` where a guarded import was; this keeps both as they were.
-    """
-    return remove_imports(module, candidates - used_names(module))
-
-
-def remove_imports(module: cst.Module, names: set[str]) -> cst.Module:
-    """Drop the imports binding a name in `names`, at any depth, keeping the
-    comments above them (see `remove_unused_imports`)."""
-    if not names:
-        return module
-    return module.visit(_UnusedImportRemover(names))
-
-
 # isort's sections, in the order isort and ruff's `I` rules write them.
 _SECTIONS = ("future", "stdlib", "third-party", "first-party", "local")
+_NOQA_F401 = "  # noqa: F401"
 
 
-def _section(statement: cst.BaseStatement, first_party: frozenset[str]) -> int | None:
-    """The section index of a module-level import statement, else None."""
-    if not (
-        isinstance(statement, cst.SimpleStatementLine) and len(statement.body) == 1
-    ):
-        return None
-    small = statement.body[0]
-    if isinstance(small, cst.Import):
-        module = get_full_name_for_node(small.names[0].name) or ""
-    elif isinstance(small, cst.ImportFrom):
-        if small.relative:
-            return _SECTIONS.index("local")
-        module = get_full_name_for_node(small.module) if small.module else ""
-        module = module or ""
-    else:
-        return None
-    return _section_of(module, first_party)
+def _names_of(node: ast.AST) -> Iterable[str]:
+    """The identifiers a node spells as names."""
+    if isinstance(node, ast.Name):
+        yield node.id
+    elif isinstance(node, ast.Attribute):
+        yield node.attr
+    elif isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+        yield node.name
+    elif isinstance(node, ast.arg | ast.keyword) and node.arg is not None:
+        yield node.arg
+    elif isinstance(node, ast.Global | ast.Nonlocal):
+        yield from node.names
+    elif isinstance(node, ast.ExceptHandler) and node.name is not None:
+        yield node.name
+
+
+def _children(node: ast.AST, skipped: set[int]) -> Iterator[ast.AST]:
+    for child in ast.iter_child_nodes(node):
+        if id(child) not in skipped:
+            yield child
+
+
+def _names_used(tree: ast.AST, skipped: set[int], wanted: set[str]) -> set[str]:
+    """Those of `wanted` that the tree uses as names, with imports and the
+    `skipped` nodes left out; stops once all are found."""
+    found: set[str] = set()
+    stack: list[ast.AST] = [tree]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, ast.Import | ast.ImportFrom):
+            continue
+        for name in _names_of(node):
+            if name in wanted:
+                found.add(name)
+                if found == wanted:
+                    return found
+        stack.extend(_children(node, skipped))
+    return found
+
+
+def _string_words(tree: ast.AST, skipped: set[int]) -> set[str]:
+    """The identifiers in the tree's string literals (outside f-strings,
+    imports and the `skipped` nodes)."""
+    words: set[str] = set()
+    stack: list[ast.AST] = [tree]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, ast.Constant) and isinstance(node.value, str):
+            words.update(IDENTIFIER.findall(node.value))
+        elif not isinstance(node, ast.JoinedStr | ast.Import | ast.ImportFrom):
+            stack.extend(_children(node, skipped))
+    return words
+
+
+def _binding(alias: ast.alias, statement: ast.Import | ast.ImportFrom) -> str:
+    """The local name an import alias binds (`jax` for `import jax.numpy`)."""
+    if alias.asname is not None:
+        return alias.asname
+    return alias.name.split(".")[0] if isinstance(statement, ast.Import) else alias.name
+
+
+def can_bind(tree: ast.Module, name: str, qualified: str) -> bool:
+    """Whether a module-level `import <qualified> as <name>` leaves every other
+    reference in the file meaning what it meant: nothing in the file binds
+    `name` but imports of `qualified`, and no star import may bind it."""
+    bound = used = False
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import | ast.ImportFrom):
+            for alias in node.names:
+                if alias.name == "*":
+                    return False
+                if _binding(alias, node) == name:
+                    if not (isinstance(node, ast.Import) and alias.name == qualified):
+                        return False
+                    bound = True
+        elif isinstance(node, ast.Name) and node.id == name:
+            if not isinstance(node.ctx, ast.Load):
+                return False
+            used = True
+        elif isinstance(node, ast.Attribute | ast.keyword):
+            continue  # `x.af`, `f(af=1)`: no binding of `af`
+        elif name in _names_of(node) or name in (
+            getattr(node, "name", None),
+            getattr(node, "rest", None),
+        ):
+            return False  # a definition, a parameter, a match capture...
+    return bound or not used
+
+
+# isort's order.
 
 
 def _section_of(module: str, first_party: frozenset[str]) -> int:
@@ -320,74 +132,331 @@ def _section_of(module: str, first_party: frozenset[str]) -> int:
     return _SECTIONS.index("third-party")
 
 
-def _sort_key(statement: cst.SimpleStatementLine) -> tuple[int, str]:
+def _sort_key(statement: ast.Import | ast.ImportFrom) -> tuple[int, str]:
     """isort's order within a section: `import x` lines before `from x import`
     lines, each by module name, ignoring case."""
-    small = statement.body[0]
-    if isinstance(small, cst.Import):
-        return 0, (get_full_name_for_node(small.names[0].name) or "").lower()
-    assert isinstance(small, cst.ImportFrom)
-    module = get_full_name_for_node(small.module) if small.module else ""
-    return 1, (module or "").lower()
+    if isinstance(statement, ast.Import):
+        return 0, statement.names[0].name.lower()
+    return 1, "." * statement.level + (statement.module or "").lower()
 
 
-def _is_docstring(statement: cst.BaseStatement) -> bool:
+def _section(statement: ast.stmt, first_party: frozenset[str]) -> int | None:
+    if isinstance(statement, ast.Import):
+        return _section_of(statement.names[0].name, first_party)
+    if isinstance(statement, ast.ImportFrom):
+        if statement.level:
+            return _SECTIONS.index("local")
+        return _section_of(statement.module or "", first_party)
+    return None
+
+
+def _is_docstring(statement: ast.stmt) -> bool:
     return (
-        isinstance(statement, cst.SimpleStatementLine)
-        and len(statement.body) == 1
-        and isinstance(statement.body[0], cst.Expr)
-        and isinstance(
-            statement.body[0].value, (cst.SimpleString, cst.ConcatenatedString)
-        )
+        isinstance(statement, ast.Expr)
+        and isinstance(statement.value, ast.Constant)
+        and isinstance(statement.value.value, str | bytes)
     )
 
 
-def add_import(
-    module: cst.Module, code: str, first_party: frozenset[str] = frozenset()
-) -> cst.Module:
-    """Insert the statement `code` (``import arrayfield as af``) where isort and
-    ruff's `I` rules would put it.
+def _blocks(body: list[ast.stmt]) -> Iterator[list[ast.stmt]]:
+    """Every list of statements in `body`, it first, at any depth."""
+    yield body
+    for node in body:
+        for name in NESTED_BODIES:
+            nested = getattr(node, name, None)
+            if isinstance(nested, list) and nested:
+                if isinstance(nested[0], ast.stmt):
+                    yield from _blocks(nested)
+                else:  # handlers, match cases
+                    for part in nested:
+                        yield from _blocks(part.body)
 
-    In the file's first block of imports: in the section of `arrayfield`
-    (third-party, unless `first_party` names it), before the first statement
-    of that section that sorts after it, taking over the comments and blank
-    lines above that statement; a section of its own, between blank lines, if
-    the file has none. Without imports it goes after the leading docstring.
-    """
-    body = list(module.body)
-    new = cst.parse_statement(code + module.default_newline)
-    assert isinstance(new, cst.SimpleStatementLine)
-    start = 1 if body and _is_docstring(body[0]) else 0
-    block: list[tuple[int, int]] = []  # (index in body, section)
-    for index in range(start, len(body)):
-        section = _section(body[index], first_party)
-        if section is None:
+
+class ImportEditor:
+    """The import edits of one file, made into `edits`."""
+
+    def __init__(
+        self,
+        tree: ast.Module,
+        edits: Edits,
+        newline: str,
+        first_party: frozenset[str],
+    ) -> None:
+        self.tree = tree
+        self.edits = edits
+        self.source = edits.source
+        self.newline = newline
+        self.first_party = first_party
+        self._spans: list[tuple[int, int]] = []
+
+    def prune(self, removable: set[str], insertion: _Insertion | None) -> None:
+        """Drop the imports binding a name of `removable`, at any depth."""
+        if removable:
+            for block in _blocks(self.tree.body):
+                self._prune_block(block, removable, insertion)
+
+    def add(self, code: str) -> _Insertion | None:
+        """Insert `code` as isort and ruff's `I` rules would: in the file's
+        first block of imports, in the section of `arrayfield`, before the
+        first statement of that section that sorts after it (taking over the
+        comments and blank lines above it), or as a section of its own; right
+        after the docstring in a file without imports."""
+        body, first_party = self.tree.body, self.first_party
+        start = (
+            1 if body and _is_docstring(body[0]) and self.source.alone(body[0]) else 0
+        )
+        block: list[tuple[ast.stmt, int]] = []
+        for statement in body[start:]:
+            section = _section(statement, first_party)
+            if section is None or not self.source.alone(statement):
+                break
+            block.append((statement, section))
+        line = code + self.newline
+        if not block:
+            if start == 1:  # after the docstring, a blank line between
+                at = self.source.line_end(body[0].end_lineno)  # type: ignore[arg-type]
+                self.edits.add(at, at, self.newline + line)
+                return None
+            # Above the first statement: below the file's comment header.
+            return self._insert(body[0], line, "")
+        mine = _section_of("arrayfield", first_party)
+        key = (0, "arrayfield")
+        same = [statement for statement, section in block if section == mine]
+        for statement, section in block:
+            if section < mine or (section == mine and _sort_key(statement) < key):
+                continue
+            if section == mine or not same:
+                return self._insert(
+                    statement, line, "" if section == mine else self.newline
+                )
             break
-        block.append((index, section))
-    if not block:
-        if start == 1:
-            # Only a docstring above: separate the import from it like isort does.
-            new = new.with_changes(leading_lines=[cst.EmptyLine()])
-        body.insert(start, new)
-        return module.with_changes(body=body)
+        last = same[-1] if same else block[-1][0]
+        at = self.source.line_end(last.end_lineno)  # type: ignore[arg-type]
+        self.edits.add(at, at, ("" if same else self.newline) + line)
+        return None
 
-    mine = _section_of("arrayfield", first_party)
-    key = _sort_key(new)
-    same = [(index, section) for index, section in block if section == mine]
-    for index, section in block:
-        statement = body[index]
-        assert isinstance(statement, cst.SimpleStatementLine)
-        if section < mine or (section == mine and _sort_key(statement) < key):
-            continue
-        if section == mine or not same:
-            # Before it, in its place: it keeps the lines above, the new one
-            # takes them; a new section also needs a blank line after it.
-            lines = [cst.EmptyLine()] if section != mine else []
-            body[index] = statement.with_changes(leading_lines=lines)
-            body.insert(index, new.with_changes(leading_lines=statement.leading_lines))
-            return module.with_changes(body=body)
-        break
-    last = same[-1][0] if same else block[-1][0]
-    leading = [] if same else [cst.EmptyLine()]
-    body.insert(last + 1, new.with_changes(leading_lines=leading))
-    return module.with_changes(body=body)
+    def _insert(self, before: ast.stmt, line: str, gap: str) -> _Insertion:
+        at = self.source.first_line_start(before)
+        return _Insertion(before, self.edits.add(at, at, line + gap), line, gap)
+
+    def _prune_block(
+        self,
+        block: list[ast.stmt],
+        removable: set[str],
+        insertion: _Insertion | None,
+    ) -> None:
+        """Drop the imports of `removable` from one block of statements; the
+        blank and comment lines above a dropped line stay above the next
+        statement, less the blank lines if it has one of its own."""
+        if block is not self.tree.body and self.source.before(block[0]).strip():
+            return  # `if x: import eqx`, on the line of its header
+        groups = _line_groups(self.source, block)
+        kept = [[_kept_names(s, removable) for s in group] for group in groups]
+        gone = [all(k == [] for k in names) for names in kept]
+        if all(gone) and block is not self.tree.body:
+            # A block of nothing but these imports (`try: import equinox`): they
+            # stay, marked as unused on purpose for pyflakes and ruff (F401).
+            for group in groups:
+                self._mark_kept(group[-1])
+            return
+        orphans: list[tuple[int, int]] = []
+        for group, names, dropped in zip(groups, kept, gone, strict=True):
+            first = self.source.first_line_start(group[0])
+            if dropped:
+                if insertion is not None and insertion.before is group[0]:
+                    # The new import took the lines above; the gap below it is
+                    # this statement's own leading line now.
+                    if insertion.gap:
+                        orphans.append((-1, -1))
+                elif group[0] is not self.tree.body[0]:
+                    orphans += self._lines_above(first)
+                end = self.source.line_end(group[-1].end_lineno)  # type: ignore[arg-type]
+                self.edits.add(first, end, "")
+                continue
+            if any(n is not None for n in names):
+                self._rewrite_group(group, names)
+            if orphans:
+                own = [] if group[0] is self.tree.body[0] else self._lines_above(first)
+                if insertion is not None and insertion.before is group[0]:
+                    own = [(-1, -1)] if insertion.gap else []
+                if any(self._blank(span) for span in own):
+                    self._drop_blank(orphans, insertion)
+                orphans = []
+        if orphans:  # nothing follows in the block: they go with the imports
+            self._drop_blank(orphans, insertion, comments=True)
+
+    def _drop_blank(
+        self,
+        spans: list[tuple[int, int]],
+        insertion: _Insertion | None,
+        comments: bool = False,
+    ) -> None:
+        for span in spans:
+            if span == (-1, -1):
+                assert insertion is not None  # the blank line it wrote
+                self.edits.replace(insertion.edit, insertion.line)
+            elif comments or self._blank(span):
+                self.edits.add(*span, "")
+
+    def _blank(self, span: tuple[int, int]) -> bool:
+        return span == (-1, -1) or not self.source.data[span[0] : span[1]].strip()
+
+    def _lines_above(self, at: int) -> list[tuple[int, int]]:
+        """The blank and comment lines right above offset `at`, a line start."""
+        spans = []
+        line = bisect.bisect_right(self.source.starts, at)  # `at`'s line, from 1
+        while line > 1:
+            text = self.source.lines[line - 2].strip()
+            if text and not text.startswith(b"#"):
+                break
+            line -= 1
+            spans.append((self.source.line_start(line), self.source.line_end(line)))
+        return spans[::-1]
+
+    def _mark_kept(self, statement: ast.stmt) -> None:
+        """`# noqa: F401` at the end of the statement's line, unless it has
+        a comment already."""
+        line = self.source.lines[statement.end_lineno - 1]  # type: ignore[index]
+        if b"#" in line[statement.end_col_offset :]:  # type: ignore[misc]
+            return
+        content = line.rstrip(b"\r\n")
+        at = self.source.line_start(statement.end_lineno) + len(content)  # type: ignore[arg-type]
+        self.edits.add(self.source.end(statement), at, _NOQA_F401)
+
+    def _rewrite_group(
+        self, group: list[ast.stmt], names: list[list[ast.alias] | None]
+    ) -> None:
+        """Statements that share a line (`import os; import equinox as eqx`),
+        some of which lose names or go: the kept ones keep their own text
+        and separators, the last kept one takes the last one's separator."""
+        source = self.source
+        pieces = []
+        for index, (statement, kept) in enumerate(zip(group, names, strict=True)):
+            code = source.text(source.start(statement), source.end(statement))
+            if kept is not None and kept:
+                code = self._without_names(statement, kept)
+            following = group[index + 1] if index + 1 < len(group) else None
+            if following is not None:
+                separator = source.text(source.end(statement), source.start(following))
+            else:
+                line_end = source.line_end(statement.end_lineno)  # type: ignore[arg-type]
+                rest = source.text(source.end(statement), line_end)
+                semicolon = re.match(r"\s*;[ \t]*", rest)
+                separator = semicolon.group() if semicolon else ""
+            pieces.append((code, separator))
+        keep = [kept != [] for kept in names]
+        end = source.end(group[-1]) + len(pieces[-1][1].encode())
+        self.edits.add(source.start(group[0]), end, _kept_pieces(pieces, keep))
+
+    def _without_names(
+        self, statement: ast.Import | ast.ImportFrom, kept: list[ast.alias]
+    ) -> str:
+        """An import's text with only the `kept` names."""
+        source = self.source
+        start, end = source.start(statement), source.end(statement)
+        aliases = statement.names
+        pieces = []
+        for index, alias in enumerate(aliases):
+            code = source.text(source.start(alias), source.end(alias))
+            if index + 1 < len(aliases):
+                separator = source.text(
+                    source.end(alias), source.start(aliases[index + 1])
+                )
+            else:
+                rest = source.text(source.end(alias), end)
+                comma = re.match(r"\s*,", rest)
+                # Up to the bracket: the spaces before it stay with it.
+                separator = rest[: len(rest) - 1] if comma else ""
+            pieces.append((code, separator))
+        keep = [alias in kept for alias in aliases]
+        first, last = source.start(aliases[0]), source.end(aliases[-1])
+        tail = source.text(last, end)[len(pieces[-1][1]) :]
+        return source.text(start, first) + _kept_pieces(pieces, keep) + tail
+
+    def unused(
+        self, candidates: set[str], new_code: list[str], replaced: list[ast.AST]
+    ) -> set[str]:
+        """Those of `candidates` that the new text no longer uses as names or
+        in strings (a string annotation, `__all__`): `new_code` is what the
+        edits write, `replaced` the nodes whose code they replace."""
+        if not candidates:
+            return set()
+        words = re.compile("|".join(rf"\b{re.escape(name)}\b" for name in candidates))
+        used: set[str] = set()
+        for code in new_code:
+            if words.search(code):  # the usual edit names none: no parse
+                tree = ast.parse(code)
+                used |= _names_used(tree, set(), candidates)
+                used |= candidates & _string_words(tree, set())
+        skipped = {id(node) for node in replaced}
+        self._spans = sorted(
+            (self.source.start(node), self.source.end(node)) for node in replaced
+        )
+        rest = candidates - used
+        if self.source.data.isascii():
+            # Only a name the untouched code spells can be used by it (Python
+            # folds non-ASCII names to NFKC: then every name is looked for).
+            rest = {name for name in rest if self._mentioned(name)}
+        if rest:
+            used |= _names_used(self.tree, skipped, rest)
+        rest -= used
+        if rest:
+            used |= rest & _string_words(self.tree, skipped)
+        return candidates - used
+
+    def _mentioned(self, name: str) -> bool:
+        """Whether `name` is a word of the source outside the replaced nodes."""
+        word = re.compile(rb"(?<![A-Za-z0-9_])%s(?![A-Za-z0-9_])" % name.encode())
+        return any(
+            not _inside(self._spans, found.start())
+            for found in word.finditer(self.source.data)
+        )
+
+
+@dataclasses.dataclass
+class _Insertion:
+    """The new import: the statement it went above, its edit, its line, and
+    the blank line after it (a section of its own)."""
+
+    before: ast.stmt
+    edit: int
+    line: str
+    gap: str
+
+
+def _kept_pieces(pieces: list[tuple[str, str]], keep: list[bool]) -> str:
+    """The kept (text, separator) pieces joined; where the last piece goes,
+    the new last one takes its separator, so no stray comma is left."""
+    kept = [piece for piece, flag in zip(pieces, keep, strict=True) if flag]
+    if kept and not keep[-1]:
+        kept[-1] = (kept[-1][0], pieces[-1][1])
+    return "".join(code + separator for code, separator in kept)
+
+
+def _kept_names(statement: ast.stmt, removable: set[str]) -> list[ast.alias] | None:
+    """The names an import keeps, or None for a statement that stays whole."""
+    if not isinstance(statement, ast.Import | ast.ImportFrom):
+        return None
+    if any(alias.name == "*" for alias in statement.names):
+        return None
+    kept = [a for a in statement.names if _binding(a, statement) not in removable]
+    return None if len(kept) == len(statement.names) else kept
+
+
+def _line_groups(source: Source, block: list[ast.stmt]) -> list[list[ast.stmt]]:
+    """The statements of a block, grouped as semicolons join them (`a; b`)."""
+    groups: list[list[ast.stmt]] = []
+    for statement in block:
+        if groups and source.data[
+            source.end(groups[-1][-1]) : source.start(statement)
+        ].lstrip().startswith(b";"):
+            groups[-1].append(statement)
+        else:
+            groups.append([statement])
+    return groups
+
+
+def _inside(spans: list[tuple[int, int]], offset: int) -> bool:
+    """Whether `offset` lies in one of the sorted `spans`."""
+    index = bisect.bisect_right(spans, (offset, float("inf"))) - 1
+    return index >= 0 and spans[index][0] <= offset < spans[index][1]

@@ -1,14 +1,12 @@
-"""The plan of a file's migration, whichever parser read the file.
+"""The plan of a file's migration.
 
 `Plan` holds what the analysis of one file decides: which classes are Module
 classes, which edits the rewrite makes (`base_edits`, `field_edits`...) and the
-diagnostics, from running the checks of `_checks` on every field. Two front
-ends drive it: `_analysis` walks a libcst tree (when the file may be rewritten)
-and `_check_ast` an `ast` tree (when `arrayfield migrate` only needs to know
-whether the file changes, and its diagnostics). Every decision is taken here,
-over nodes read through `_syntax`, so both reach the same verdict; a front end
-only finds the classes, functions, fields and `self.<attr> = ...` statements,
-and says where a node is and what its source text is.
+diagnostics, from running the rules of `_checks` on every field and call. Its
+walker (`_check_ast`) only finds the classes, functions, fields and
+`self.<attr> = ...` statements of a file's `ast` tree, and says where a node is
+and what its source text is; every decision is taken here, and `_splice`
+writes the edits.
 """
 
 from __future__ import annotations

@@ -2,11 +2,9 @@
 project index until nothing new turns up, and the per-file rewrite, shared out
 among forked copies of this process (`_workers`) when there are many files.
 
-Each file is first analysed from its `ast` parse (`_check_ast`), which gives its
-diagnostics and whether the rewrite changes it, so that `migrate --check` never
-imports libcst for most trees. The new text of a file that is written or
-previewed is spliced from that plan (`_splice`); libcst parses a whole file
-only where `ast` cannot decide.
+Each file is analysed from its `ast` parse (`_check_ast`), which gives its
+diagnostics and whether the rewrite changes it; the new text of a file that
+is written or previewed is spliced from that plan (`_splice`).
 
 Nothing here prints: errors come back as `FileError`s for the command line
 (`_cli`) to report, in the order they were found.
@@ -19,19 +17,16 @@ import dataclasses
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from ._check_ast import CheckResult, analyse_source
 from ._checks import calls_matter
 from ._facts import FileFacts, module_name, package_of, read_file
 from ._index import FileContext, ProjectIndex
 from ._lint import config_for
-from ._syntax import Undecidable
+from ._splice import MigrationResult, splice_source
 from ._walk import python_files
 from ._workers import Workers
-
-if TYPE_CHECKING:
-    from ._transform import MigrationResult
 
 # A file that mentions none of these cannot hold a Module class unless it
 # subclasses one found elsewhere, which `index_project` searches for by name;
@@ -42,9 +37,6 @@ _MENTIONS = (b"equinox", b"eqx", b"Module", b"register_pytree", b"register_datac
 # benchmarks/migrate_tree.py at several sizes, two processes took longer than
 # one at 65 kB (forking, pickling the facts and results) and less from 80 kB.
 PARALLEL_BYTES = 100_000
-# Whether files are analysed with `ast` first; False (for tests) reads every
-# file with libcst, the reference the `ast` reading must agree with.
-READ_WITH_AST = True
 
 
 @dataclasses.dataclass(frozen=True)
@@ -90,21 +82,6 @@ def read_files(files: Iterable[Path]) -> tuple[dict[Path, bytes], list[FileError
     return contents, errors
 
 
-def _syntax_error(data: bytes, exc: Exception) -> tuple[int, int, str]:
-    """Line, column (1-based) and message of a syntax error: Python's own when it
-    sees one, as it names the problem more precisely than libcst's parser does."""
-    try:
-        compile(data, "<file>", "exec", flags=ast.PyCF_ONLY_AST, dont_inherit=True)
-    except SyntaxError as python_error:
-        return python_error.lineno or 1, python_error.offset or 1, python_error.msg
-    except ValueError:  # e.g. null bytes
-        pass
-    message = " ".join(str(getattr(exc, "message", exc)).split())
-    line = getattr(exc, "raw_line", 1)
-    column = getattr(exc, "raw_column", 0) + 1  # libcst counts from 0
-    return line, column, message
-
-
 def _index_file(kept: dict[str, Any], path: str, data: bytes) -> FileFacts | FileError:
     """Phase 1: the file's facts, or why it does not parse; its parse stays in
     `kept`, for phase 2 in the same process."""
@@ -132,35 +109,19 @@ def _transform_file(
     `kept`, if phase 1 made it in this process), or an error message. With
     `text` false, a changed file's new text is not needed."""
     tree = kept.pop(path, None)
-    if READ_WITH_AST:
-        try:
-            analysis = analyse_source(data, context, fix=fix, typed=typed, tree=tree)
-        except (Undecidable, SyntaxError, ValueError, LookupError):
-            pass  # libcst decides, and words any error as libcst sees it
-        else:
-            if not (analysis.changes and text):
-                return analysis.result()
-            from ._splice import splice_source
-
-            try:
-                return splice_source(analysis)
-            except Undecidable:
-                pass  # only the whole file's libcst tree tells
-            del analysis
-    # libcst's tree of a file takes several times the memory of ast's: the
-    # two are not held at once.
-    del tree
-    import libcst
-
-    from ._transform import migrate_source
-
     try:
-        return migrate_source(data, context, fix=fix, typed=typed)
-    except libcst.ParserSyntaxError as exc:
-        line, col, message = _syntax_error(data, exc)
-        return FileError(path, f"cannot parse: {message}", line, col)
-    except (UnicodeDecodeError, SyntaxError, LookupError) as exc:
+        analysis = analyse_source(data, context, fix=fix, typed=typed, tree=tree)
+    except (UnicodeDecodeError, LookupError) as exc:
         return FileError(path, f"cannot decode: {exc}")
+    except SyntaxError as exc:
+        return FileError(
+            path, f"cannot parse: {exc.msg}", exc.lineno or 1, exc.offset or 1
+        )
+    except ValueError as exc:  # null bytes
+        return FileError(path, f"cannot parse: {exc}")
+    if not (analysis.changes and text):
+        return analysis.result()
+    return splice_source(analysis)
 
 
 def index_project(

@@ -1,8 +1,8 @@
 """What a rule is given about one annotated field of a Module class, and the
 edits a rule may ask of its statement.
 
-The same description comes from both front ends, libcst (`_analysis`) and
-`ast` (`_check_ast`): its nodes are of either kind, read through `_syntax`.
+Its nodes are `ast` nodes (`_check_ast` reads the file), read through
+`_syntax`.
 """
 
 from __future__ import annotations

@@ -18,7 +18,7 @@ import dataclasses
 import re
 from collections.abc import Iterable, Iterator
 
-from ._bindings import NESTED_BODIES
+from ._bindings import NESTED_BODIES, imports_in
 from ._lint import STDLIB
 from ._text import Edits, Source
 
@@ -389,8 +389,10 @@ class ImportEditor:
                 used |= _names_used(tree, set(), candidates)
                 used |= candidates & _string_words(tree, set())
         skipped = {id(node) for node in replaced}
+        # Where a mention is no use: the replaced code, and import statements.
         self._spans = sorted(
-            (self.source.start(node), self.source.end(node)) for node in replaced
+            (self.source.start(node), self.source.end(node))
+            for node in [*replaced, *imports_in(self.tree.body)]
         )
         rest = candidates - used
         if self.source.data.isascii():
@@ -405,7 +407,8 @@ class ImportEditor:
         return candidates - used
 
     def _mentioned(self, name: str) -> bool:
-        """Whether `name` is a word of the source outside the replaced nodes."""
+        """Whether `name` is a word of the source outside the replaced nodes
+        and the imports."""
         word = re.compile(rb"(?<![A-Za-z0-9_])%s(?![A-Za-z0-9_])" % name.encode())
         return any(
             not _inside(self._spans, found.start())

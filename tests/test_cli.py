@@ -474,16 +474,6 @@ def test_check_with_diff_puts_nothing_but_the_patch_on_stdout(tmp_path):
     assert all(line[:1] in " +-@\\" for line in result.stdout.splitlines())
 
 
-def test_negative_job_count_is_a_usage_error(tmp_path):
-    copy_case("custom_alias", tmp_path / "spectrum.py")
-
-    result = run_migrate("-j", "-3", "spectrum.py", cwd=tmp_path)
-
-    assert result.returncode == 2
-    assert "usage: arrayfield migrate" in result.stderr
-    assert "-j/--jobs: must be 0 (one per CPU) or more, not -3" in result.stderr
-
-
 def test_unknown_coding_is_an_error_at_line_1_column_1(tmp_path):
     (tmp_path / "badenc.py").write_bytes(
         b"# -*- coding: nosuchcodec -*-\nimport equinox as eqx\n"

@@ -63,7 +63,6 @@ MIGRATE = tuple(
         "_syntax",
         "_text",
         "_walk",
-        "_workers",
         "_write",
         # reading source
         "_bindings",

@@ -10,12 +10,15 @@ import random
 import shutil
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
 from arrayfield.migrate._patch import opcodes, unified_diff
 from helpers import run_cli
-from test_migrate_writes import _classes
+
+sys.path.insert(0, str(Path(__file__).parents[1] / "benchmarks"))
+from migrate_tree import generated_module as _classes
 
 
 class CountedLine(bytes):

@@ -182,7 +182,7 @@ def test_the_runner_writes_valid_code_with_the_input_tree(data):
     assert not errors
     context = index.context("m.py")
     for fix, typed in itertools.product([False, True], repeat=2):
-        result = _runner._transform_file({}, "m.py", data, context, fix, typed, True)
+        result = _runner._transform_file(Path("m.py"), data, context, fix, typed, True)
         assert result.changed
         _check(data.decode(), fix=fix, typed=typed)
 

@@ -7,22 +7,19 @@ accept it from the directory the command ran in, nested paths included.
 
 from __future__ import annotations
 
-import contextlib
 import os
 import shutil
 import signal
 import subprocess
 import sys
 import textwrap
-import time
 from pathlib import Path
 
 import pytest
 
+from arrayfield.__main__ import main
+from arrayfield.migrate import _cli
 from helpers import run_cli
-
-sys.path.insert(0, str(Path(__file__).parents[1] / "benchmarks"))
-from migrate_tree import generated_module as _classes
 
 TREE = {
     # A class to migrate: the plain run writes it.
@@ -143,11 +140,11 @@ def big_tree(root: Path, count: int) -> list[Path]:
     return paths
 
 
-def start_fix(root: Path, *flags: str, jobs: int = 1) -> subprocess.Popen[bytes]:
+def start_fix(root: Path, *flags: str) -> subprocess.Popen[bytes]:
     return subprocess.Popen(
         [
             *(sys.executable, "-m", "arrayfield", "migrate", "--fix", "-q"),
-            *("-j", str(jobs), *flags, "."),
+            *(*flags, "."),
         ],
         cwd=root,
         stdout=subprocess.DEVNULL,
@@ -210,66 +207,27 @@ def test_a_preview_without_fix_says_how_many_diagnostics_fix_edits(tmp_path):
 
 # Issue 30: what a run must not overwrite, and what it must not leave behind.
 
-LINUX_PROC = pytest.mark.skipif(
-    not Path("/proc/self/stat").exists() or not hasattr(os, "fork"),
-    reason="finds the forked helpers in /proc",
-)
 
-
-def _state(pid: int) -> str | None:
-    """The process's state letter (`Z`: a zombie), None when it is gone."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return None
-    return stat.rpartition(")")[2].split()[0]
-
-
-def _children(pid: int) -> list[int]:
-    found = []
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                fields = (entry / "stat").read_text().rpartition(")")[2].split()
-            except OSError:
-                continue
-            if int(fields[1]) == pid:
-                found.append(int(entry.name))
-    return found
-
-
-def _wait_for_helpers(run: subprocess.Popen[bytes]) -> list[int]:
-    """The helpers of `run` once it has forked (it reads every file first)."""
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline and run.poll() is None:
-        helpers = _children(run.pid)
-        if helpers:
-            return helpers
-    raise AssertionError("the run forked no helper")
-
-
-@LINUX_PROC
-def test_a_file_edited_while_fix_runs_is_left_as_edited(tmp_path):
-    paths = big_tree(tmp_path, 60)
+def test_a_file_edited_while_fix_runs_is_left_as_edited(tmp_path, monkeypatch, capsys):
+    paths = big_tree(tmp_path, 6)
     before, after = BIG_BEFORE.encode(), BIG_AFTER.encode()
-    run = start_fix(tmp_path, jobs=2)
-    _wait_for_helpers(run)  # every file has been read
-    run.send_signal(signal.SIGSTOP)  # between the reads and the writes
-    try:
-        edited = next(
-            path
-            for path in paths
-            if path.read_bytes() == before
-            and not list(path.parent.glob(f".{path.name}.*.tmp"))
-        )
-        edit = b"# saved by the user while migrate ran\n" + before
-        edited.write_bytes(edit)
-    finally:
-        run.send_signal(signal.SIGCONT)
-    run.wait(timeout=300)
-    stderr = run.stderr.read().decode() if run.stderr else ""
+    edit = b"# saved by the user while migrate ran\n" + before
+    edited = paths[-1]
+    write = _cli.write_atomically
 
-    assert run.returncode == 2, stderr
+    def user_saves_a_file_then_write(path, *args, **kwargs):
+        # Every file was read before the first write: the user saves the last
+        # one while migrate writes the others.
+        if edited.read_bytes() == before:
+            edited.write_bytes(edit)
+        return write(path, *args, **kwargs)
+
+    monkeypatch.setattr(_cli, "write_atomically", user_saves_a_file_then_write)
+    monkeypatch.chdir(tmp_path)
+    status = main(["migrate", "--fix", "-q", "."])
+    stderr = capsys.readouterr().err
+
+    assert status == 2, stderr
     assert edited.read_bytes() == edit
     name = edited.relative_to(tmp_path).as_posix()
     assert (
@@ -331,25 +289,3 @@ def test_sigterm_during_the_writes_leaves_no_temporary_file(tmp_path):
     assert "interrupted (SIGTERM)" in stderr
     assert [p for p in tmp_path.rglob("*") if p.is_file() and p not in paths] == []
     assert all(path.read_bytes() in (before, after) for path in paths)
-
-
-@LINUX_PROC
-def test_helpers_exit_when_their_parent_is_killed(tmp_path):
-    for name in ("a.py", "b.py"):  # one for each process, long to rewrite
-        (tmp_path / name).write_text(_classes(4000))
-    run = start_fix(tmp_path, "--diff", jobs=2)
-    helpers = _wait_for_helpers(run)
-    time.sleep(4)  # past the parses, into the long rewrite of its file
-    run.send_signal(signal.SIGKILL)  # nothing to unwind: the helper must notice
-    run.wait(timeout=60)
-    try:
-        deadline = time.monotonic() + 5
-        while time.monotonic() < deadline and any(
-            _state(pid) not in (None, "Z") for pid in helpers
-        ):
-            time.sleep(0.05)
-        assert [_state(pid) for pid in helpers] in ([None], ["Z"])
-    finally:
-        for pid in helpers:
-            with contextlib.suppress(OSError):
-                os.kill(pid, signal.SIGKILL)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import ast
 import contextlib
 import dataclasses
 import gc
@@ -19,7 +20,6 @@ from ._checks import CODES
 from ._diagnostics import source_lines, suppressed
 from ._patch import unified_diff
 from ._runner import FileError
-from ._workers import Workers, usable_cpus
 from ._write import ChangedSinceRead, write_atomically
 
 if TYPE_CHECKING:
@@ -143,13 +143,6 @@ def add_parser(subcommands: argparse._SubParsersAction) -> None:
         help="skip files and directories matching GLOB (repeatable)",
     )
     parser.add_argument(
-        "-j",
-        "--jobs",
-        type=_job_count,
-        default=0,
-        help="processes that parse and analyse the files (default: one per CPU)",
-    )
-    parser.add_argument(
         "--typed",
         action="store_true",
         help="wrap every converted array field's annotation in af.Field[...] (and "
@@ -163,18 +156,6 @@ def add_parser(subcommands: argparse._SubParsersAction) -> None:
         help="print only diagnostics, diffs and errors",
     )
     parser.set_defaults(run=run)
-
-
-def _job_count(text: str) -> int:
-    try:
-        count = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"invalid count: {text!r}") from None
-    if count < 0:
-        raise argparse.ArgumentTypeError(
-            f"must be 0 (one per CPU) or more, not {count}"
-        )
-    return count
 
 
 def _split_lf(data: bytes) -> list[bytes]:
@@ -301,20 +282,20 @@ def _migrate(args: argparse.Namespace) -> int:
     outcome = _Outcome()
     files, errors = _runner.find_files(args.paths, args.exclude)
     contents, read_errors = _runner.read_files(files)
-    with Workers(args.jobs or usable_cpus()) as workers:
-        index, index_errors = _runner.index_project(contents, workers)
-        for error in [*errors, *read_errors, *index_errors]:
-            _report_error(error, outcome)
-        work = _runner.files_to_rewrite(contents, index)
-        results = _runner.rewrite_files(
-            work,
-            contents,
-            index,
-            fix=args.fix,
-            typed=args.typed,
-            text=args.diff or not args.check,
-            workers=workers,
-        )
+    trees: dict[Path, ast.Module] = {}
+    index, index_errors = _runner.index_project(contents, trees)
+    for error in [*errors, *read_errors, *index_errors]:
+        _report_error(error, outcome)
+    work = _runner.files_to_rewrite(contents, index)
+    results = _runner.rewrite_files(
+        work,
+        contents,
+        index,
+        fix=args.fix,
+        typed=args.typed,
+        text=args.diff or not args.check,
+        trees=trees,
+    )
     progress = _Progress(len(work), enabled=not args.quiet)
     for path, result in zip(work, results, strict=True):
         progress.step()

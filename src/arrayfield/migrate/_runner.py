@@ -1,6 +1,5 @@
 """Running the codemod over a tree: finding and reading the files, building the
-project index until nothing new turns up, and the per-file rewrite, shared out
-among forked copies of this process (`_workers`) when there are many files.
+project index until nothing new turns up, and the per-file rewrite.
 
 Each file is analysed from its `ast` parse (`_check_ast`), which gives its
 diagnostics and whether the rewrite changes it; the new text of a file that
@@ -15,9 +14,8 @@ from __future__ import annotations
 import ast
 import dataclasses
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import Any
 
 from ._check_ast import CheckResult, analyse_source
 from ._checks import calls_matter
@@ -26,17 +24,12 @@ from ._index import FileContext, ProjectIndex
 from ._lint import config_for
 from ._splice import MigrationResult, splice_source
 from ._walk import python_files
-from ._workers import Workers
 
 # A file that mentions none of these cannot hold a Module class unless it
 # subclasses one found elsewhere, which `index_project` searches for by name;
 # the last two find where classes are registered as pytree nodes. (Five
 # substring tests take a quarter of the time of one regex of the five.)
 _MENTIONS = (b"equinox", b"eqx", b"Module", b"register_pytree", b"register_dataclass")
-# Helpers pay off from this many bytes of source to parse: on the tree of
-# benchmarks/migrate_tree.py at several sizes, two processes took longer than
-# one at 65 kB (forking, pickling the facts and results) and less from 80 kB.
-PARALLEL_BYTES = 100_000
 
 
 @dataclasses.dataclass(frozen=True)
@@ -82,13 +75,15 @@ def read_files(files: Iterable[Path]) -> tuple[dict[Path, bytes], list[FileError
     return contents, errors
 
 
-def _index_file(kept: dict[str, Any], path: str, data: bytes) -> FileFacts | FileError:
-    """Phase 1: the file's facts, or why it does not parse; its parse stays in
-    `kept`, for phase 2 in the same process."""
+def _index_file(
+    trees: dict[Path, ast.Module], path: Path, data: bytes
+) -> FileFacts | FileError:
+    """Phase 1: the file's facts, or why it does not parse; its parse goes
+    into `trees`, for phase 2."""
     try:
-        tree = ast.parse(data, filename=path)
-        kept[path] = tree
-        return read_file(path, data, tree)
+        tree = ast.parse(data, filename=str(path))
+        trees[path] = tree
+        return read_file(str(path), data, tree)
     except SyntaxError as exc:
         message = f"cannot parse: {exc.msg}"
         return FileError(path, message, exc.lineno or 1, exc.offset or 1)
@@ -97,18 +92,17 @@ def _index_file(kept: dict[str, Any], path: str, data: bytes) -> FileFacts | Fil
 
 
 def _transform_file(
-    kept: dict[str, Any],
-    path: str,
+    path: Path,
     data: bytes,
     context: FileContext,
     fix: bool,
     typed: bool,
     text: bool,
+    tree: ast.Module | None = None,
 ) -> MigrationResult | CheckResult | FileError:
     """Phase 2: the rewrite and diagnostics of one file (from its parse in
-    `kept`, if phase 1 made it in this process), or an error message. With
-    `text` false, a changed file's new text is not needed."""
-    tree = kept.pop(path, None)
+    phase 1, `tree`, if given), or an error message. With `text` false, a
+    changed file's new text is not needed."""
     try:
         analysis = analyse_source(data, context, fix=fix, typed=typed, tree=tree)
     except (UnicodeDecodeError, LookupError) as exc:
@@ -125,16 +119,16 @@ def _transform_file(
 
 
 def index_project(
-    contents: dict[Path, bytes], workers: Workers | None = None
+    contents: dict[Path, bytes], trees: dict[Path, ast.Module] | None = None
 ) -> tuple[ProjectIndex, list[FileError]]:
     """Index the files that mention equinox, then, until nothing new turns up,
     those that mention a Module class found so far (a subclass in a file that
     imports only the project's own base class) and the modules that files with
     Module classes import from (where the types of their fields are defined).
 
-    The parses made in this process (not in workers) go into `trees`, if given,
-    so that phase 2 need not parse those files again."""
-    workers = workers or Workers(1)
+    The parses go into `trees`, if given, so that phase 2 need not parse
+    those files again."""
+    trees = {} if trees is None else trees
     package_of.cache_clear()
     facts: list[FileFacts] = []
     errors: list[FileError] = []
@@ -150,13 +144,9 @@ def index_project(
     while found:
         for path in found:
             del pending[path]
-        keys = [str(path) for path in found]
-        workers.place(keys, [len(contents[path]) for path in found], PARALLEL_BYTES)
-        jobs = [(key, contents[path]) for key, path in zip(keys, found, strict=True)]
         new: list[FileFacts] = []
-        for path, result in zip(
-            found, workers.map(_index_file, jobs, keys), strict=True
-        ):
+        for path in found:
+            result = _index_file(trees, path, contents[path])
             if isinstance(result, FileError):
                 errors.append(dataclasses.replace(result, path=path))
             else:
@@ -267,18 +257,16 @@ def rewrite_files(
     fix: bool,
     typed: bool,
     text: bool,
-    workers: Workers | None = None,
-) -> list[MigrationResult | CheckResult | FileError]:
-    """Phase 2 for each file of `work`, in order, each in the process that
-    parsed it in phase 1 (`index_project` with the same `workers`); `text`
-    says whether the new text of changed files is needed (to write or preview
-    it)."""
-    workers = workers or Workers(1)
+    trees: dict[Path, ast.Module] | None = None,
+) -> Iterator[MigrationResult | CheckResult | FileError]:
+    """Phase 2 for each file of `work`, in order, from its parse in phase 1
+    (`index_project`'s `trees`), which it drops once used; `text` says whether
+    the new text of changed files is needed (to write or preview it)."""
+    trees = {} if trees is None else trees
     project = index.top_level_modules()
-    jobs = []
     for path in work:
         config = config_for(path.resolve().parent)
         lint = dataclasses.replace(config, first_party=config.first_party | project)
         context = dataclasses.replace(index.context(str(path)), lint=lint)
-        jobs.append((str(path), contents[path], context, fix, typed, text))
-    return workers.map(_transform_file, jobs, [str(path) for path in work])
+        tree = trees.pop(path, None)
+        yield _transform_file(path, contents[path], context, fix, typed, text, tree)

@@ -7,7 +7,7 @@ rest plain Python. Both tools run as fresh processes, interleaved round by
 round, with the side that goes first alternating; the table gives medians and
 the median of the per-round ratios (wall and CPU). Target: migrate within 5x of
 ruff. `--check` reads the 31 Module files from the `ast` trees the index parsed
-(`arrayfield.migrate._check_ast`); arrayfield runs
+(`arrayfield.migrate._read`); arrayfield runs
 byte-compiled, as an installed copy does.
 
 The large file (issue 30) is a generated module of 25,000 Module classes, 5.3 MB:

@@ -75,7 +75,7 @@ MIGRATE = tuple(
         "_checks.__init__",
         # one file: analysis, then rewrite
         "_plan",
-        "_check_ast",
+        "_read",
         "_arguments",
         "_imports",
         "_splice",

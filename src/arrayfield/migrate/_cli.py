@@ -15,10 +15,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from . import _runner
-from ._check_ast import CheckResult
 from ._checks import CODES
 from ._diagnostics import source_lines, suppressed
 from ._patch import unified_diff
+from ._read import CheckResult
 from ._runner import FileError
 from ._write import ChangedSinceRead, write_atomically
 

@@ -27,6 +27,9 @@ IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 # isort's sections, in the order isort and ruff's `I` rules write them.
 _SECTIONS = ("future", "stdlib", "third-party", "first-party", "local")
 _NOQA_F401 = "  # noqa: F401"
+# Among the lines above a dropped import: the blank line the new import wrote
+# below itself as a section of its own (`_Insertion.gap`), not yet in the text.
+_GAP_WRITTEN = (-1, -1)
 
 
 def _names_of(node: ast.AST) -> Iterable[str]:
@@ -140,14 +143,14 @@ def _sort_key(statement: ast.Import | ast.ImportFrom) -> tuple[int, str]:
     return 1, "." * statement.level + (statement.module or "").lower()
 
 
-def _section(statement: ast.stmt, first_party: frozenset[str]) -> int | None:
+def _section(
+    statement: ast.Import | ast.ImportFrom, first_party: frozenset[str]
+) -> int:
     if isinstance(statement, ast.Import):
         return _section_of(statement.names[0].name, first_party)
-    if isinstance(statement, ast.ImportFrom):
-        if statement.level:
-            return _SECTIONS.index("local")
-        return _section_of(statement.module or "", first_party)
-    return None
+    if statement.level:
+        return _SECTIONS.index("local")
+    return _section_of(statement.module or "", first_party)
 
 
 def _is_docstring(statement: ast.stmt) -> bool:
@@ -205,12 +208,14 @@ class ImportEditor:
         start = (
             1 if body and _is_docstring(body[0]) and self.source.alone(body[0]) else 0
         )
-        block: list[tuple[ast.stmt, int]] = []
+        block: list[tuple[ast.Import | ast.ImportFrom, int]] = []
         for statement in body[start:]:
-            section = _section(statement, first_party)
-            if section is None or not self.source.alone(statement):
+            if not (
+                isinstance(statement, ast.Import | ast.ImportFrom)
+                and self.source.alone(statement)
+            ):
                 break
-            block.append((statement, section))
+            block.append((statement, _section(statement, first_party)))
         line = code + self.newline
         if not block:
             if start == 1:  # after the docstring, a blank line between
@@ -267,7 +272,7 @@ class ImportEditor:
                     # The new import took the lines above; the gap below it is
                     # this statement's own leading line now.
                     if insertion.gap:
-                        orphans.append((-1, -1))
+                        orphans.append(_GAP_WRITTEN)
                 elif group[0] is not self.tree.body[0]:
                     orphans += self._lines_above(first)
                 end = self.source.line_end(group[-1].end_lineno)  # type: ignore[arg-type]
@@ -278,7 +283,7 @@ class ImportEditor:
             if orphans:
                 own = [] if group[0] is self.tree.body[0] else self._lines_above(first)
                 if insertion is not None and insertion.before is group[0]:
-                    own = [(-1, -1)] if insertion.gap else []
+                    own = [_GAP_WRITTEN] if insertion.gap else []
                 if any(self._blank(span) for span in own):
                     self._drop_blank(orphans, insertion)
                 orphans = []
@@ -292,14 +297,14 @@ class ImportEditor:
         comments: bool = False,
     ) -> None:
         for span in spans:
-            if span == (-1, -1):
+            if span == _GAP_WRITTEN:
                 assert insertion is not None  # the blank line it wrote
                 self.edits.replace(insertion.edit, insertion.line)
             elif comments or self._blank(span):
                 self.edits.add(*span, "")
 
     def _blank(self, span: tuple[int, int]) -> bool:
-        return span == (-1, -1) or not self.source.data[span[0] : span[1]].strip()
+        return span == _GAP_WRITTEN or not self.source.data[span[0] : span[1]].strip()
 
     def _lines_above(self, at: int) -> list[tuple[int, int]]:
         """The blank and comment lines right above offset `at`, a line start."""
@@ -333,7 +338,8 @@ class ImportEditor:
         pieces = []
         for index, (statement, kept) in enumerate(zip(group, names, strict=True)):
             code = source.text(source.start(statement), source.end(statement))
-            if kept is not None and kept:
+            if kept:  # only an import keeps some of its names
+                assert isinstance(statement, ast.Import | ast.ImportFrom)
                 code = self._without_names(statement, kept)
             following = group[index + 1] if index + 1 < len(group) else None
             if following is not None:

@@ -5,7 +5,7 @@ modules.
 facts (`_facts`); `ProjectIndex` then resolves bases across modules (absolute
 and relative imports, `import x as y`, re-exports through `__init__.py`,
 aliases such as `Base = eqx.Module`), so that the per-file rewrite
-(`_check_ast`, `_plan`) knows every descendant of `eqx.Module`, wherever it is defined,
+(`_read`, `_plan`) knows every descendant of `eqx.Module`, wherever it is defined,
 and what its subclasses do with its fields: a `FileContext` per file.
 """
 

@@ -3,7 +3,7 @@
 `Plan` holds what the analysis of one file decides: which classes are Module
 classes, which edits the rewrite makes (`base_edits`, `field_edits`...) and the
 diagnostics, from running the rules of `_checks` on every field and call. Its
-walker (`_check_ast`) only finds the classes, functions, fields and
+walker (`_read`) only finds the classes, functions, fields and
 `self.<attr> = ...` statements of a file's `ast` tree, and says where a node is
 and what its source text is; every decision is taken here, and `_splice`
 writes the edits.

@@ -1,7 +1,7 @@
 """Running the codemod over a tree: finding and reading the files, building the
 project index until nothing new turns up, and the per-file rewrite.
 
-Each file is analysed from its `ast` parse (`_check_ast`), which gives its
+Each file is analysed from its `ast` parse (`_read`), which gives its
 diagnostics and whether the rewrite changes it; the new text of a file that
 is written or previewed is spliced from that plan (`_splice`).
 
@@ -17,11 +17,11 @@ import re
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 
-from ._check_ast import CheckResult, analyse_source
 from ._checks import calls_matter
 from ._facts import FileFacts, module_name, package_of, read_file
 from ._index import FileContext, ProjectIndex
 from ._lint import config_for
+from ._read import CheckResult, analyse_source
 from ._splice import MigrationResult, splice_source
 from ._walk import python_files
 

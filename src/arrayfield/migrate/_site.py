@@ -1,7 +1,7 @@
 """What a rule is given about one annotated field of a Module class, and the
 edits a rule may ask of its statement.
 
-Its nodes are `ast` nodes (`_check_ast` reads the file), read through
+Its nodes are `ast` nodes (`_read` reads the file), read through
 `_syntax`.
 """
 

@@ -17,11 +17,11 @@ from collections.abc import Callable, Sequence
 
 from ._arguments import with_keyword, without_keyword
 from ._bindings import ImportMap
-from ._check_ast import AstAnalysis, analyse_source
 from ._diagnostics import Diagnostic
 from ._imports import ImportEditor, can_bind
 from ._index import FileContext
 from ._plan import SPECIFIERS
+from ._read import AstAnalysis, analyse_source
 from ._site import FieldEdit
 from ._syntax import parse_expression
 from ._text import Edits, Source, comments, tokens
@@ -126,27 +126,7 @@ class _Splice:
             at = source.end(node) if end else source.start(node)
             return len(source.data[start:at].decode("utf-8"))
 
-        target_end = local(statement.target, end=True)
-        annotation_start = local(statement.annotation)
-        annotation_end = local(statement.annotation, end=True)
-        value_start = local(statement.value) if statement.value else len(text)
-        after = text[annotation_end:value_start]
-        if text[target_end:annotation_start].strip() != ":" or after.strip() not in (
-            "=",
-            "",
-        ):
-            # Brackets around the annotation or the value: read the tokens.
-            found = tokens(text)
-            colon = next(t for t in found if t.start >= target_end and t.string == ":")
-            annotation_start = next(t.start for t in found if t.start >= colon.end)
-            annotation_end = len(text)
-            if statement.value is not None:
-                equal = max(
-                    (t for t in found if t.string == "=" and t.end <= value_start),
-                    key=lambda t: t.start,
-                )
-                annotation_end = len(text[: equal.start].rstrip())
-                value_start = next(t.start for t in found if t.start >= equal.end)
+        annotation_start, annotation_end, value_start = _cut(statement, text, local)
         head = text[:annotation_start]
         annotation = text[annotation_start:annotation_end]
         equal_text = text[annotation_end:value_start]
@@ -230,27 +210,46 @@ class _Splice:
         colon (`class A(eqx.Module): x: T = ...`)."""
         if not comments:
             return
-        first = self.source.lines[statement.lineno - 1]
-        indent = first[: len(first) - len(first.lstrip(b" \t"))]
-        if indent == self.source.before(statement) or self.source.before(
-            statement
-        ).rstrip(b" \t").endswith(b";"):
-            at = self.source.line_start(statement.lineno)
-            above = "".join(
-                indent.decode() + comment + self.newline for comment in comments
-            )
-            self.edits.add(at, at, above)
+        source = self.source
+        before = source.before(statement).rstrip(b" \t")
+        if not before or before.endswith(b";"):
+            line = source.lines[statement.lineno - 1]
+            indent = line[: len(line) - len(line.lstrip(b" \t"))].decode()
+            at = source.line_start(statement.lineno)
+            self.edits.add(at, at, "".join(indent + c + self.newline for c in comments))
             return
-        last = self.source.lines[statement.end_lineno - 1]  # type: ignore[index]
-        content = last.rstrip(b"\r\n")
-        line_start = self.source.line_start(statement.end_lineno)  # type: ignore[arg-type]
-        tail = content[statement.end_col_offset :]  # type: ignore[misc]
-        joined = "  " + "  ".join(comments)
-        if tail.strip().startswith(b"#"):
-            self.edits.add(line_start + len(content), line_start + len(content), joined)
-        else:
-            after = self.source.end(statement)
-            self.edits.add(after, line_start + len(content), joined)
+        last = statement.end_lineno or statement.lineno
+        line_end = source.line_start(last) + len(source.lines[last - 1].rstrip(b"\r\n"))
+        # After a comment already there, else in place of the trailing blanks.
+        commented = b"#" in source.data[source.end(statement) : line_end]
+        start = line_end if commented else source.end(statement)
+        self.edits.add(start, line_end, "  " + "  ".join(comments))
+
+
+def _cut(
+    statement: ast.AnnAssign, text: str, local: Callable[..., int]
+) -> tuple[int, int, int]:
+    """Where, in the field statement's `text`, its annotation starts and ends
+    and its value starts (the text's end without one), brackets around them
+    included: `ast` leaves those out of a node's place."""
+    target_end = local(statement.target, end=True)
+    annotation_start = local(statement.annotation)
+    annotation_end = local(statement.annotation, end=True)
+    value_start = local(statement.value) if statement.value else len(text)
+    between = text[annotation_end:value_start].strip()
+    if text[target_end:annotation_start].strip() == ":" and between in ("=", ""):
+        return annotation_start, annotation_end, value_start
+    found = tokens(text)  # brackets: read where the colon and `=` are
+    colon = next(t for t in found if t.start >= target_end and t.string == ":")
+    annotation_start = next(t.start for t in found if t.start >= colon.end)
+    if statement.value is None:
+        return annotation_start, len(text), len(text)
+    equal = max(
+        (t for t in found if t.string == "=" and t.end <= value_start),
+        key=lambda t: t.start,
+    )
+    value_start = next(t.start for t in found if t.start >= equal.end)
+    return annotation_start, len(text[: equal.start].rstrip()), value_start
 
 
 def splice_source(analysis: AstAnalysis) -> MigrationResult:

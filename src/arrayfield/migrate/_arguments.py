@@ -29,7 +29,9 @@ class _Gap:
 
     @classmethod
     def read(cls, text: str) -> _Gap:
-        parts = text.splitlines(keepends=True)
+        # Lines end as Python ends them (str.splitlines would also end one
+        # at a form feed).
+        parts = re.findall(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+$", text)
         if len(parts) <= 1 or "\\" in text:
             return cls(text, [], "")
         return (
@@ -96,7 +98,7 @@ class _Item:
 
 
 def _items(found: list[Token], opening: int) -> tuple[list[_Item], int]:
-    """The elements between the bracket `tokens[opening]` and its match, and
+    """The elements between the bracket `found[opening]` and its match, and
     the offset of that closing bracket."""
     items: list[_Item] = []
     depth, start, end = 0, None, None

@@ -37,7 +37,7 @@ EXIT_UNDECIDED = 3
 EXIT_SIGNAL_BASE = 128
 
 # Signals that end a run the way Ctrl-C does, by unwinding: a temporary file
-# being written is removed, and the helpers are stopped.
+# being written is removed.
 _STOP_SIGNALS = ("SIGTERM", "SIGHUP")
 
 # A progress counter appears on a terminal from this many files to rewrite.

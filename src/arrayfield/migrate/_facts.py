@@ -178,19 +178,32 @@ class FileFacts:
 def module_name(path: Path) -> tuple[str, bool]:
     """The dotted module name of a file, and whether it is a package's
     `__init__.py`: the package is every directory above it holding one."""
-    path = path.resolve()
+    # A link is named by what it links to; a file's directory is resolved
+    # once for all the files in it.
+    path = path.resolve() if path.is_symlink() else _resolved(path.parent) / path.name
     is_package = path.name == "__init__.py"
     package = package_of(path.parent)
     parts = package if is_package else (*package, path.stem)
     return ".".join(parts) or path.stem, is_package
 
 
+def forget_directories() -> None:
+    """Clear what `module_name` knows of directories: a new run may be in
+    another working directory, or the tree may have changed."""
+    _resolved.cache_clear()
+    package_of.cache_clear()
+
+
+@functools.cache
+def _resolved(directory: Path) -> Path:
+    return directory.resolve()
+
+
 @functools.cache
 def package_of(directory: Path) -> tuple[str, ...]:
     """The names of the packages a resolved directory is in, outermost first:
     asked once per directory rather than once per file, as a tree's files
-    share their directories (`index_project` clears it, as files change
-    between runs)."""
+    share their directories (`forget_directories` clears it)."""
     if directory.parent == directory or not (directory / "__init__.py").is_file():
         return ()
     return (*package_of(directory.parent), directory.name)

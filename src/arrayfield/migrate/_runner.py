@@ -13,12 +13,13 @@ from __future__ import annotations
 
 import ast
 import dataclasses
+import os
 import re
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 
 from ._checks import calls_matter
-from ._facts import FileFacts, module_name, package_of, read_file
+from ._facts import FileFacts, forget_directories, module_name, read_file
 from ._index import FileContext, ProjectIndex
 from ._lint import config_for
 from ._read import CheckResult, analyse_source
@@ -46,21 +47,33 @@ def find_files(
     paths: Sequence[str], excludes: Sequence[str]
 ) -> tuple[list[Path], list[FileError]]:
     """The Python files under `paths`, each once however it was reached
-    (`pkg ./pkg`, a link to another file of the tree): by its resolved path,
-    under the first name found, or its own name rather than a link's."""
+    (`pkg ./pkg`, a link to another file of the tree): by the file itself
+    (its device and inode: one `stat`, where resolving a path reads every
+    directory above it), under the first name found, or its own name rather
+    than a link's."""
     errors: list[FileError] = []
-    files: dict[Path, Path] = {}
+    files: dict[tuple[int, int] | Path, Path] = {}
     for given in paths:
         path = Path(given)
         if not path.exists():
             errors.append(FileError(given, "no such file or directory"))
             continue
         for found in python_files(path, excludes):
-            key = found.resolve()
+            key = _identity(found)
             kept = files.get(key)
             if kept is None or (kept.is_symlink() and not found.is_symlink()):
                 files[key] = found
     return list(files.values()), errors
+
+
+def _identity(path: Path) -> tuple[int, int] | Path:
+    """The file a path reaches: its device and inode, else (a broken link, a
+    file system without inode numbers) its resolved path."""
+    try:
+        stat = os.stat(path)
+    except OSError:  # reading it reports the error
+        return path.resolve()
+    return (stat.st_dev, stat.st_ino) if stat.st_ino else path.resolve()
 
 
 def read_files(files: Iterable[Path]) -> tuple[dict[Path, bytes], list[FileError]]:
@@ -129,7 +142,7 @@ def index_project(
     The parses go into `trees`, if given, so that phase 2 need not parse
     those files again."""
     trees = {} if trees is None else trees
-    package_of.cache_clear()
+    forget_directories()
     facts: list[FileFacts] = []
     errors: list[FileError] = []
     pending = dict(contents)

@@ -196,3 +196,26 @@ def test_a_name_python_reads_as_the_import_keeps_it():
     code = migrate_source(source.encode()).code
     assert "import equinox as eqx\n" in code
     assert "class A(af.ArrayModule):" in code
+
+
+def test_a_dropped_import_leaves_its_comments_and_no_doubled_blank_lines():
+    source = (
+        "import jax\nimport equinox as eqx\n\n# about the model\n\n"
+        "import jax.numpy as jnp\n\nclass A(eqx.Module):\n"
+        "    x: jax.Array = eqx.field(converter=jnp.asarray)\n"
+    )
+    # The blank lines above the dropped `jnp` import go (the class has one of
+    # its own); the comment stays above what follows.
+    assert migrate_source(source).code == (
+        "import arrayfield as af\nimport jax\n# about the model\n\n"
+        "class A(af.ArrayModule):\n    x: af.Field[jax.Array]\n"
+    )
+    nested = (
+        "import jax\nimport equinox as eqx\n\n\ndef make():\n"
+        "    # the converter's module\n    import jax.numpy as jnp\n"
+        "    return jnp\n\n\nclass A(eqx.Module):\n    x: jax.Array\n"
+    )
+    # Still used in the function: it stays, comment and all.
+    assert "    # the converter's module\n    import jax.numpy as jnp\n" in (
+        migrate_source(nested).code
+    )

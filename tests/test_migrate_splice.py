@@ -219,3 +219,74 @@ def test_a_dropped_import_leaves_its_comments_and_no_doubled_blank_lines():
     assert "    # the converter's module\n    import jax.numpy as jnp\n" in (
         migrate_source(nested).code
     )
+
+
+# A converter argument dropped from calls laid out every way (the text the
+# first writer, libcst's, gave for each; the comments around the argument stay).
+CONVERTER_HEAD = (
+    "import equinox as eqx\nimport jax\nimport jax.numpy as jnp\n\n\n"
+    "class A(eqx.Module):\n"
+)
+
+
+@pytest.mark.parametrize(
+    ("field", "expected"),
+    [
+        (
+            "    x: jax.Array = eqx.field(converter=jnp.asarray, default=(1.0, 2.0))\n",
+            "    x: af.Field[jax.Array] = eqx.field(default=(1.0, 2.0))\n",
+        ),
+        (
+            "    x: jax.Array = eqx.field(default=f(1, g=2), converter=jnp.asarray)\n",
+            "    x: af.Field[jax.Array] = eqx.field(default=f(1, g=2))\n",
+        ),
+        (
+            "    x: jax.Array = eqx.field(\n"
+            "        default=1.0,\n"
+            "        # before\n"
+            "        converter=jnp.asarray,  # on it\n"
+            "        # after\n"
+            "        static=False,\n"
+            "    )\n",
+            "    x: af.Field[jax.Array] = eqx.field(\n"
+            "        default=1.0,  # on it\n"
+            "        # before\n"
+            "        # after\n"
+            "        static=False,\n"
+            "    )\n",
+        ),
+        (
+            "    x: jax.Array = eqx.field(  # head\n"
+            "        converter=jnp.asarray,  # on it\n"
+            "        default=1.0  # last\n"
+            "    )\n",
+            "    x: af.Field[jax.Array] = eqx.field(  # head\n"
+            "        # on it\n"
+            "        default=1.0  # last\n"
+            "    )\n",
+        ),
+        (
+            "    x: jax.Array = eqx.field(default=1.0, converter=jnp.asarray,)\n",
+            "    x: af.Field[jax.Array] = eqx.field(default=1.0,)\n",
+        ),
+        (
+            "    x: jax.Array = eqx.field(default=1.0,\n"
+            "                             converter=jnp.asarray)\n",
+            "    x: af.Field[jax.Array] = eqx.field(default=1.0)\n",
+        ),
+        (
+            "    x: jax.Array = eqx.field(  # only\n"
+            "        converter=jnp.asarray  # it\n"
+            "    )  # after\n",
+            "    # only\n    # it\n    x: af.Field[jax.Array]  # after\n",
+        ),
+        (
+            "    x: (jax.Array) = (eqx.field(converter=jnp.asarray, default=0.0))\n",
+            "    x: af.Field[(jax.Array)] = (eqx.field(default=0.0))\n",
+        ),
+    ],
+)
+def test_a_dropped_converter_keeps_the_comments_around_it(field, expected):
+    code = migrate_source(CONVERTER_HEAD + field).code
+    assert code.partition("class A(af.ArrayModule):\n")[2] == expected
+    _check(CONVERTER_HEAD + field)

@@ -290,3 +290,87 @@ def test_a_dropped_converter_keeps_the_comments_around_it(field, expected):
     code = migrate_source(CONVERTER_HEAD + field).code
     assert code.partition("class A(af.ArrayModule):\n")[2] == expected
     _check(CONVERTER_HEAD + field)
+
+
+# The imports of files laid out every way, after the converter goes (the text
+# the libcst writer gave for each): `af` added where isort puts it, `eqx` and
+# `jnp` dropped where nothing uses them, kept where something still does.
+IMPORTS_BODY = (
+    "\n\nclass A(eqx.Module):\n    x: jax.Array = eqx.field(converter=jnp.asarray)\n"
+)
+
+
+@pytest.mark.parametrize(
+    ("head", "expected"),
+    [
+        (
+            '"""Doc."""\n'
+            "\n"
+            "import equinox as eqx\n"
+            "import jax\n"
+            "import jax.numpy as jnp\n"
+            "\n",
+            '"""Doc."""\n\nimport arrayfield as af\nimport jax\n\n',
+        ),
+        (
+            "# header\nimport jax, jax.numpy as jnp\nimport equinox as eqx\n\n",
+            "# header\nimport arrayfield as af\nimport jax\n\n",
+        ),
+        (
+            "from __future__ import annotations\n"
+            "\n"
+            "import os\n"
+            "\n"
+            "import equinox as eqx\n"
+            "import jax\n"
+            "from jax import numpy as jnp\n"
+            "\n",
+            "from __future__ import annotations\n"
+            "\n"
+            "import os\n"
+            "\n"
+            "import arrayfield as af\n"
+            "import jax\n"
+            "\n",
+        ),
+        (
+            "import jax\nimport jax.numpy as jnp; import equinox as eqx\n\n",
+            "import arrayfield as af\nimport jax\n\n",
+        ),
+        (
+            "import jax\n"
+            "import equinox as eqx\n"
+            "try:\n"
+            "    import jax.numpy as jnp\n"
+            "except ImportError:\n"
+            "    jnp = None\n"
+            "\n",
+            "import arrayfield as af\n"
+            "import jax\n"
+            "try:\n"
+            "    import jax.numpy as jnp\n"
+            "except ImportError:\n"
+            "    jnp = None\n"
+            "\n",
+        ),
+        (
+            "import jax\n"
+            "import equinox as eqx\n"
+            "if True:\n"
+            "    # np too\n"
+            "    import jax.numpy as jnp\n"
+            "    import numpy as np\n"
+            "\n",
+            "import arrayfield as af\n"
+            "import jax\n"
+            "if True:\n"
+            "    # np too\n"
+            "    import numpy as np\n"
+            "\n",
+        ),
+    ],
+)
+def test_imports_are_added_and_dropped_in_any_layout(head, expected):
+    code = migrate_source(head.removesuffix("\n") + IMPORTS_BODY).code
+    assert code.partition("\n\nclass A")[0] + "\n" == expected
+    _check(head + IMPORTS_BODY)

@@ -104,10 +104,18 @@ def imports_in(body: Iterable[Any]) -> Iterable[ast.Import | ast.ImportFrom]:
         yield from imports_in(nested_statements(node))
 
 
+def bound_name(alias: ast.alias, statement: ast.Import | ast.ImportFrom) -> str:
+    """The local name an import binds: `jnp` for `import jax.numpy as jnp`,
+    `jax` for `import jax.numpy`, `Module` for `from equinox import Module`."""
+    if alias.asname is not None:
+        return alias.asname
+    return alias.name.split(".")[0] if isinstance(statement, ast.Import) else alias.name
+
+
 def _bind(statement: ast.Import | ast.ImportFrom, bindings: dict[str, str]) -> None:
     if isinstance(statement, ast.Import):
         for alias in statement.names:
-            local = alias.asname or alias.name.split(".")[0]
+            local = bound_name(alias, statement)
             bindings[local] = alias.name if alias.asname is not None else local
         return
     if statement.level or statement.module is None:
@@ -115,4 +123,4 @@ def _bind(statement: ast.Import | ast.ImportFrom, bindings: dict[str, str]) -> N
     for alias in statement.names:
         if alias.name == "*":
             return
-        bindings[alias.asname or alias.name] = f"{statement.module}.{alias.name}"
+        bindings[bound_name(alias, statement)] = f"{statement.module}.{alias.name}"

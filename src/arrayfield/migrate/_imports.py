@@ -18,7 +18,7 @@ import dataclasses
 import re
 from collections.abc import Iterable, Iterator
 
-from ._bindings import NESTED_BODIES, imports_in
+from ._bindings import NESTED_BODIES, bound_name, imports_in
 from ._lint import STDLIB
 from ._text import Edits, Source
 
@@ -86,13 +86,6 @@ def _string_words(tree: ast.AST, skipped: set[int]) -> set[str]:
     return words
 
 
-def _binding(alias: ast.alias, statement: ast.Import | ast.ImportFrom) -> str:
-    """The local name an import alias binds (`jax` for `import jax.numpy`)."""
-    if alias.asname is not None:
-        return alias.asname
-    return alias.name.split(".")[0] if isinstance(statement, ast.Import) else alias.name
-
-
 def can_bind(tree: ast.Module, name: str, qualified: str) -> bool:
     """Whether a module-level `import <qualified> as <name>` leaves every other
     reference in the file meaning what it meant: nothing in the file binds
@@ -103,7 +96,7 @@ def can_bind(tree: ast.Module, name: str, qualified: str) -> bool:
             for alias in node.names:
                 if alias.name == "*":
                     return False
-                if _binding(alias, node) == name:
+                if bound_name(alias, node) == name:
                     if not (isinstance(node, ast.Import) and alias.name == qualified):
                         return False
                     bound = True
@@ -448,7 +441,7 @@ def _kept_names(statement: ast.stmt, removable: set[str]) -> list[ast.alias] | N
         return None
     if any(alias.name == "*" for alias in statement.names):
         return None
-    kept = [a for a in statement.names if _binding(a, statement) not in removable]
+    kept = [a for a in statement.names if bound_name(a, statement) not in removable]
     return None if len(kept) == len(statement.names) else kept
 
 

@@ -20,7 +20,6 @@ from ._bindings import ImportMap
 from ._diagnostics import Diagnostic
 from ._imports import ImportEditor, can_bind
 from ._index import FileContext
-from ._plan import SPECIFIERS
 from ._read import AstAnalysis, analyse_source
 from ._site import FieldEdit
 from ._syntax import parse_expression
@@ -139,7 +138,7 @@ class _Splice:
             equal_text = " = "
             if value is None:
                 value = f"{names['field']}(convert=False)"
-            elif self._is_specifier(statement.value):
+            elif plan.specifier_call(statement.value) is not None:
                 func = statement.value.func  # type: ignore[union-attr]
                 callee = (
                     local(func) - value_start,
@@ -159,12 +158,6 @@ class _Splice:
             value = f"{names['field']}(default={value})"
         new = head + annotation + (equal_text + value if value is not None else "")
         self._replace(statement, new)
-
-    def _is_specifier(self, value: ast.expr | None) -> bool:
-        return (
-            isinstance(value, ast.Call)
-            and self.analysis.imports.resolve(value.func) in SPECIFIERS
-        )
 
     def _legacy(self, annotation: str, shift: int) -> str:
         """The annotation's text with `np.array` and `jnp.array` spelled

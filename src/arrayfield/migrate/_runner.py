@@ -17,14 +17,17 @@ import os
 import re
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ._checks import calls_matter
 from ._facts import FileFacts, forget_directories, module_name, read_file
 from ._index import FileContext, ProjectIndex
 from ._lint import config_for
 from ._read import CheckResult, analyse_source
-from ._splice import MigrationResult, splice_source
 from ._walk import python_files
+
+if TYPE_CHECKING:
+    from ._splice import MigrationResult
 
 # A file that mentions none of these cannot hold a Module class unless it
 # subclasses one found elsewhere, which `index_project` searches for by name;
@@ -128,6 +131,10 @@ def _transform_file(
         return FileError(path, f"cannot parse: {exc}")
     if not (analysis.changes and text):
         return analysis.result()
+    # The writer's modules are imported only when a text is written: `--check`
+    # never needs them (~7 ms of its start-up).
+    from ._splice import splice_source
+
     return splice_source(analysis)
 
 

@@ -314,12 +314,9 @@ class ImportEditor:
     def _mark_kept(self, statement: ast.stmt) -> None:
         """`# noqa: F401` at the end of the statement's line, unless it has
         a comment already."""
-        line = self.source.lines[statement.end_lineno - 1]  # type: ignore[index]
-        if b"#" in line[statement.end_col_offset :]:  # type: ignore[misc]
-            return
-        content = line.rstrip(b"\r\n")
-        at = self.source.line_start(statement.end_lineno) + len(content)  # type: ignore[arg-type]
-        self.edits.add(self.source.end(statement), at, _NOQA_F401)
+        start, end, commented = self.source.line_tail(statement)
+        if not commented:
+            self.edits.add(start, end, _NOQA_F401)
 
     def _rewrite_group(
         self, group: list[ast.stmt], names: list[list[ast.alias] | None]

@@ -211,12 +211,9 @@ class _Splice:
             at = source.line_start(statement.lineno)
             self.edits.add(at, at, "".join(indent + c + self.newline for c in comments))
             return
-        last = statement.end_lineno or statement.lineno
-        line_end = source.line_start(last) + len(source.lines[last - 1].rstrip(b"\r\n"))
         # After a comment already there, else in place of the trailing blanks.
-        commented = b"#" in source.data[source.end(statement) : line_end]
-        start = line_end if commented else source.end(statement)
-        self.edits.add(start, line_end, "  " + "  ".join(comments))
+        start, end, commented = source.line_tail(statement)
+        self.edits.add(end if commented else start, end, "  " + "  ".join(comments))
 
 
 def _cut(

@@ -50,6 +50,13 @@ class Source:
         decorators = getattr(statement, "decorator_list", None) or []
         return self.line_start(min([statement.lineno, *(d.lineno for d in decorators)]))
 
+    def line_tail(self, statement: ast.stmt) -> tuple[int, int, bool]:
+        """Where the statement ends, where the text of its last line ends
+        (its line break left out), and whether a comment is between."""
+        last = statement.end_lineno or statement.lineno
+        end = self.line_start(last) + len(self.lines[last - 1].rstrip(b"\r\n"))
+        return self.end(statement), end, b"#" in self.data[self.end(statement) : end]
+
     def alone(self, statement: ast.stmt) -> bool:
         """Whether nothing but the statement (and a comment) is on its lines."""
         last = self.lines[statement.end_lineno - 1]  # type: ignore[index]

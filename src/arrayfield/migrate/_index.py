@@ -198,6 +198,9 @@ class ProjectIndex:
                 if name not in self.modules:
                     self._namespace.setdefault(name, facts)
         self._module_cache: dict[str, bool] = {}
+        self._class_facts: dict[str, tuple[FileFacts, ClassFacts] | None] = {}
+        self._bases: dict[tuple[str, str], list[str]] = {}
+        self._tree_at: dict[str, str] | None = None
         self._qualified: dict[tuple[str, str], str | None] = {}
         self._children: dict[str, list[tuple[str, ClassFacts]]] | None = None
         self._subtrees: dict[str, _SubtreeUses] = {}
@@ -279,16 +282,30 @@ class ProjectIndex:
         return qualified
 
     def class_facts(self, qualified: str) -> tuple[FileFacts, ClassFacts] | None:
+        """The file and class statement of a qualified name, None for a name
+        that is not a class of the tree (asked for every base of every class,
+        from several walks up the bases)."""
+        if qualified in self._class_facts:
+            return self._class_facts[qualified]
+        found = None
         parts = qualified.split(".")
         for cut in range(len(parts) - 1, 0, -1):
             facts = self._module(".".join(parts[:cut]))
             if facts is not None:
-                found = facts.classes.get(".".join(parts[cut:]))
-                return None if found is None else (facts, found)
-        return None
+                cls = facts.classes.get(".".join(parts[cut:]))
+                found = None if cls is None else (facts, cls)
+                break
+        self._class_facts[qualified] = found
+        return found
 
     def base_names(self, facts: FileFacts, cls: ClassFacts) -> list[str]:
-        return [self.qualify(facts, base) or base for base in cls.bases]
+        """The qualified names of a class's bases (as written, outside the tree)."""
+        key = (facts.path, cls.qualname)
+        found = self._bases.get(key)
+        if found is None:
+            found = [self.qualify(facts, base) or base for base in cls.bases]
+            self._bases[key] = found
+        return found
 
     def is_module(self, qualified: str, seen: frozenset[str] = frozenset()) -> bool:
         """Whether `qualified` is `eqx.Module` or a class of the tree deriving it."""
@@ -428,11 +445,13 @@ class ProjectIndex:
     def context(self, path: str) -> FileContext:
         facts = self.files[path]
         classes: dict[str, ClassContext] = {}
-        tree_at = {
-            attr: f"{other.path}:{line}"
-            for other in self.files.values()
-            for attr, line in other.tree_at.items()
-        }
+        if self._tree_at is None:
+            self._tree_at = {
+                attr: f"{other.path}:{line}"
+                for other in self.files.values()
+                for attr, line in other.tree_at.items()
+            }
+        tree_at = self._tree_at
         for cls in self.module_classes(facts):
             qualified = f"{self.key(facts)}.{cls.qualname}"
             found = self._subtree_uses(qualified)

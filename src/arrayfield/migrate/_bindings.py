@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import ast
 import dataclasses
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 from ._names import dotted_name
@@ -23,12 +23,19 @@ NESTED_BODIES = ("body", "orelse", "handlers", "finalbody", "cases")
 _BODIES_OF: dict[type, tuple[str, ...]] = {}
 
 
+_DEFINITIONS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
+
+
+def _bodies_of(kind: type) -> tuple[str, ...]:
+    names = _BODIES_OF[kind] = tuple(n for n in NESTED_BODIES if n in kind._fields)
+    return names
+
+
 def nested_statements(node: ast.AST) -> Iterable[ast.AST]:
     """The statements (and handlers, cases) directly inside a compound statement."""
     names = _BODIES_OF.get(type(node))
     if names is None:
-        fields = type(node)._fields
-        names = _BODIES_OF[type(node)] = tuple(n for n in NESTED_BODIES if n in fields)
+        names = _bodies_of(type(node))
     for name in names:
         nested = getattr(node, name)
         if isinstance(nested, list):
@@ -95,13 +102,33 @@ class ImportMap:
         return None
 
 
-def imports_in(body: Iterable[Any]) -> Iterable[ast.Import | ast.ImportFrom]:
+def statements_in(
+    body: Iterable[ast.AST], *, into_definitions: bool = True
+) -> Iterator[ast.AST]:
+    """Every statement of a body and of the blocks inside it (handlers and
+    cases too), in source order; with `into_definitions` false, not those of
+    nested functions and classes. Iterative: a file's every statement is
+    asked for, and a recursive generator pays a frame per statement."""
+    pending = [iter(body)]
+    while pending:
+        for node in pending[-1]:
+            yield node
+            if into_definitions or not isinstance(node, _DEFINITIONS):
+                names = _BODIES_OF.get(type(node))
+                if names is None:
+                    names = _bodies_of(type(node))
+                if names:
+                    pending.append(iter(nested_statements(node)))
+                    break
+        else:
+            pending.pop()
+
+
+def imports_in(body: Iterable[Any]) -> Iterator[ast.Import | ast.ImportFrom]:
     """The import statements of a body at any depth, in source order."""
-    for node in body:
+    for node in statements_in(body):
         if isinstance(node, ast.Import | ast.ImportFrom):
             yield node
-            continue
-        yield from imports_in(nested_statements(node))
 
 
 def bound_name(alias: ast.alias, statement: ast.Import | ast.ImportFrom) -> str:

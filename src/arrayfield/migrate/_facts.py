@@ -16,7 +16,7 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
-from ._bindings import nested_statements
+from ._bindings import nested_statements, statements_in
 from ._names import dotted_name
 
 # Functions whose positional arguments are shapes, sizes or axes, by position
@@ -178,13 +178,17 @@ class FileFacts:
 def module_name(path: Path) -> tuple[str, bool]:
     """The dotted module name of a file, and whether it is a package's
     `__init__.py`: the package is every directory above it holding one."""
-    # A link is named by what it links to; a file's directory is resolved
-    # once for all the files in it.
-    path = path.resolve() if path.is_symlink() else _resolved(path.parent) / path.name
+    path = resolved_path(path)
     is_package = path.name == "__init__.py"
     package = package_of(path.parent)
     parts = package if is_package else (*package, path.stem)
     return ".".join(parts) or path.stem, is_package
+
+
+def resolved_path(path: Path) -> Path:
+    """`path.resolve()`, with a file's directory resolved once for all the
+    files in it (a link is resolved whole: it is named by what it links to)."""
+    return path.resolve() if path.is_symlink() else _resolved(path.parent) / path.name
 
 
 def forget_directories() -> None:
@@ -413,18 +417,6 @@ class _MethodReader(_Visitor):
         self.generic_visit(node)
 
 
-def _statements_in(body: list[ast.stmt]) -> Iterable[ast.AST]:
-    """Every statement in `body` and its blocks, nested functions and classes
-    left out (their `return`s are theirs)."""
-    for statement in body:
-        yield statement
-        if not isinstance(
-            statement, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef
-        ):
-            for child in nested_statements(statement):
-                yield from _statements_in([child])  # type: ignore[list-item]
-
-
 def _is_int(node: ast.expr) -> bool:
     if isinstance(node, ast.UnaryOp):
         node = node.operand
@@ -454,7 +446,7 @@ def _returns_int_list(function: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
     annotation or name (`_get_fast_shape`, `padded_size`) says so."""
     returns = [
         node.value
-        for node in _statements_in(function.body)
+        for node in statements_in(function.body, into_definitions=False)
         if isinstance(node, ast.Return) and node.value is not None
     ]
     if not returns or not all(

@@ -15,7 +15,7 @@ import dataclasses
 from collections.abc import Iterable
 from pathlib import Path
 
-from ._facts import OBJECT, SHAPE_VALUE, ClassFacts, FileFacts
+from ._facts import OBJECT, SHAPE_VALUE, ClassFacts, FileFacts, resolved_path
 from ._lint import STDLIB, LintConfig
 
 # What every Module class descends from.
@@ -160,6 +160,20 @@ def _is_top(directory: Path) -> bool:
     )
 
 
+def _namespace_prefixes(root: Path) -> list[str]:
+    """The names namespace packages may put before the modules under an import
+    root, nearest first: `acme` for `src/acme/`, then `src.acme` (up to
+    `_NAMESPACE_DEPTH` directories without `__init__.py`, below a top)."""
+    prefixes: list[str] = []
+    prefix: list[str] = []
+    for directory in [root, *root.parents][:_NAMESPACE_DEPTH]:
+        if (directory / "__init__.py").is_file() or _is_top(directory):
+            break
+        prefix.insert(0, directory.name)
+        prefixes.append(".".join(prefix))
+    return prefixes
+
+
 class ProjectIndex:
     """Every indexed file, with bases resolved across modules."""
 
@@ -175,7 +189,7 @@ class ProjectIndex:
         roots_of_top: dict[str, set[Path]] = {}
         for facts in self.files.values():
             depth = facts.module.count(".") + 1 + facts.is_package
-            root = Path(facts.path).resolve().parents[depth - 1]
+            root = resolved_path(Path(facts.path)).parents[depth - 1]
             self._root[facts.path] = root
             roots_of_top.setdefault(facts.module.partition(".")[0], set()).add(root)
         self._roots_of_top = {
@@ -187,14 +201,13 @@ class ProjectIndex:
         # PEP 420 namespace packages: `src/acme/models/base.py` without
         # `src/acme/__init__.py` is `models.base` and also `acme.models.base`.
         self._namespace: dict[str, FileFacts] = {}
+        prefixes: dict[Path, list[str]] = {}
         for facts in self.files.values():
             root = self._root[facts.path]
-            prefix: list[str] = []
-            for directory in [root, *root.parents][:_NAMESPACE_DEPTH]:
-                if (directory / "__init__.py").is_file() or _is_top(directory):
-                    break
-                prefix.insert(0, directory.name)
-                name = ".".join([*prefix, facts.module])
+            if root not in prefixes:
+                prefixes[root] = _namespace_prefixes(root)
+            for prefix in prefixes[root]:
+                name = f"{prefix}.{facts.module}"
                 if name not in self.modules:
                     self._namespace.setdefault(name, facts)
         self._module_cache: dict[str, bool] = {}

@@ -14,6 +14,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Iterable
 from pathlib import Path
+from typing import NamedTuple
 
 from ._facts import OBJECT, SHAPE_VALUE, ClassFacts, FileFacts, resolved_path
 from ._lint import STDLIB, LintConfig
@@ -77,6 +78,19 @@ class _SubtreeUses:
         for attr, called in later.helpers.items():
             self.helpers.setdefault(attr, called)
         self.reached = max(self.reached, later.reached)
+
+
+class _Lineage(NamedTuple):
+    """What a class inherits, through the tree's classes up to the first
+    outside it: whether it is a Module (`ROOTS`), reaches equinox's Module
+    other than through `af.ArrayModule`, has an `__init__` of the tree in its
+    MRO, and compares by value (a dataclass or `__eq__`, a NamedTuple, an
+    Enum... as `_VALUE_BASES`): what a class outside the tree is not."""
+
+    module: bool = False
+    from_equinox: bool = False
+    init: bool = False
+    by_value: bool = False
 
 
 @dataclasses.dataclass(frozen=True)
@@ -210,7 +224,7 @@ class ProjectIndex:
                 name = f"{prefix}.{facts.module}"
                 if name not in self.modules:
                     self._namespace.setdefault(name, facts)
-        self._module_cache: dict[str, bool] = {}
+        self._lineages: dict[str, _Lineage] = {}
         self._class_facts: dict[str, tuple[FileFacts, ClassFacts] | None] = {}
         self._bases: dict[tuple[str, str], list[str]] = {}
         self._tree_at: dict[str, str] | None = None
@@ -320,22 +334,55 @@ class ProjectIndex:
             self._bases[key] = found
         return found
 
-    def is_module(self, qualified: str, seen: frozenset[str] = frozenset()) -> bool:
+    def is_module(self, qualified: str) -> bool:
         """Whether `qualified` is `eqx.Module` or a class of the tree deriving it."""
-        if qualified in ROOTS:
-            return True
-        if qualified in self._module_cache:
-            return self._module_cache[qualified]
-        found = self.class_facts(qualified)
-        result = False
-        if found is not None and qualified not in seen:
+        return self._lineage(qualified).module
+
+    def _by_value(self, qualified: str) -> bool:
+        """Whether instances of a class of the tree compare by value (a
+        dataclass, `__eq__`, a NamedTuple, an Enum...), not by identity."""
+        return self._lineage(qualified).by_value
+
+    def _lineage(self, qualified: str) -> _Lineage:
+        """What a class inherits (`_Lineage`), found once per class from its
+        bases': depth first without recursion (a chain of subclasses is
+        deeper than the stack); a base that is one of its own descendants (a
+        cycle) adds nothing."""
+        memo = self._lineages
+        stack = [(qualified, False)]
+        entered: set[str] = set()
+        while stack:
+            name, bases_done = stack.pop()
+            if name in memo:
+                continue
+            found = self.class_facts(name)
+            if found is None:
+                memo[name] = _Lineage(
+                    module=name in ROOTS, from_equinox=name in _EQUINOX_MODULE
+                )
+                continue
             facts, cls = found
-            result = any(
-                self.is_module(base, seen | {qualified})
-                for base in self.base_names(facts, cls)
+            bases = self.base_names(facts, cls)
+            if not bases_done:
+                if name not in entered:
+                    entered.add(name)
+                    stack.append((name, True))
+                    stack += [(b, False) for b in bases if b not in entered]
+                continue
+            inherited = [memo[base] for base in bases if base in memo]
+            memo[name] = _Lineage(
+                module=name in ROOTS or any(b.module for b in inherited),
+                from_equinox=name in _EQUINOX_MODULE
+                or any(b.from_equinox for b in inherited),
+                init=cls.has_init or any(b.init for b in inherited),
+                by_value=cls.value_eq
+                or any(b.by_value for b in inherited)
+                or any(
+                    written in _VALUE_BASES or base in _VALUE_BASES
+                    for written, base in zip(cls.bases, bases, strict=True)
+                ),
             )
-        self._module_cache[qualified] = result
-        return result
+        return memo[qualified]
 
     def module_classes(self, facts: FileFacts) -> list[ClassFacts]:
         return [
@@ -443,18 +490,6 @@ class ProjectIndex:
                 out.helpers.setdefault(attr, called)
         return out
 
-    def _init_from_args(self, qualified: str, depth: int = 0) -> bool:
-        found = self.class_facts(qualified)
-        if found is None or depth > 50:
-            return True  # equinox.Module, or a class outside the tree
-        facts, cls = found
-        if cls.has_init:
-            return False
-        return all(
-            self._init_from_args(base, depth + 1)
-            for base in self.base_names(facts, cls)
-        )
-
     def context(self, path: str) -> FileContext:
         facts = self.files[path]
         classes: dict[str, ClassContext] = {}
@@ -481,11 +516,11 @@ class ProjectIndex:
                 uses,
                 assigns,
                 objects,
-                self._init_from_args(qualified),
+                not self._lineage(qualified).init,
                 cls.fields,
                 frozenset(maybe_pytree & set(objects)),
                 helpers,
-                self._from_equinox(qualified),
+                self._lineage(qualified).from_equinox,
                 self._constants(qualified, cls, merged, tree_at),
             )
         plain, bases = self._bound_classes(facts)
@@ -544,19 +579,6 @@ class ProjectIndex:
             and name not in subtree.assigns
         )
 
-    def _from_equinox(self, qualified: str, depth: int = 0) -> bool:
-        """Whether a class reaches equinox's Module other than through
-        `af.ArrayModule` (a class outside the tree counts as not)."""
-        if qualified in _EQUINOX_MODULE:
-            return True
-        found = self.class_facts(qualified)
-        if found is None or depth > 50:
-            return False
-        facts, cls = found
-        return any(
-            self._from_equinox(base, depth + 1) for base in self.base_names(facts, cls)
-        )
-
     def _registered(self) -> frozenset[str]:
         """The qualified names of the tree's classes registered as pytree nodes,
         wherever the registration is."""
@@ -605,22 +627,6 @@ class ProjectIndex:
                         imported.setdefault(self.key(other), set()).add(name)
             self._imported = imported
         return self._imported
-
-    def _by_value(self, qualified: str, depth: int = 0) -> bool:
-        """Whether instances of a class of the tree compare by value (a
-        dataclass, `__eq__`, a NamedTuple, an Enum...), not by identity."""
-        found = self.class_facts(qualified)
-        if found is None or depth > 50:
-            return False
-        facts, cls = found
-        if cls.value_eq:
-            return True
-        return any(
-            base in _VALUE_BASES
-            or self.qualify(facts, base) in _VALUE_BASES
-            or self._by_value(self.qualify(facts, base) or base, depth + 1)
-            for base in cls.bases
-        )
 
     def _bound_classes(self, facts: FileFacts) -> tuple[frozenset[str], frozenset[str]]:
         """The file's names for plain classes and for Module classes of the tree."""

@@ -12,9 +12,9 @@ and what its subclasses do with its fields: a `FileContext` per file.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import NamedTuple
+from typing import NamedTuple, TypeVar
 
 from ._facts import OBJECT, SHAPE_VALUE, ClassFacts, FileFacts, resolved_path
 from ._lint import STDLIB, LintConfig
@@ -156,6 +156,8 @@ class FileContext:
     lint: LintConfig = dataclasses.field(default_factory=LintConfig)
 
 
+_Value = TypeVar("_Value")
+
 # How many directories without `__init__.py` above a package may be namespace
 # packages (`src/acme/` is one).
 _NAMESPACE_DEPTH = 2
@@ -186,6 +188,38 @@ def _namespace_prefixes(root: Path) -> list[str]:
         prefix.insert(0, directory.name)
         prefixes.append(".".join(prefix))
     return prefixes
+
+
+def _fold(
+    start: str,
+    memo: dict[str, _Value],
+    neighbours: Callable[[str], list[str]],
+    combine: Callable[[str, list[_Value]], _Value],
+) -> _Value:
+    """`memo[start]`, computed with every value it needs that `memo` lacks:
+    each class's value is `combine`d from its `neighbours`' (its bases', or
+    its subclasses'), in their order. Depth first without recursion, as a
+    chain of subclasses is deeper than Python's stack; a neighbour that leads
+    back to a class being computed (a cycle of bases) is left out."""
+    stack = [(start, False)]
+    entered: set[str] = set()
+    while stack:
+        name, neighbours_done = stack.pop()
+        if name in memo:
+            continue
+        if not neighbours_done:
+            if name not in entered:
+                entered.add(name)
+                stack.append((name, True))
+                stack += [
+                    (other, False)
+                    for other in reversed(neighbours(name))
+                    if other not in entered
+                ]
+            continue
+        found = [memo[other] for other in neighbours(name) if other in memo]
+        memo[name] = combine(name, found)
+    return memo[start]
 
 
 class ProjectIndex:
@@ -345,32 +379,20 @@ class ProjectIndex:
 
     def _lineage(self, qualified: str) -> _Lineage:
         """What a class inherits (`_Lineage`), found once per class from its
-        bases': depth first without recursion (a chain of subclasses is
-        deeper than the stack); a base that is one of its own descendants (a
-        cycle) adds nothing."""
-        memo = self._lineages
-        stack = [(qualified, False)]
-        entered: set[str] = set()
-        while stack:
-            name, bases_done = stack.pop()
-            if name in memo:
-                continue
+        bases'."""
+
+        def bases(name: str) -> list[str]:
+            found = self.class_facts(name)
+            return [] if found is None else self.base_names(*found)
+
+        def lineage(name: str, inherited: list[_Lineage]) -> _Lineage:
             found = self.class_facts(name)
             if found is None:
-                memo[name] = _Lineage(
+                return _Lineage(
                     module=name in ROOTS, from_equinox=name in _EQUINOX_MODULE
                 )
-                continue
-            facts, cls = found
-            bases = self.base_names(facts, cls)
-            if not bases_done:
-                if name not in entered:
-                    entered.add(name)
-                    stack.append((name, True))
-                    stack += [(b, False) for b in bases if b not in entered]
-                continue
-            inherited = [memo[base] for base in bases if base in memo]
-            memo[name] = _Lineage(
+            cls = found[1]
+            return _Lineage(
                 module=name in ROOTS or any(b.module for b in inherited),
                 from_equinox=name in _EQUINOX_MODULE
                 or any(b.from_equinox for b in inherited),
@@ -379,10 +401,11 @@ class ProjectIndex:
                 or any(b.by_value for b in inherited)
                 or any(
                     written in _VALUE_BASES or base in _VALUE_BASES
-                    for written, base in zip(cls.bases, bases, strict=True)
+                    for written, base in zip(cls.bases, bases(name), strict=True)
                 ),
             )
-        return memo[qualified]
+
+        return _fold(qualified, self._lineages, bases, lineage)
 
     def module_classes(self, facts: FileFacts) -> list[ClassFacts]:
         return [
@@ -419,43 +442,23 @@ class ProjectIndex:
         first place found is the one cited), so that a deep hierarchy costs
         its size, not the sum of every class's subtree (the square of the
         depth: a generated chain of 15,000 subclasses)."""
-        memo = self._subtrees
-        if qualified in memo:
-            return memo[qualified]
-        found = self.class_facts(qualified)
-        if found is None:
+        if self.class_facts(qualified) is None:
             return None
-        # Depth first without recursion (a chain is deeper than the stack):
-        # a class is merged once all its children are.
-        stack: list[tuple[str, str, ClassFacts, bool]] = [
-            (qualified, found[0].path, found[1], False)
-        ]
-        entered: set[str] = set()
-        while stack:
-            name, where, member, children_done = stack.pop()
-            if name in memo:
-                continue
-            children = [
-                (f"{self.key(self.files[path])}.{child.qualname}", path, child)
+
+        def children(name: str) -> list[str]:
+            return [
+                f"{self.key(self.files[path])}.{child.qualname}"
                 for path, child in self._child_map().get(name, [])
             ]
-            if not children_done:
-                if name in entered:
-                    continue  # a cycle of bases: each class counts once
-                entered.add(name)
-                stack.append((name, where, member, True))
-                stack += [
-                    (child_name, path, child, False)
-                    for child_name, path, child in reversed(children)
-                    if child_name not in memo and child_name not in entered
-                ]
-                continue
-            merged = self._own_uses(where, member)
-            for child_name, _, _ in children:
-                if child_name in memo:
-                    merged.absorb(memo[child_name])
-            memo[name] = merged
-        return memo[qualified]
+
+        def merged(name: str, subtrees: list[_SubtreeUses]) -> _SubtreeUses:
+            facts, cls = self.class_facts(name)  # type: ignore[misc]
+            out = self._own_uses(facts.path, cls)
+            for subtree in subtrees:
+                out.absorb(subtree)
+            return out
+
+        return _fold(qualified, self._subtrees, children, merged)
 
     def _own_uses(self, where: str, member: ClassFacts) -> _SubtreeUses:
         """What one class's own code does with its attributes."""

@@ -20,7 +20,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ._checks import calls_matter
-from ._facts import FileFacts, forget_directories, module_name, read_file
+from ._facts import (
+    FileFacts,
+    forget_directories,
+    module_name,
+    read_file,
+    resolved_path,
+)
 from ._index import FileContext, ProjectIndex
 from ._lint import config_for
 from ._read import CheckResult, analyse_source
@@ -161,6 +167,7 @@ def index_project(
         if any(word in data for word in _MENTIONS)
     ]
     searched: set[str] = set()
+    index = ProjectIndex(facts)
     while found:
         for path in found:
             del pending[path]
@@ -197,7 +204,7 @@ def index_project(
                     for path in by_module.get(module) or []:
                         if path in pending and path not in found:
                             found.append(path)
-    return ProjectIndex(facts), errors
+    return index, errors
 
 
 def _alternatives(names: Sequence[str]) -> bytes:
@@ -285,7 +292,7 @@ def rewrite_files(
     trees = {} if trees is None else trees
     project = index.top_level_modules()
     for path in work:
-        config = config_for(path.resolve().parent)
+        config = config_for(resolved_path(path).parent)
         lint = dataclasses.replace(config, first_party=config.first_party | project)
         context = dataclasses.replace(index.context(str(path)), lint=lint)
         tree = trees.pop(path, None)

@@ -67,11 +67,11 @@ class ImportMap:
         """The imports of an `ast` module."""
         everywhere: dict[str, str] = {}
         for statement in imports_in(tree.body):
-            _bind(statement, everywhere)
+            bind(statement, everywhere)
         module_level: dict[str, str] = {}
         for statement in tree.body:
             if isinstance(statement, ast.Import | ast.ImportFrom):
-                _bind(statement, module_level)
+                bind(statement, module_level)
         return cls(everywhere, module_level)
 
     def resolve(self, expr: Any) -> str | None:
@@ -139,15 +139,23 @@ def bound_name(alias: ast.alias, statement: ast.Import | ast.ImportFrom) -> str:
     return alias.name.split(".")[0] if isinstance(statement, ast.Import) else alias.name
 
 
-def _bind(statement: ast.Import | ast.ImportFrom, bindings: dict[str, str]) -> None:
+def bind(
+    statement: ast.Import | ast.ImportFrom,
+    bindings: dict[str, str],
+    module: str | None = None,
+) -> None:
+    """Add the names an import statement binds to `bindings`, each mapped to
+    what it refers to. A relative import binds names only given `module`,
+    the absolute name of the module it imports from."""
     if isinstance(statement, ast.Import):
         for alias in statement.names:
             local = bound_name(alias, statement)
             bindings[local] = alias.name if alias.asname is not None else local
         return
-    if statement.level or statement.module is None:
-        return
-    for alias in statement.names:
-        if alias.name == "*":
+    if module is None:
+        if statement.level or statement.module is None:
             return
-        bindings[bound_name(alias, statement)] = f"{statement.module}.{alias.name}"
+        module = statement.module
+    for alias in statement.names:
+        if alias.name != "*":
+            bindings[bound_name(alias, statement)] = f"{module}.{alias.name}"

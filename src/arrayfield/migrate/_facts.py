@@ -16,7 +16,7 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
-from ._bindings import nested_statements, statements_in
+from ._bindings import bind, nested_statements, statements_in
 from ._names import dotted_name
 
 # Functions whose positional arguments are shapes, sizes or axes, by position
@@ -347,25 +347,12 @@ class _MethodReader(_Visitor):
                     self._use(attr, SHAPE, getattr(bound, "lineno", 0))
         self.generic_visit(node)
 
-    def _test(self, test: ast.expr) -> None:
-        for attr in _bare_attrs_in(test, self.self_name):
-            self._use(attr, CONTROL, test.lineno)
-
-    def visit_If(self, node: ast.If) -> None:
-        self._test(node.test)
+    def _visit_test(self, node: ast.If | ast.While | ast.IfExp | ast.Assert) -> None:
+        for attr in _bare_attrs_in(node.test, self.self_name):
+            self._use(attr, CONTROL, node.test.lineno)
         self.generic_visit(node)
 
-    def visit_While(self, node: ast.While) -> None:
-        self._test(node.test)
-        self.generic_visit(node)
-
-    def visit_IfExp(self, node: ast.IfExp) -> None:
-        self._test(node.test)
-        self.generic_visit(node)
-
-    def visit_Assert(self, node: ast.Assert) -> None:
-        self._test(node.test)
-        self.generic_visit(node)
+    visit_If = visit_While = visit_IfExp = visit_Assert = _visit_test
 
     def _value_kind(self, value: ast.expr) -> tuple[str, str | None] | None:
         if isinstance(value, ast.Name) and value.id in self.params:
@@ -495,12 +482,7 @@ class _FileReader(_Visitor):
         return len(prefix.decode("utf-8", errors="replace")) + 1
 
     def visit_Import(self, node: ast.Import) -> None:
-        for alias in node.names:
-            if alias.asname is not None:
-                self.facts.imports[alias.asname] = alias.name
-            else:
-                head = alias.name.split(".")[0]
-                self.facts.imports[head] = head
+        bind(node, self.facts.imports)
 
     def visit_ImportFrom(self, node: ast.ImportFrom) -> None:
         module = node.module or ""
@@ -508,10 +490,7 @@ class _FileReader(_Visitor):
             module = _resolve_relative(
                 self.facts.module, self.facts.is_package, node.level, module
             )
-        for alias in node.names:
-            if alias.name != "*":
-                local = alias.asname or alias.name
-                self.facts.imports[local] = f"{module}.{alias.name}"
+        bind(node, self.facts.imports, module)
 
     def visit_Assign(self, node: ast.Assign) -> None:
         if not self.scopes and len(node.targets) == 1:

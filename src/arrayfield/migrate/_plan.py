@@ -11,6 +11,7 @@ writes the edits.
 
 from __future__ import annotations
 
+import ast
 from typing import Any
 
 from . import _diagnostics as diag
@@ -38,7 +39,7 @@ SPECIFIERS = frozenset({"equinox.field", "arrayfield.field", "dataclasses.field"
 def _is_cache(expr: Any) -> bool:
     """`@functools.cache`, `@lru_cache(maxsize=None)` and the like: a
     decorator's expression."""
-    if syntax.is_call(expr):
+    if isinstance(expr, ast.Call):
         expr = expr.func
     return (dotted_name(expr) or "").rpartition(".")[2] in ("cache", "lru_cache")
 
@@ -51,7 +52,7 @@ def root_name(expr: Any) -> str | None:
 
 def _unsubscripted(expr: Any) -> Any:
     """`Parent` for the base `Parent[int]` of a generic class."""
-    return expr.value if syntax.is_subscript(expr) else expr
+    return expr.value if isinstance(expr, ast.Subscript) else expr
 
 
 class Plan:
@@ -116,7 +117,7 @@ class Plan:
         raise NotImplementedError
 
     def snippet(self, node: Any) -> str:
-        """The node's source on one line, cut to 40 characters (`_site.shorten`)."""
+        """The node's source on one line, cut to 40 characters."""
         raise NotImplementedError
 
     def field_sites(self, node: Any, qualname: str) -> list[FieldSite]:
@@ -219,13 +220,8 @@ class Plan:
     def _type_call(self, node: Any) -> None:
         """`type(name, (eqx.Module, ...), namespace)`: equinox's Module among the
         bases becomes `af.ArrayModule`."""
-        arguments = syntax.call_arguments(node)
-        if syntax.identifier(node.func) != "type" or len(arguments) != 3:
-            return
-        bases_tuple = syntax.argument_value(arguments[1])
-        if type(bases_tuple).__name__ != "Tuple":
-            return
-        for _, base in syntax.display_elements(bases_tuple) or []:
+        made = syntax.class_made_by_type(node)
+        for base in [] if made is None else made[1]:
             if self._is_equinox_module(base):
                 self.expression_edits.add(base)
                 self.released_names.add(root_name(base) or "")
@@ -352,7 +348,7 @@ class Plan:
         # A type checker types the __init__ parameter from the converter: the
         # annotation that says the same thing takes its place.
         self._wrap(site)
-        if len(syntax.call_arguments(call)) == 1:
+        if len(call.args) + len(call.keywords) == 1:
             self.field_edits[field] = FieldEdit.DROP_DEFAULT
             self.released_names.add(root_name(call.func) or "")
         else:
@@ -363,16 +359,20 @@ class Plan:
             self.wrap_annotations.add(site.node)
 
     def _is_specifier(self, value: Any) -> bool:
-        return syntax.is_call(value) and self.imports.resolve(value.func) in SPECIFIERS
+        return (
+            isinstance(value, ast.Call)
+            and self.imports.resolve(value.func) in SPECIFIERS
+        )
 
     def _makes_array(self, converter: Any) -> bool:
         """Whether a converter is `jnp.asarray` or a kin of it, possibly wrapped
         in `functools.partial` (to fix a dtype)."""
         if (
-            syntax.is_call(converter)
+            isinstance(converter, ast.Call)
             and self.imports.resolve(converter.func) == "functools.partial"
+            and converter.args
+            # (a keyword never comes before a plain positional argument)
+            and not isinstance(converter.args[0], ast.Starred)
         ):
-            arguments = syntax.call_arguments(converter)
-            if arguments and syntax.is_plain_positional(arguments[0]):
-                converter = syntax.argument_value(arguments[0])
+            converter = converter.args[0]
         return self.imports.resolve(converter) in CONVERTER_KINDS

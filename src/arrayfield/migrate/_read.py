@@ -186,25 +186,23 @@ class AstAnalysis(Plan):
             if isinstance(statement, _FUNCTIONS) and statement.args.args:
                 assignments.extend(_self_assignments(statement))
         context = self._class_context(qualname)
-        sites = []
-        for statement in node.body:
-            if isinstance(statement, ast.AnnAssign) and isinstance(
-                statement.target, ast.Name
-            ):
-                site = FieldSite(
-                    qualname,
-                    statement,
-                    self.specifier_call(statement.value),
-                    assignments,
-                    context,
-                    self.context,
-                    self.imports,
-                    self.position,
-                    self.snippet,
-                    self.module_values,
-                )
-                sites.append(site)
-        return sites
+        return [
+            FieldSite(
+                qualname,
+                statement,
+                self.specifier_call(statement.value),
+                assignments,
+                context,
+                self.context,
+                self.imports,
+                self.position,
+                self.snippet,
+                self.module_values,
+            )
+            for statement in node.body
+            if isinstance(statement, ast.AnnAssign)
+            and isinstance(statement.target, ast.Name)
+        ]
 
 
 def analyse_source(

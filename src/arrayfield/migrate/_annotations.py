@@ -54,10 +54,10 @@ def _typing_form(expr: Any, imports: ImportMap) -> str | None:
 
 
 def _parse_string(expr: Any) -> Any | None:
-    value = syntax.string_value(expr)
-    if value is None:
-        return None
-    return syntax.parse_expression(value.strip())
+    """The expression a string annotation spells, else None."""
+    if isinstance(expr, ast.Constant) and isinstance(expr.value, str):
+        return syntax.parse_expression(expr.value.strip())
+    return None
 
 
 def alternatives(annotation: Any, imports: ImportMap) -> list[Any]:
@@ -67,9 +67,9 @@ def alternatives(annotation: Any, imports: ImportMap) -> list[Any]:
     `X | Y` and `Annotated[X, ...]` are unwrapped, so
     `"Optional[Float[Array, 'n']]"` gives `[Float[Array, 'n']]`.
     """
-    if syntax.string_value(annotation) is not None:
-        parsed = _parse_string(annotation)
-        return [annotation] if parsed is None else alternatives(parsed, imports)
+    parsed = _parse_string(annotation)  # one that does not parse is itself
+    if parsed is not None:
+        return alternatives(parsed, imports)
     if syntax.identifier(annotation) == "None":
         return []
     if isinstance(annotation, ast.BinOp) and isinstance(annotation.op, ast.BitOr):
@@ -80,9 +80,7 @@ def alternatives(annotation: Any, imports: ImportMap) -> list[Any]:
         items = syntax.subscript_items(annotation)
         if form in ("Optional", "Union"):
             return [alt for item in items for alt in alternatives(item, imports)]
-        if form == "Annotated" and items:
-            return alternatives(items[0], imports)
-        if is_field_wrapped(annotation, imports) and items:
+        if items and (form == "Annotated" or is_field_wrapped(annotation, imports)):
             return alternatives(items[0], imports)
     return [annotation]
 
@@ -156,9 +154,7 @@ def scalar_annotation(
 
 def is_class_var(annotation: Any, imports: ImportMap) -> bool:
     """ClassVar and InitVar annotations do not declare instance fields."""
-    target = annotation
-    if syntax.string_value(target) is not None:
-        target = _parse_string(target) or target
+    target = _parse_string(annotation) or annotation
     if isinstance(target, ast.Subscript):
         target = target.value
     qualified = imports.resolve(target) or ""

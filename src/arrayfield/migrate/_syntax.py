@@ -22,13 +22,6 @@ def identifier(node: Any) -> str | None:
     return None
 
 
-def string_value(node: Any) -> str | None:
-    """The text of a str literal (not formatted)."""
-    if isinstance(node, ast.Constant) and isinstance(node.value, str):
-        return node.value
-    return None
-
-
 def parse_expression(text: str) -> ast.expr | None:
     """`text` parsed as an expression, or None."""
     try:

@@ -8,6 +8,7 @@ jaxtyping array types, reading `ast` nodes through `_syntax`.
 
 from __future__ import annotations
 
+import ast
 import re
 from typing import Any, Literal
 
@@ -53,10 +54,10 @@ def _typing_form(expr: Any, imports: ImportMap) -> str | None:
 
 
 def _parse_string(expr: Any) -> Any | None:
-    value = syntax.string_value(expr)
-    if value is None:
-        return None
-    return syntax.parse_expression(value.strip())
+    """The expression a string annotation spells, else None."""
+    if isinstance(expr, ast.Constant) and isinstance(expr.value, str):
+        return syntax.parse_expression(expr.value.strip())
+    return None
 
 
 def alternatives(annotation: Any, imports: ImportMap) -> list[Any]:
@@ -66,22 +67,20 @@ def alternatives(annotation: Any, imports: ImportMap) -> list[Any]:
     `X | Y` and `Annotated[X, ...]` are unwrapped, so
     `"Optional[Float[Array, 'n']]"` gives `[Float[Array, 'n']]`.
     """
-    if syntax.string_value(annotation) is not None:
-        parsed = _parse_string(annotation)
-        return [annotation] if parsed is None else alternatives(parsed, imports)
+    parsed = _parse_string(annotation)  # one that does not parse is itself
+    if parsed is not None:
+        return alternatives(parsed, imports)
     if syntax.identifier(annotation) == "None":
         return []
-    union = syntax.union_operands(annotation)
-    if union is not None:
-        return alternatives(union[0], imports) + alternatives(union[1], imports)
-    if syntax.is_subscript(annotation):
+    if isinstance(annotation, ast.BinOp) and isinstance(annotation.op, ast.BitOr):
+        left, right = annotation.left, annotation.right
+        return alternatives(left, imports) + alternatives(right, imports)
+    if isinstance(annotation, ast.Subscript):
         form = _typing_form(annotation.value, imports)
         items = syntax.subscript_items(annotation)
         if form in ("Optional", "Union"):
             return [alt for item in items for alt in alternatives(item, imports)]
-        if form == "Annotated" and items:
-            return alternatives(items[0], imports)
-        if is_field_wrapped(annotation, imports) and items:
+        if items and (form == "Annotated" or is_field_wrapped(annotation, imports)):
             return alternatives(items[0], imports)
     return [annotation]
 
@@ -89,13 +88,13 @@ def alternatives(annotation: Any, imports: ImportMap) -> list[Any]:
 def is_field_wrapped(annotation: Any, imports: ImportMap) -> bool:
     """Whether an annotation is `af.Field[...]` (the annotation inside, at runtime)."""
     return (
-        syntax.is_subscript(annotation)
+        isinstance(annotation, ast.Subscript)
         and imports.resolve(annotation.value) == "arrayfield.Field"
     )
 
 
 def _array_type_kind(expr: Any, imports: ImportMap) -> ArrayKind | None:
-    if syntax.is_subscript(expr):
+    if isinstance(expr, ast.Subscript):
         dtype_form = imports.resolve(expr.value)
         items = syntax.subscript_items(expr)
         if (
@@ -135,7 +134,7 @@ def _names_numbers(member: Any, imports: ImportMap) -> bool:
     name = syntax.identifier(member)
     if name is not None and name not in imports.bindings:
         return name in _NUMBER_TYPES
-    if syntax.is_subscript(member):  # Float[ArrayLike, ""]
+    if isinstance(member, ast.Subscript):  # Float[ArrayLike, ""]
         items = syntax.subscript_items(member)
         return bool(items) and _names_numbers(items[0], imports)
     return (imports.resolve(member) or "") in _NAMES_NUMBERS
@@ -155,10 +154,8 @@ def scalar_annotation(
 
 def is_class_var(annotation: Any, imports: ImportMap) -> bool:
     """ClassVar and InitVar annotations do not declare instance fields."""
-    target = annotation
-    if syntax.string_value(target) is not None:
-        target = _parse_string(target) or target
-    if syntax.is_subscript(target):
+    target = _parse_string(annotation) or annotation
+    if isinstance(target, ast.Subscript):
         target = target.value
     qualified = imports.resolve(target) or ""
     return qualified in (
@@ -169,19 +166,18 @@ def is_class_var(annotation: Any, imports: ImportMap) -> bool:
 
 
 def _is_int_like(expr: Any) -> bool:
-    if syntax.number_type(expr) is int:
+    if isinstance(expr, ast.Constant) and type(expr.value) is int:
         return True
-    signed = syntax.unary(expr)
-    if signed is not None:
-        return signed[0] == "-" and _is_int_like(signed[1])
+    if isinstance(expr, ast.UnaryOp):
+        return isinstance(expr.op, ast.USub) and _is_int_like(expr.operand)
     name = syntax.identifier(expr)
     if name is not None:
         return name not in ("True", "False", "None")
-    if syntax.attribute_name(expr) is not None:
+    if isinstance(expr, ast.Attribute):
         return True
-    if syntax.is_subscript(expr):
+    if isinstance(expr, ast.Subscript):
         return looks_like_shape(expr.value)
-    if syntax.is_call(expr):
+    if isinstance(expr, ast.Call):
         return dotted_name(expr.func) in ("len", "int")
     return False
 
@@ -201,12 +197,11 @@ def looks_like_shape(expr: Any) -> bool:
             looks_like_shape(value) if starred else _is_int_like(value)
             for starred, value in elements
         )
-    attribute = syntax.attribute_name(expr)
-    if attribute is not None:
-        return attribute == "shape"
-    if syntax.is_subscript(expr):
+    if isinstance(expr, ast.Attribute):
+        return expr.attr == "shape"
+    if isinstance(expr, ast.Subscript):
         return looks_like_shape(expr.value)
-    if syntax.is_call(expr) and dotted_name(expr.func) in ("tuple", "list"):
+    if isinstance(expr, ast.Call) and dotted_name(expr.func) in ("tuple", "list"):
         arguments = syntax.call_arguments(expr)
         return len(arguments) == 1 and looks_like_shape(
             syntax.argument_value(arguments[0])

@@ -11,6 +11,7 @@ writes the edits.
 
 from __future__ import annotations
 
+import ast
 from typing import Any
 
 from . import _diagnostics as diag
@@ -38,20 +39,14 @@ SPECIFIERS = frozenset({"equinox.field", "arrayfield.field", "dataclasses.field"
 def _is_cache(expr: Any) -> bool:
     """`@functools.cache`, `@lru_cache(maxsize=None)` and the like: a
     decorator's expression."""
-    if syntax.is_call(expr):
+    if isinstance(expr, ast.Call):
         expr = expr.func
     return (dotted_name(expr) or "").rpartition(".")[2] in ("cache", "lru_cache")
 
 
-def root_name(expr: Any) -> str | None:
-    """`eqx` for `eqx.field`: the name an import binds."""
-    dotted = dotted_name(expr)
-    return None if dotted is None else dotted.split(".")[0]
-
-
 def _unsubscripted(expr: Any) -> Any:
     """`Parent` for the base `Parent[int]` of a generic class."""
-    return expr.value if syntax.is_subscript(expr) else expr
+    return expr.value if isinstance(expr, ast.Subscript) else expr
 
 
 class Plan:
@@ -116,7 +111,7 @@ class Plan:
         raise NotImplementedError
 
     def snippet(self, node: Any) -> str:
-        """The node's source on one line, cut to 40 characters (`_site.shorten`)."""
+        """The node's source on one line, cut to 40 characters."""
         raise NotImplementedError
 
     def field_sites(self, node: Any, qualname: str) -> list[FieldSite]:
@@ -158,9 +153,12 @@ class Plan:
             self._lines = diag.source_lines(self.source)
         return diag.suppressed(self._lines, line, code)
 
-    def _add(self, diagnostic: Diagnostic | None) -> None:
-        if diagnostic is not None:
-            self.diagnostics.append(diagnostic)
+    def _release(self, expr: Any) -> None:
+        """The name `expr` starts with (`eqx` for `eqx.field`, bound by an
+        import) may have lost its last use to the rewrite."""
+        dotted = dotted_name(expr)
+        if dotted is not None:
+            self.released_names.add(dotted.partition(".")[0])
 
     def _is_equinox_module(self, expr: Any) -> bool:
         if self.imports.resolve(expr) == "equinox.Module":
@@ -184,15 +182,14 @@ class Plan:
             return
         self.module_aliases.add(name)
         self.expression_edits.add(value)
-        self.released_names.add(root_name(value) or "")
+        self._release(value)
 
     def call(self, node: Any) -> None:
         """A call: the bases of a `type(...)` that makes a Module class are
         migrated, then every call rule reads it."""
         self._type_call(node)
         for rule in CALL_RULES:
-            for diagnostic in rule.check_call(node, self):
-                self._add(diagnostic)
+            self.diagnostics.extend(rule.check_call(node, self))
 
     @property
     def cached_function(self) -> bool | None:
@@ -204,13 +201,9 @@ class Plan:
         if self._is_equinox_module(expr):
             return True
         name = dotted_name(_unsubscripted(expr))
-        return (
-            name in self.module_aliases
-            or name in self.module_classes
-            or (self.context is not None and name in self.context.bases)
-        )
+        return name in self.module_aliases or self.migrated_class(name)
 
-    def migrated_class(self, name: str) -> bool:
+    def migrated_class(self, name: str | None) -> bool:
         """Whether `name` is a Module class of the file or of the tree."""
         return name in self.module_classes or (
             self.context is not None and name in self.context.bases
@@ -219,16 +212,11 @@ class Plan:
     def _type_call(self, node: Any) -> None:
         """`type(name, (eqx.Module, ...), namespace)`: equinox's Module among the
         bases becomes `af.ArrayModule`."""
-        arguments = syntax.call_arguments(node)
-        if syntax.identifier(node.func) != "type" or len(arguments) != 3:
-            return
-        bases_tuple = syntax.argument_value(arguments[1])
-        if type(bases_tuple).__name__ != "Tuple":
-            return
-        for _, base in syntax.display_elements(bases_tuple) or []:
+        made = syntax.class_made_by_type(node)
+        for base in [] if made is None else made[1]:
             if self._is_equinox_module(base):
                 self.expression_edits.add(base)
-                self.released_names.add(root_name(base) or "")
+                self._release(base)
 
     def enter_function(self, decorators: list[Any]) -> None:
         """A function statement, by its decorators' expressions."""
@@ -248,33 +236,30 @@ class Plan:
             index for index, base in enumerate(bases) if self._is_equinox_module(base)
         ]
         written = [_unsubscripted(base) for base in bases]
+        base_names = [dotted_name(base) for base in written]
         already_migrated = any(
-            self.imports.resolve(base) == "arrayfield.ArrayModule"
-            or dotted_name(base) in self.module_classes
-            for base in written
+            base in self.module_classes for base in base_names
+        ) or any(
+            self.imports.resolve(base) == "arrayfield.ArrayModule" for base in written
         )
-        # Known from the project index: a subclass of a Module class defined in
-        # another module, or of an alias such as `Base = eqx.Module`.
-        elsewhere = any(
-            dotted_name(base) in self.module_aliases for base in written
-        ) or (self.context is not None and qualname in self.context.classes)
-        if not (equinox_bases or already_migrated or elsewhere):
+        # A subclass of an alias such as `Base = eqx.Module`, or (known from the
+        # project index) of a Module class defined in another module.
+        aliased = any(base in self.module_aliases for base in base_names)
+        context = self._class_context(qualname)
+        if not (equinox_bases or already_migrated or aliased or context is not None):
             return
         self.module_classes.add(name)
-        context = self._class_context(qualname)
         if (
             equinox_bases
-            or any(
-                dotted_name(base) in self.module_aliases | self.migrating_classes
-                for base in written
-            )
+            or aliased
+            or any(base in self.migrating_classes for base in base_names)
             or (context is not None and context.from_equinox)
         ):
             self.migrating_classes.add(name)
         if equinox_bases:
             self.base_edits[node] = equinox_bases
             for index in equinox_bases:
-                self.released_names.add(root_name(bases[index]) or "")
+                self._release(bases[index])
         drop_converters = bool(equinox_bases or already_migrated)
         for site in self.field_sites(node, qualname):
             self._analyse_field(site, drop_converters)
@@ -288,7 +273,12 @@ class Plan:
     def specifier_call(self, value: Any | None) -> Any | None:
         """`value` when it is a field specifier call (its `default=` is the
         default, not the call), else None."""
-        return value if value is not None and self._is_specifier(value) else None
+        if (
+            isinstance(value, ast.Call)
+            and self.imports.resolve(value.func) in SPECIFIERS
+        ):
+            return value
+        return None
 
     def _analyse_field(self, site: FieldSite, drop_converters: bool) -> None:
         field, keywords, call = site.node, site.keywords, site.call
@@ -314,7 +304,7 @@ class Plan:
             if diagnostic is None:
                 continue
             found[rule.CODE] = diagnostic
-            self._add(diagnostic)
+            self.diagnostics.append(diagnostic)
             if (
                 diagnostic.fixable
                 and self.fix
@@ -322,39 +312,36 @@ class Plan:
             ):
                 self.field_edits[field] = rule.FIX
                 if call is not None:
-                    self.released_names.add(root_name(call.func) or "")
+                    self._release(call.func)
         if kind is None or static:
             return
-        opted_out = reading.opted_out
-        if self.typed and not (opted_out or field in self.field_edits):
+        if self.typed and not (reading.opted_out or field in self.field_edits):
             # (the one edit planned so far is --fix's opt-out)
             self._wrap(site)
-            if field.value is not None and not self._is_specifier(field.value):
+            if field.value is not None and call is None:
                 self.wrap_defaults.add(field)
         if (
             call is None
-            or "converter" not in keywords
+            or converter is None
             or not drop_converters
             or field in self.field_edits
+            or self.imports.resolve(call.func) != "equinox.field"
         ):
             return
-        if self.imports.resolve(call.func) != "equinox.field":
-            return
-        converter = keywords["converter"].value
-        makes = CONVERTER_KINDS.get(self.imports.resolve(converter) or "")
+        makes = CONVERTER_KINDS.get(self.imports.resolve(converter.value) or "")
         if makes is None:
             return
-        mismatch = af004_converter_kind.check(site, keywords["converter"], makes, kind)
+        mismatch = af004_converter_kind.check(site, converter, makes, kind)
         if mismatch is not None:
-            self._add(mismatch)
+            self.diagnostics.append(mismatch)
             return
-        self.released_names.add(root_name(converter) or "")
+        self._release(converter.value)
         # A type checker types the __init__ parameter from the converter: the
         # annotation that says the same thing takes its place.
         self._wrap(site)
-        if len(syntax.call_arguments(call)) == 1:
+        if len(call.args) + len(call.keywords) == 1:
             self.field_edits[field] = FieldEdit.DROP_DEFAULT
-            self.released_names.add(root_name(call.func) or "")
+            self._release(call.func)
         else:
             self.field_edits[field] = FieldEdit.DROP_CONVERTER
 
@@ -362,17 +349,15 @@ class Plan:
         if not is_field_wrapped(site.annotation, self.imports):
             self.wrap_annotations.add(site.node)
 
-    def _is_specifier(self, value: Any) -> bool:
-        return syntax.is_call(value) and self.imports.resolve(value.func) in SPECIFIERS
-
     def _makes_array(self, converter: Any) -> bool:
         """Whether a converter is `jnp.asarray` or a kin of it, possibly wrapped
         in `functools.partial` (to fix a dtype)."""
         if (
-            syntax.is_call(converter)
+            isinstance(converter, ast.Call)
             and self.imports.resolve(converter.func) == "functools.partial"
+            and converter.args
+            # (a keyword never comes before a plain positional argument)
+            and not isinstance(converter.args[0], ast.Starred)
         ):
-            arguments = syntax.call_arguments(converter)
-            if arguments and syntax.is_plain_positional(arguments[0]):
-                converter = syntax.argument_value(arguments[0])
+            converter = converter.args[0]
         return self.imports.resolve(converter) in CONVERTER_KINDS

@@ -13,13 +13,12 @@ from collections.abc import Iterable
 from io import BytesIO
 from typing import Any
 
-from . import _syntax as syntax
-from ._bindings import NESTED_BODIES, ImportMap, nested_statements
+from ._bindings import ImportMap, nested_statements
 from ._checks import calls_matter
 from ._diagnostics import Diagnostic
 from ._index import FileContext
 from ._plan import Plan
-from ._site import Assignment, FieldSite, shorten
+from ._site import Assignment, FieldSite
 
 _FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
 # Identifier characters, and brackets that end what a call's `(` follows.
@@ -46,15 +45,12 @@ class CheckResult:
     changed: bool
 
 
-def _small_statements(body: Iterable[ast.AST]) -> Iterable[ast.AST]:
-    """Every simple statement in a body, at any depth, in source order."""
+def _statements(body: Iterable[ast.AST]) -> Iterable[ast.AST]:
+    """Every statement in a body, at any depth (nested functions' and classes'
+    too), in source order."""
     for node in body:
-        if isinstance(node, ast.stmt) and not any(
-            isinstance(getattr(node, name, None), list) for name in NESTED_BODIES
-        ):
-            yield node
-        else:
-            yield from _small_statements(nested_statements(node))
+        yield node
+        yield from _statements(nested_statements(node))
 
 
 def _self_assignments(
@@ -65,11 +61,11 @@ def _self_assignments(
     self_name = method.args.args[0].arg
     found: list[Assignment] = []
     statements = [node for node in method.body if not isinstance(node, ast.ClassDef)]
-    for small in _small_statements(statements):
-        if isinstance(small, ast.Assign):
-            targets, value = small.targets, small.value
-        elif isinstance(small, ast.AnnAssign) and small.value is not None:
-            targets, value = [small.target], small.value
+    for statement in _statements(statements):
+        if isinstance(statement, ast.Assign):
+            targets, value = statement.targets, statement.value
+        elif isinstance(statement, ast.AnnAssign) and statement.value is not None:
+            targets, value = [statement.target], statement.value
         else:
             continue
         for target in targets:
@@ -78,7 +74,7 @@ def _self_assignments(
                 and isinstance(target.value, ast.Name)
                 and target.value.id == self_name
             ):
-                found.append((target.attr, value, small))
+                found.append((target.attr, value, statement))
     return found
 
 
@@ -118,16 +114,19 @@ class AstAnalysis(Plan):
     def snippet(self, node: Any) -> str:
         """The node's source with the parentheses written around it, which
         `ast` leaves out of its position (a call's own bracket aside)."""
-        line = self.lines[node.lineno - 1]
-        before = line[: node.col_offset].rstrip(b" \t")
-        after = self.lines[node.end_lineno - 1][node.end_col_offset :].lstrip(b" \t")
-        text = syntax.segment(self.lines, node)
+        first, last = self.lines[node.lineno - 1], self.lines[node.end_lineno - 1]
+        chunk = b"".join(self.lines[node.lineno - 1 : node.end_lineno])
+        end = len(chunk) - len(last) + node.end_col_offset
+        text = chunk[node.col_offset : end].decode()
+        before = first[: node.col_offset].rstrip(b" \t")
+        after = last[node.end_col_offset :].lstrip(b" \t")
         while before.endswith(b"(") and after.startswith(b")"):
             callee = before[:-1].rstrip(b" \t")
             if callee and callee[-1] in _CALLEE_END:
                 break  # the bracket of a call
             text, before, after = f"({text})", callee, after[1:].lstrip(b" \t")
-        return shorten(text)
+        text = " ".join(text.split())  # on one line, cut to 40 characters
+        return text if len(text) <= 40 else text[:37] + "..."
 
     def walk(self, tree: ast.Module, *, scan_calls: bool) -> None:
         """Every definition of the file, and with `scan_calls` every call."""
@@ -187,29 +186,23 @@ class AstAnalysis(Plan):
             if isinstance(statement, _FUNCTIONS) and statement.args.args:
                 assignments.extend(_self_assignments(statement))
         context = self._class_context(qualname)
-        sites = []
-        for statement in node.body:
-            if isinstance(statement, ast.AnnAssign) and isinstance(
-                statement.target, ast.Name
-            ):
-                call = self.specifier_call(statement.value)
-                keywords = syntax.call_keywords(call) if call is not None else {}
-                site = FieldSite(
-                    qualname,
-                    statement,
-                    statement.annotation,
-                    call,
-                    keywords,
-                    assignments,
-                    context,
-                    self.context,
-                    self.imports,
-                    self.position,
-                    self.snippet,
-                    self.module_values,
-                )
-                sites.append(site)
-        return sites
+        return [
+            FieldSite(
+                qualname,
+                statement,
+                self.specifier_call(statement.value),
+                assignments,
+                context,
+                self.context,
+                self.imports,
+                self.position,
+                self.snippet,
+                self.module_values,
+            )
+            for statement in node.body
+            if isinstance(statement, ast.AnnAssign)
+            and isinstance(statement.target, ast.Name)
+        ]
 
 
 def analyse_source(

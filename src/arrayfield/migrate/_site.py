@@ -1,8 +1,7 @@
 """What a rule is given about one annotated field of a Module class, and the
 edits a rule may ask of its statement.
 
-Its nodes are `ast` nodes (`_read` reads the file), read through
-`_syntax`.
+Its nodes are `ast` nodes (`_read` reads the file).
 """
 
 from __future__ import annotations
@@ -15,6 +14,7 @@ from typing import Any, Protocol
 
 from . import _syntax as syntax
 from ._bindings import ImportMap
+from ._diagnostics import Diagnostic
 from ._index import ClassContext, FileContext
 
 # `self.<attr> = value` in a method of the class: (attr, value, statement).
@@ -89,13 +89,11 @@ class FieldSite:
 
     - `cls`: the class's qualified name, `Scene.Config`.
     - `node`: the statement (its `.target` is a name, its `.value` the value).
-    - `annotation`: the statement's annotation expression.
     - `call`: `value` when it is a field specifier (`eqx.field(...)`,
         `af.field(...)`, `dataclasses.field(...)`), else None.
-    - `keywords`: the keyword arguments of `call`, each with a `.value`.
     - `assignments`: the `self.<attr> = value` statements of the class's methods.
-    - `context`: what the project index knows about the class (None without one).
-    - `file`: what the project index knows about the file (None without one).
+    - `context`, `file`: what the project index knows about the class and the
+        file (None without an index).
     - `imports`: the file's import map.
     - `position`: line and column (1-based) of a node of the file.
     - `snippet`: a node's source on one line, cut to 40 characters.
@@ -105,9 +103,7 @@ class FieldSite:
 
     cls: str
     node: Any
-    annotation: Any
     call: Any | None
-    keywords: dict[str, Any]
     assignments: list[Assignment]
     context: ClassContext | None
     file: FileContext | None
@@ -118,13 +114,16 @@ class FieldSite:
 
     @functools.cached_property  # read by every check
     def name(self) -> str:
-        name = syntax.identifier(self.node.target)
-        assert name is not None
-        return name
+        return self.node.target.id
 
     @property
-    def target(self) -> Any:
-        return self.node.target
+    def annotation(self) -> Any:
+        return self.node.annotation
+
+    @functools.cached_property
+    def keywords(self) -> dict[str, Any]:
+        """The keyword arguments of `call`, each with a `.value`."""
+        return {} if self.call is None else syntax.call_keywords(self.call)
 
     @property
     def default(self) -> Any | None:
@@ -133,6 +132,15 @@ class FieldSite:
             return self.node.value
         arg = self.keywords.get("default")
         return None if arg is None else arg.value
+
+    def values(self) -> list[tuple[Any, Any | None]]:
+        """The class default (with None) and each value a method assigns the
+        field (with its statement), in that order."""
+        default = self.default
+        found = [] if default is None else [(default, None)]
+        return found + [
+            (value, node) for attr, value, node in self.assignments if attr == self.name
+        ]
 
     def uses(self) -> dict[str, str]:
         """Kind of use -> `path:line` of its first, in the class or a subclass."""
@@ -144,13 +152,14 @@ class FieldSite:
             return {}
         return self.context.assigns.get(self.name, {})
 
+    def report(
+        self, code: str, message: str, *, fixable: bool = False, undecided: bool = False
+    ) -> Diagnostic:
+        """A diagnostic at the field's name."""
+        line, col = self.position(self.node.target)
+        return Diagnostic(line, col, code, message, fixable, undecided)
+
 
 def is_name(expr: Any | None, value: str) -> bool:
     """Whether `expr` is the bare name `value` (`True`, `False`)."""
     return expr is not None and syntax.identifier(expr) == value
-
-
-def shorten(text: str, limit: int = 40) -> str:
-    """Source text on one line, cut to `limit` characters."""
-    text = " ".join(text.split())
-    return text if len(text) <= limit else text[: limit - 3] + "..."

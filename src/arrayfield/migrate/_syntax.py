@@ -22,29 +22,6 @@ def identifier(node: Any) -> str | None:
     return None
 
 
-def attribute_name(node: Any) -> str | None:
-    """`shape` for `x.shape`, else None."""
-    return node.attr if isinstance(node, ast.Attribute) else None
-
-
-def string_value(node: Any) -> str | None:
-    """The text of a str literal (not formatted)."""
-    if isinstance(node, ast.Constant) and isinstance(node.value, str):
-        return node.value
-    return None
-
-
-def segment(lines: list[bytes], node: ast.AST) -> str:
-    """The source of an `ast` node; `lines` are the UTF-8 lines, ends kept."""
-    start, end = node.lineno - 1, node.end_lineno or node.lineno  # type: ignore[attr-defined]
-    if start == end - 1:
-        line = lines[start]
-        return line[node.col_offset : node.end_col_offset].decode()  # type: ignore[attr-defined]
-    chunk = b"".join(lines[start:end])
-    tail = len(lines[end - 1]) - node.end_col_offset  # type: ignore[attr-defined]
-    return chunk[node.col_offset : len(chunk) - tail].decode()  # type: ignore[attr-defined]
-
-
 def parse_expression(text: str) -> ast.expr | None:
     """`text` parsed as an expression, or None."""
     try:
@@ -54,37 +31,13 @@ def parse_expression(text: str) -> ast.expr | None:
 
 
 def number_type(node: Any) -> type | None:
-    """`int`, `float` or `complex` for an unsigned number literal, else None."""
-    if isinstance(node, ast.Constant) and not isinstance(node.value, bool):
-        kind = type(node.value)
-        return kind if kind in (int, float, complex) else None
+    """`int`, `float` or `complex` for a number literal, with or without a sign
+    (`-1e-6`), else None."""
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub | ast.UAdd):
+        node = node.operand
+    if isinstance(node, ast.Constant) and type(node.value) in (int, float, complex):
+        return type(node.value)
     return None
-
-
-def unary(node: Any) -> tuple[str, Any] | None:
-    """`("-", x)` for `-x`, `("+", x)` for `+x`, else None."""
-    if isinstance(node, ast.UnaryOp):
-        sign = {ast.USub: "-", ast.UAdd: "+"}.get(type(node.op))
-        return None if sign is None else (sign, node.operand)
-    return None
-
-
-def signed_number_type(node: Any) -> type | None:
-    """`number_type` of a number literal with or without a sign (`-1e-6`)."""
-    signed = unary(node)
-    return number_type(node if signed is None else signed[1])
-
-
-def union_operands(node: Any) -> tuple[Any, Any] | None:
-    """`(X, Y)` for `X | Y`, else None."""
-    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.BitOr):
-        return node.left, node.right
-    return None
-
-
-def is_subscript(node: Any) -> bool:
-    """Whether `node` is `value[...]` (its `.value` is the subscripted part)."""
-    return isinstance(node, ast.Subscript)
 
 
 def subscript_items(node: Any) -> list[Any]:
@@ -103,11 +56,6 @@ def display_elements(node: Any) -> list[tuple[bool, Any]] | None:
     ]
 
 
-def is_call(node: Any) -> bool:
-    """Whether `node` is a call (its `.func` is what is called)."""
-    return isinstance(node, ast.Call)
-
-
 def call_arguments(node: ast.Call) -> list[Any]:
     """The arguments of a call in source order: a `Starred`, a `keyword` or a
     plain expression (which `argument_value` reads)."""
@@ -124,11 +72,18 @@ def argument_value(argument: Any) -> Any:
     return argument
 
 
-def is_plain_positional(argument: Any) -> bool:
-    """Whether an argument of `call_arguments` is `f(x)`'s x: no keyword, no star."""
-    return not isinstance(argument, ast.Starred | ast.keyword)
-
-
 def call_keywords(node: ast.Call) -> dict[str, Any]:
     """Keyword name -> its argument (with a `.value`) for a call."""
     return {kw.arg: kw for kw in node.keywords if kw.arg is not None}
+
+
+def class_made_by_type(node: ast.Call) -> tuple[Any, list[Any]] | None:
+    """`(name, [Base, ...])` for `type(name, (Base, ...), namespace)`, else None."""
+    if identifier(node.func) != "type":
+        return None
+    arguments = call_arguments(node)
+    bases = argument_value(arguments[1]) if len(arguments) == 3 else None
+    if not isinstance(bases, ast.Tuple):
+        return None
+    name = argument_value(arguments[0])
+    return name, [value for _, value in display_elements(bases) or []]

@@ -82,8 +82,12 @@ def constant_message(cls: str, field: str, type_name: str, value: str) -> str:
     )
 
 
-def check(site: FieldSite) -> Diagnostic | None:
-    """For a field that is not an array, not static and has no array converter."""
+def check_field(
+    site: FieldSite, reading: FieldReading, found: Mapping[str, Diagnostic]
+) -> Diagnostic | None:
+    """For a field that is no array, not static, without an array converter."""
+    if not reading.python_leaf:
+        return None
     scalar = scalar_annotation(site.annotation, site.imports, ("int",))
     if scalar is None:
         return None
@@ -95,10 +99,10 @@ def check(site: FieldSite) -> Diagnostic | None:
         site.context is not None
         and site.name in site.context.constants
         and default is not None
-        and syntax.signed_number_type(default) is not None
+        and syntax.number_type(default) is not None
     ):
         text = constant_message(site.cls, site.name, scalar, site.snippet(default))
-        return Diagnostic(*site.position(site.target), CODE, text)
+        return site.report(CODE, text)
     evidence = ""
     replaced = site.file.tree_at.get(site.name) if site.file else None
     assigned = site.assigns().get(PARAM)
@@ -110,17 +114,7 @@ def check(site: FieldSite) -> Diagnostic | None:
         evidence = "it is set from a constructor argument"
     if scalar == "int" and replaced is None:
         return None  # ints are mostly sizes, counts and ids
-    line, col = site.position(site.target)
     lint = site.file.lint if site.file else None
     f722 = lint is not None and lint.found and not lint.ignores_f722
     text = message(site.cls, site.name, scalar, evidence, f722, replaced is not None)
-    return Diagnostic(line, col, CODE, text)
-
-
-def check_field(
-    site: FieldSite, reading: FieldReading, found: Mapping[str, Diagnostic]
-) -> Diagnostic | None:
-    """For a field that is no array, not static, without an array converter."""
-    if not reading.python_leaf:
-        return None
-    return check(site)
+    return site.report(CODE, text)

@@ -61,39 +61,27 @@ def helper_message(cls: str, field: str, helper: str, where: str) -> str:
     )
 
 
-def check(site: FieldSite) -> Diagnostic | None:
-    """For an array-annotated field that is converted. The diagnostic is
-    `fixable` (by `af.field(convert=False)`) when the field is used so, or
-    assigned a helper's list of ints."""
-    uses = site.uses()
-    for kind, use in ((SHAPE, "a shape or size"), (CONTROL, "a Python condition")):
-        if kind in uses:
-            line, col = site.position(site.target)
-            text = shape_used_message(site.cls, site.name, use, uses[kind])
-            return Diagnostic(line, col, CODE, text, fixable=True)
-    helper = site.context.helpers.get(site.name) if site.context else None
-    if helper is not None:
-        where = site.assigns()[SHAPE_VALUE]
-        text = helper_message(site.cls, site.name, helper, where)
-        return Diagnostic(*site.position(site.target), CODE, text, fixable=True)
-    default = site.default
-    evidence = [(default, site.node)] if default is not None else []
-    evidence += [
-        (value, node) for attr, value, node in site.assignments if attr == site.name
-    ]
-    for value, node in evidence:
-        if looks_like_shape(value):
-            line = None if node is site.node else site.position(node)[0]
-            text = shape_like_message(site.cls, site.name, site.snippet(value), line)
-            return Diagnostic(*site.position(site.target), CODE, text)
-    return None
-
-
 def check_field(
     site: FieldSite, reading: FieldReading, found: Mapping[str, Diagnostic]
 ) -> Diagnostic | None:
     """For an array-annotated field that converts (not static, no
-    `convert=False`)."""
+    `convert=False`). The diagnostic is `fixable` (by `af.field(convert=False)`)
+    when the field is used so, or assigned a helper's list of ints."""
     if not reading.converts:
         return None
-    return check(site)
+    uses = site.uses()
+    for kind, use in ((SHAPE, "a shape or size"), (CONTROL, "a Python condition")):
+        if kind in uses:
+            text = shape_used_message(site.cls, site.name, use, uses[kind])
+            return site.report(CODE, text, fixable=True)
+    helper = site.context.helpers.get(site.name) if site.context else None
+    if helper is not None:
+        where = site.assigns()[SHAPE_VALUE]
+        text = helper_message(site.cls, site.name, helper, where)
+        return site.report(CODE, text, fixable=True)
+    for value, statement in site.values():
+        if looks_like_shape(value):
+            line = None if statement is None else site.position(statement)[0]
+            text = shape_like_message(site.cls, site.name, site.snippet(value), line)
+            return site.report(CODE, text)
+    return None

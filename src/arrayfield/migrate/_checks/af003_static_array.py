@@ -28,15 +28,10 @@ def message(cls: str, field: str) -> str:
     )
 
 
-def check(site: FieldSite) -> Diagnostic:
-    """For an array-annotated field whose specifier says `static=True`."""
-    return Diagnostic(*site.position(site.target), CODE, message(site.cls, site.name))
-
-
 def check_field(
     site: FieldSite, reading: FieldReading, found: Mapping[str, Diagnostic]
 ) -> Diagnostic | None:
     """For an array-annotated field declared static."""
     if reading.kind is None or not reading.static:
         return None
-    return check(site)
+    return site.report(CODE, message(site.cls, site.name))

@@ -77,25 +77,26 @@ def maybe_pytree_message(cls: str, field: str, where: str, what: str) -> str:
     )
 
 
-def check(site: FieldSite) -> Diagnostic | None:
-    """For a field that is not an array, not static and has no array converter."""
-    if site.context is None:
+def check_field(
+    site: FieldSite, reading: FieldReading, found: Mapping[str, Diagnostic]
+) -> Diagnostic | None:
+    """For a field that is no array, not static, without an array converter."""
+    if not reading.python_leaf or site.context is None:
         return None
     assigns = site.assigns()
-    position = site.position(site.target)
     for kind in _PER_INSTANCE:
         if kind in assigns:
             what = site.context.objects.get(site.name, "")
             if kind == OBJECT and site.name in site.context.maybe_pytree:
                 text = maybe_pytree_message(site.cls, site.name, assigns[kind], what)
-                return Diagnostic(*position, CODE, text)
+                return site.report(CODE, text)
             text = message(site.cls, site.name, kind, assigns[kind], what)
-            return Diagnostic(*position, CODE, text)
+            return site.report(CODE, text)
     annotated = dotted_name(site.annotation)
     if site.file is not None and annotated in site.file.plain_classes:
         where = assigns.get(PARAM, "a constructor argument")
         text = message(site.cls, site.name, OBJECT, where, annotated or "")
-        return Diagnostic(*position, CODE, text)
+        return site.report(CODE, text)
     if scalar_annotation(site.annotation, site.imports, ("str",)) != "str":
         return None
     if PARAM in assigns:
@@ -104,13 +105,4 @@ def check(site: FieldSite) -> Diagnostic | None:
         where = "a constructor argument"
     else:
         return None
-    return Diagnostic(*position, CODE, message(site.cls, site.name, STRING, where, ""))
-
-
-def check_field(
-    site: FieldSite, reading: FieldReading, found: Mapping[str, Diagnostic]
-) -> Diagnostic | None:
-    """For a field that is no array, not static, without an array converter."""
-    if not reading.python_leaf:
-        return None
-    return check(site)
+    return site.report(CODE, message(site.cls, site.name, STRING, where, ""))

@@ -32,23 +32,13 @@ def message(name: str) -> str:
     )
 
 
-def check(name: str, position: tuple[int, int]) -> Diagnostic:
-    """For a `type(name, bases, namespace)` call, deriving a Module class, in a
-    function that is not cached; `name` is the source of its first argument."""
-    return Diagnostic(*position, CODE, message(name))
-
-
 def check_call(node: Any, known: CallContext) -> list[Diagnostic]:
     """For `type(name, (Module, ...), namespace)` in a function that is not
     cached."""
-    arguments = syntax.call_arguments(node)
-    if syntax.identifier(node.func) != "type" or len(arguments) != 3:
+    made = syntax.class_made_by_type(node)
+    if made is None or known.cached_function is not False:
         return []
-    bases = syntax.argument_value(arguments[1])
-    if type(bases).__name__ != "Tuple" or known.cached_function is not False:
+    name, bases = made
+    if not any(map(known.module_base, bases)):
         return []
-    elements = [value for _, value in syntax.display_elements(bases) or []]
-    if not any(map(known.module_base, elements)):
-        return []
-    name = known.snippet(syntax.argument_value(arguments[0]))
-    return [check(name, known.position(node))]
+    return [Diagnostic(*known.position(node), CODE, message(known.snippet(name)))]

@@ -9,6 +9,7 @@ see from the code, and a human decides about.
 
 from __future__ import annotations
 
+import ast
 from collections.abc import Mapping
 from typing import Any
 
@@ -86,21 +87,20 @@ def _maybe_number(site: FieldSite, value: Any) -> bool:
     bound = site.module_values.get(name) if name is not None else None
     if bound is not None:
         # Its value decides: a number literal is reported as one (`_defined`).
-        return syntax.signed_number_type(bound) is None and _maybe_number(site, bound)
-    if name is not None or syntax.attribute_name(value) is not None:
+        return syntax.number_type(bound) is None and _maybe_number(site, bound)
+    if name is not None or isinstance(value, ast.Attribute):
         return True
-    if syntax.is_call(value):
+    if isinstance(value, ast.Call):
         called = site.imports.resolve(value.func) or ""
         return not called.startswith(_ARRAY_PACKAGES)
-    kind = type(value).__name__
-    return kind in ("BinOp", "BinaryOperation", "UnaryOp", "UnaryOperation")
+    return isinstance(value, ast.BinOp | ast.UnaryOp)
 
 
 def _defined(site: FieldSite, value: Any) -> Any:
     """`value`, or the number literal a module-level name is bound to once."""
     name = syntax.identifier(value)
     bound = site.module_values.get(name) if name is not None else None
-    if bound is not None and syntax.signed_number_type(bound) is not None:
+    if bound is not None and syntax.number_type(bound) is not None:
         return bound
     return value
 
@@ -108,7 +108,7 @@ def _defined(site: FieldSite, value: Any) -> Any:
 def _dtype_name(site: FieldSite) -> str | None:
     """`Float` for `Float[Array, ""]` (any import spelling), else None."""
     annotation = site.annotation
-    if not syntax.is_subscript(annotation):
+    if not isinstance(annotation, ast.Subscript):
         return None
     resolved = site.imports.resolve(annotation.value) or ""
     if not resolved.startswith("jaxtyping."):
@@ -117,7 +117,7 @@ def _dtype_name(site: FieldSite) -> str | None:
 
 
 def _trainable(site: FieldSite, value: Any) -> bool:
-    kind = syntax.signed_number_type(value)
+    kind = syntax.number_type(value)
     if kind is None:
         return False
     dtype = _dtype_name(site)
@@ -126,36 +126,25 @@ def _trainable(site: FieldSite, value: Any) -> bool:
     return kind is not int or dtype in _FLOATING
 
 
-def check(site: FieldSite) -> Diagnostic | None:
-    """For an array-annotated field that is converted and holds no shape: a
-    numeric class default, or a number literal assigned in a method. A field
-    with a converter is left alone: `converter=jnp.asarray` made it an array
-    (and trainable) under eqx.Module already."""
-    if "converter" in site.keywords:
-        return None
-    default = site.default
-    candidates: list[tuple[Any, Any | None]] = []
-    if default is not None:
-        candidates.append((default, None))
-    candidates += [
-        (value, node) for attr, value, node in site.assignments if attr == site.name
-    ]
-    for value, node in candidates:
-        if _trainable(site, _defined(site, value) if node is None else value):
-            line = None if node is None else site.position(node)[0]
-            text = message(site.cls, site.name, site.snippet(value), line)
-            return Diagnostic(*site.position(site.target), CODE, text, fixable=True)
-    if default is not None and _maybe_number(site, default):
-        text = undecided_message(site.cls, site.name, site.snippet(default))
-        return Diagnostic(*site.position(site.target), CODE, text, undecided=True)
-    return None
-
-
 def check_field(
     site: FieldSite, reading: FieldReading, found: Mapping[str, Diagnostic]
 ) -> Diagnostic | None:
     """For an array-annotated field that converts, of a class this run
-    migrates, and that is no shape field (AF002 fixes that one)."""
+    migrates, and that is no shape field (AF002 fixes that one): a numeric
+    class default, or a number literal assigned in a method. A field with a
+    converter is left alone: `converter=jnp.asarray` made it an array (and
+    trainable) under eqx.Module already."""
     if not reading.converts or not reading.migrating or "AF002" in found:
         return None
-    return check(site)
+    if "converter" in site.keywords:
+        return None
+    for value, statement in site.values():
+        if _trainable(site, _defined(site, value) if statement is None else value):
+            line = None if statement is None else site.position(statement)[0]
+            text = message(site.cls, site.name, site.snippet(value), line)
+            return site.report(CODE, text, fixable=True)
+    default = site.default
+    if default is not None and _maybe_number(site, default):
+        text = undecided_message(site.cls, site.name, site.snippet(default))
+        return site.report(CODE, text, undecided=True)
+    return None

@@ -9,6 +9,7 @@ the codemod says it where it can see the call.
 
 from __future__ import annotations
 
+import ast
 from typing import Any
 
 from .. import _syntax as syntax
@@ -42,7 +43,7 @@ def message(name: str, keyword: str) -> str:
 def calls_in(expr: Any) -> list[Any]:
     """The calls in an axis spec: the spec itself, or the elements of a tuple or
     list of specs, at any depth."""
-    if syntax.is_call(expr):
+    if isinstance(expr, ast.Call):
         return [expr]
     elements = syntax.display_elements(expr) or []
     return [call for _, element in elements for call in calls_in(element)]
@@ -52,15 +53,9 @@ def gives_an_axis(call: Any) -> bool:
     """Whether a call passes an int literal (`0`, `-1`): an axis, which an
     array field would store as an array (`None` stays `None`)."""
     return any(
-        syntax.signed_number_type(syntax.argument_value(argument)) is int
-        for argument in syntax.call_arguments(call)
+        syntax.number_type(syntax.argument_value(argument)) is int
+        for argument in [*call.args, *call.keywords]
     )
-
-
-def check(name: str, keyword: str, position: tuple[int, int]) -> Diagnostic:
-    """For a call of the Module class `name`, which the codemod migrates, in an
-    axis keyword, that passes an axis."""
-    return Diagnostic(*position, CODE, message(name, keyword))
 
 
 def check_call(node: Any, known: CallContext) -> list[Diagnostic]:
@@ -75,5 +70,6 @@ def check_call(node: Any, known: CallContext) -> list[Diagnostic]:
         for spec in calls_in(syntax.argument_value(argument)):
             name = dotted_name(spec.func)
             if name is not None and known.migrated_class(name) and gives_an_axis(spec):
-                found.append(check(name, keyword, known.position(spec)))
+                position = known.position(spec)
+                found.append(Diagnostic(*position, CODE, message(name, keyword)))
     return found

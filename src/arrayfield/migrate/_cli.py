@@ -208,7 +208,7 @@ def run(args: argparse.Namespace) -> int:
         except KeyboardInterrupt:
             number = signal.SIGINT
         except _Stopped as stopped:
-            number = stopped.number
+            number = stopped.args[0]
     print(
         f"arrayfield migrate: interrupted ({signal.Signals(number).name}); every "
         "file is as it was or fully migrated: run the command again to finish",
@@ -218,12 +218,9 @@ def run(args: argparse.Namespace) -> int:
 
 
 class _Stopped(BaseException):
-    """A stop signal arrived (a `BaseException`, as KeyboardInterrupt is, so
-    that no `except Exception` takes it for a failed job)."""
-
-    def __init__(self, number: int) -> None:
-        super().__init__(number)
-        self.number = number
+    """A stop signal arrived, its number the argument (a `BaseException`, as
+    KeyboardInterrupt is, so that no `except Exception` takes it for a failed
+    job)."""
 
 
 def _stop(number: int, frame: object) -> None:
@@ -323,7 +320,7 @@ def _report_file(
     outcome: _Outcome,
 ) -> None:
     if isinstance(result, FileError):
-        _report_error(dataclasses.replace(result, path=path), outcome)
+        _report_error(result, outcome)
         return
     name = str(path)
     lines = source_lines(result.original)

@@ -7,6 +7,7 @@ import ast
 import contextlib
 import dataclasses
 import gc
+import io
 import os
 import signal
 import sys
@@ -158,39 +159,25 @@ def add_parser(subcommands: argparse._SubParsersAction) -> None:
     parser.set_defaults(run=run)
 
 
-def _split_lf(data: bytes) -> list[bytes]:
-    """The lines of a file as patch(1) and `git apply` count them: up to each
-    `\\n`, so that a lone `\\r` or a form feed stays inside its line."""
-    lines = data.split(b"\n")
-    out = [line + b"\n" for line in lines[:-1]]
-    if lines[-1]:
-        out.append(lines[-1])
-    return out
-
-
-def _patch_path(path: str) -> str:
-    """The path in a patch header: relative to the directory the command runs
-    in (where `git apply` and `patch -p1` will be run), with `/` separators."""
-    return Path(os.path.relpath(path)).as_posix()
-
-
 def _unified_diff(path: str, result: MigrationResult) -> bytes:
     """A patch that plain `git apply` and `patch -p1` accept from the directory
-    the command runs in: `a/` and `b/` before the path, as git writes them, and
-    the lines in the file's own encoding (a byte order mark included)."""
-    name = os.fsencode(_patch_path(path))
+    the command runs in: the path relative to it, with `/` separators and `a/`
+    and `b/` before it, as git writes them, and the lines in the file's own
+    encoding (a byte order mark included)."""
+    name = os.fsencode(Path(os.path.relpath(path)).as_posix())
+    # Lines as patch(1) and `git apply` count them: up to each `\n` (what a
+    # binary file's `readlines` splits at), so that a lone `\r` or a form feed
+    # stays inside its line.
     lines = unified_diff(
-        _split_lf(result.original.encode(result.encoding)),
-        _split_lf(result.code.encode(result.encoding)),
+        io.BytesIO(result.original.encode(result.encoding)).readlines(),
+        io.BytesIO(result.code.encode(result.encoding)).readlines(),
         b"a/" + name,
         b"b/" + name,
     )
-    out = []
-    for line in lines:
-        if not line.endswith(b"\n"):
-            line += b"\n\\ No newline at end of file\n"
-        out.append(line)
-    return b"".join(out)
+    return b"".join(
+        line if line.endswith(b"\n") else line + b"\n\\ No newline at end of file\n"
+        for line in lines
+    )
 
 
 @dataclasses.dataclass
@@ -221,7 +208,7 @@ def run(args: argparse.Namespace) -> int:
         except KeyboardInterrupt:
             number = signal.SIGINT
         except _Stopped as stopped:
-            number = stopped.number
+            number = stopped.args[0]
     print(
         f"arrayfield migrate: interrupted ({signal.Signals(number).name}); every "
         "file is as it was or fully migrated: run the command again to finish",
@@ -231,12 +218,9 @@ def run(args: argparse.Namespace) -> int:
 
 
 class _Stopped(BaseException):
-    """A stop signal arrived (a `BaseException`, as KeyboardInterrupt is, so
-    that no `except Exception` takes it for a failed job)."""
-
-    def __init__(self, number: int) -> None:
-        super().__init__(number)
-        self.number = number
+    """A stop signal arrived, its number the argument (a `BaseException`, as
+    KeyboardInterrupt is, so that no `except Exception` takes it for a failed
+    job)."""
 
 
 def _stop(number: int, frame: object) -> None:
@@ -296,11 +280,16 @@ def _migrate(args: argparse.Namespace) -> int:
         text=args.diff or not args.check,
         trees=trees,
     )
-    progress = _Progress(len(work), enabled=not args.quiet)
-    for path, result in zip(work, results, strict=True):
-        progress.step()
+    # A one-line counter on stderr, only on a terminal and for long runs.
+    progress = (
+        not args.quiet and len(work) >= _PROGRESS_THRESHOLD and sys.stderr.isatty()
+    )
+    for count, (path, result) in enumerate(zip(work, results, strict=True), 1):
+        if progress:
+            print(f"\r{count}/{len(work)} files", end="", file=sys.stderr)
         _report_file(path, result, contents[path], args, outcome)
-    progress.done()
+    if progress:
+        print("\r\033[K", end="", file=sys.stderr)
 
     # With --diff, stdout is a patch: nothing else may go there.
     diagnostics_stream = sys.stderr if args.diff else sys.stdout
@@ -323,24 +312,6 @@ def _migrate(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-class _Progress:
-    """A one-line counter on stderr, only on a terminal and for long runs."""
-
-    def __init__(self, total: int, *, enabled: bool) -> None:
-        self.total = total
-        self.count = 0
-        self.enabled = enabled and total >= _PROGRESS_THRESHOLD and sys.stderr.isatty()
-
-    def step(self) -> None:
-        self.count += 1
-        if self.enabled:
-            print(f"\r{self.count}/{self.total} files", end="", file=sys.stderr)
-
-    def done(self) -> None:
-        if self.enabled:
-            print("\r\033[K", end="", file=sys.stderr)
-
-
 def _report_file(
     path: Path,
     result: MigrationResult | CheckResult | FileError,
@@ -349,7 +320,7 @@ def _report_file(
     outcome: _Outcome,
 ) -> None:
     if isinstance(result, FileError):
-        _report_error(dataclasses.replace(result, path=path), outcome)
+        _report_error(result, outcome)
         return
     name = str(path)
     lines = source_lines(result.original)
@@ -365,36 +336,30 @@ def _report_file(
             outcome.undecided.append(f"{field} ({name}:{d.line})")
     if not result.changed:
         return
-    if isinstance(result, CheckResult):  # --check alone: the text is not read
+    if isinstance(result, CheckResult):  # --check alone: the new text is not made
         print(f"would migrate: {name}")
-        outcome.changed.append(name)
-        return
-    if args.diff:
+    elif args.diff:
         # Only the patch goes to stdout (no `would migrate:` line in it).
         sys.stdout.flush()
         sys.stdout.buffer.write(_unified_diff(name, result))
         sys.stdout.buffer.flush()
-    elif args.check:
-        print(f"would migrate: {name}")
-    if args.check or args.diff:
-        outcome.changed.append(name)
-        return
-    try:
-        write_atomically(path, result.code.encode(result.encoding), expected=read)
-    except ChangedSinceRead:
-        message = "changed since migrate read it; not written (run it again)"
-        _report_error(FileError(path, message), outcome)
-        return
-    except PermissionError as exc:
-        message = f"cannot write: {exc.strerror or exc} (the file is read-only)"
-        _report_error(FileError(path, message), outcome)
-        return
-    except OSError as exc:
-        _report_error(FileError(path, f"cannot write: {exc.strerror or exc}"), outcome)
-        return
+    else:
+        try:
+            write_atomically(path, result.code.encode(result.encoding), expected=read)
+        except ChangedSinceRead:
+            error = "changed since migrate read it; not written (run it again)"
+        except PermissionError as exc:
+            error = f"cannot write: {exc.strerror or exc} (the file is read-only)"
+        except OSError as exc:
+            error = f"cannot write: {exc.strerror or exc}"
+        else:
+            error = None
+        if error is not None:
+            _report_error(FileError(path, error), outcome)
+            return
+        if not args.quiet:
+            print(f"migrated: {name}")
     outcome.changed.append(name)
-    if not args.quiet:
-        print(f"migrated: {name}")
 
 
 def _summarise(total: int, outcome: _Outcome, *, dry_run: bool) -> None:

@@ -50,27 +50,25 @@ def _strings(value: object) -> list[str]:
     return []
 
 
-def _from_toml(text: str, pyproject: bool) -> tuple[bool, set[str], bool] | None:
-    """(has settings, known first-party modules, F722 ignored), or None when
-    the file cannot be read as TOML (Python 3.10 has no tomllib)."""
+def _from_toml(text: str, pyproject: bool) -> LintConfig | None:
+    """The settings of a TOML file, or None when it has none."""
     try:
         import tomllib
-    except ModuleNotFoundError:  # Python 3.10
-        return None
-    try:
+
         data = tomllib.loads(text)
-    except tomllib.TOMLDecodeError:
-        return None
+    except (ModuleNotFoundError, ValueError):  # Python 3.10; a TOMLDecodeError
+        # Unreadable here: assume it may ignore F722, say nothing.
+        return LintConfig(found=True, ignores_f722=True)
     tool = data.get("tool", {}) if pyproject else {"ruff": data}
-    ruff = tool.get("ruff", {})
+    ruff, isort = tool.get("ruff", {}), tool.get("isort", {})
+    if not (ruff or isort):
+        return None
     lint = ruff.get("lint", {})
-    isort_tables = [lint.get("isort", {}), ruff.get("isort", {})]
     known = {
         name
-        for table in isort_tables
+        for table in (lint.get("isort", {}), ruff.get("isort", {}))
         for name in _strings(table.get("known-first-party"))
     }
-    isort = tool.get("isort", {})
     known |= set(_strings(isort.get("known_first_party")))
     ignores = [
         code
@@ -78,31 +76,32 @@ def _from_toml(text: str, pyproject: bool) -> tuple[bool, set[str], bool] | None
         for key in ("ignore", "extend-ignore")
         for code in _strings(table.get(key))
     ]
-    has = bool(ruff or isort)
-    return has, known, any(code.startswith("F722") for code in ignores)
+    f722 = any(code.startswith("F722") for code in ignores)
+    return LintConfig(frozenset(known), True, f722)
 
 
-def _from_ini(text: str) -> tuple[bool, set[str], bool]:
-    """setup.cfg, .flake8, tox.ini, .isort.cfg: read loosely, by their lines."""
+def _from_ini(text: str) -> LintConfig | None:
+    """setup.cfg, .flake8, tox.ini, .isort.cfg, read loosely by their lines:
+    their settings, or None when they have none."""
     import configparser
 
     parser = configparser.ConfigParser(interpolation=None)
     try:
         parser.read_string(text)
     except configparser.Error:
-        return False, set(), False
+        return None
     known: set[str] = set()
-    has, ignores = False, False
+    found, ignores = False, False
     for section in parser.sections():
         if section in ("isort", "tool:isort", "settings"):
-            has = True
+            found = True
             known |= set(_strings(parser[section].get("known_first_party", "")))
         if section == "flake8":
-            has = True
+            found = True
             for key in ("ignore", "extend-ignore", "extend_ignore"):
                 if "F722" in parser[section].get(key, ""):
                     ignores = True
-    return has, known, ignores
+    return LintConfig(frozenset(known), True, ignores) if found else None
 
 
 @functools.cache
@@ -119,15 +118,11 @@ def config_for(directory: Path) -> LintConfig:
             except (OSError, UnicodeDecodeError):
                 continue
             if name.endswith(".toml"):
-                read = _from_toml(text, pyproject=name == "pyproject.toml")
-                if read is None:
-                    # Unreadable here: assume it may ignore F722, say nothing.
-                    return LintConfig(found=True, ignores_f722=True)
+                config = _from_toml(text, pyproject=name == "pyproject.toml")
             else:
-                read = _from_ini(text)
-            has, known, ignores = read
-            if has:
-                return LintConfig(frozenset(known), True, ignores)
+                config = _from_ini(text)
+            if config is not None:
+                return config
         if (folder / ".git").exists():
             break
     return LintConfig()

@@ -29,7 +29,7 @@ def unified_diff(
     line ends), headed `--- old_name` and `+++ new_name`; nothing when they
     are equal."""
     started = False
-    for hunk in _hunks(opcodes(old, new)):
+    for hunk in _AnchoredMatcher(old, new).get_grouped_opcodes(CONTEXT):
         if not started:
             yield b"--- " + old_name + b"\n"
             yield b"+++ " + new_name + b"\n"
@@ -45,6 +45,20 @@ def unified_diff(
                 continue
             yield from (b"-" + line for line in old[i1:i2])
             yield from (b"+" + line for line in new[j1:j2])
+
+
+class _AnchoredMatcher(difflib.SequenceMatcher):
+    """difflib's grouping of changes into hunks (`get_grouped_opcodes`, which
+    reads `get_opcodes`), over the opcodes of `opcodes`."""
+
+    def __init__(self, old: Sequence[bytes], new: Sequence[bytes]) -> None:
+        # Not given to difflib, which would index every line of `new` for a
+        # matching this class does not use.
+        super().__init__(None, (), ())
+        self.old, self.new = old, new
+
+    def get_opcodes(self) -> list[Opcode]:
+        return opcodes(self.old, self.new)
 
 
 def opcodes(old: Sequence[bytes], new: Sequence[bytes]) -> list[Opcode]:
@@ -114,34 +128,6 @@ def _anchors(old: Sequence[bytes], new: Sequence[bytes]) -> list[tuple[int, int]
         chain.append(pairs[number])
         number = before[number]
     return chain[::-1]
-
-
-def _hunks(codes: list[Opcode]) -> Iterator[list[Opcode]]:
-    """The changes with up to `CONTEXT` unchanged lines around each, joined
-    into one hunk where two are at most twice that apart."""
-    hunk: list[Opcode] = []
-    changed = False
-    for code in codes:
-        tag, i1, i2, j1, j2 = code
-        if tag != "equal":
-            hunk.append(code)
-            changed = True
-        elif not changed:  # before a change: its last lines lead the hunk
-            keep = min(CONTEXT, i2 - i1)
-            hunk = [("equal", i2 - keep, i2, j2 - keep, j2)]
-        elif i2 - i1 > 2 * CONTEXT:
-            hunk.append(("equal", i1, i1 + CONTEXT, j1, j1 + CONTEXT))
-            yield hunk
-            hunk = [("equal", i2 - CONTEXT, i2, j2 - CONTEXT, j2)]
-            changed = False
-        else:
-            hunk.append(code)
-    if changed:
-        tag, i1, i2, j1, j2 = hunk[-1]
-        if tag == "equal":
-            keep = min(CONTEXT, i2 - i1)
-            hunk[-1] = (tag, i1, i1 + keep, j1, j1 + keep)
-        yield hunk
 
 
 def _range(start: int, end: int) -> bytes:

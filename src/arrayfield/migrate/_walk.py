@@ -109,13 +109,6 @@ class GitIgnore:
         return verdict
 
 
-def _repository_root(start: Path) -> Path | None:
-    for directory in [start, *start.parents]:
-        if (directory / ".git").exists():
-            return directory
-    return None
-
-
 class _Excludes:
     """`--exclude` globs, matched against a path as walked (`src/pkg/data`), its
     name, any trailing part of it, and its resolved absolute path; `./data`,
@@ -123,16 +116,13 @@ class _Excludes:
 
     def __init__(self, globs: Sequence[str]) -> None:
         self.globs = []
-        self.absolute = []
         for glob in globs:
             glob = glob.replace(os.sep, "/").rstrip("/") or "/"
             while glob.startswith("./"):
                 glob = glob[2:].lstrip("/")
-            if not glob:
-                continue
             self.globs.append(glob)
-            # Relative to the working directory, as the shell completed it.
-            self.absolute.append(Path(os.path.abspath(glob)).as_posix())
+        # Relative to the working directory, as the shell completed them.
+        self.absolute = [Path(os.path.abspath(glob)).as_posix() for glob in self.globs]
 
     def __call__(self, path: Path) -> bool:
         if not self.globs:
@@ -165,35 +155,37 @@ def python_files(path: Path, excludes: Sequence[str] = ()) -> Iterator[Path]:
     excluded = _Excludes(excludes)
     gitignore = GitIgnore()
     absolute = path.resolve()
-    root = _repository_root(absolute)
-    if root is not None:
-        # The .gitignore files above the walked directory apply to it too.
-        for directory in reversed([absolute, *absolute.parents]):
-            if directory != absolute and root in (directory, *directory.parents):
-                gitignore.load(directory)
+    # The .gitignore files above the walked directory, up to its repository's
+    # root, apply to it too.
+    for root in (absolute, *absolute.parents):
+        if (root / ".git").exists():
+            for parent in reversed(absolute.relative_to(root).parents):
+                gitignore.load(root / parent)
+            break
+
+    def skipped(child: Path, is_dir: bool) -> bool:
+        return (
+            child.name.startswith(".")
+            or excluded(child)
+            or gitignore.ignored(child.resolve(), is_dir=is_dir)
+        )
+
     for current, directories, files in os.walk(path):
         here = Path(current)
         gitignore.load(here.resolve())
-        kept = []
-        for name in sorted(directories):
-            child = here / name
-            if (
-                name.startswith(".")
-                or name in SKIPPED_DIRECTORIES
-                or (child / "pyvenv.cfg").exists()
-                or excluded(child)
-                or gitignore.ignored(child.resolve(), is_dir=True)
-            ):
-                continue
-            kept.append(name)
-        directories[:] = kept
+        directories[:] = [
+            name
+            for name in sorted(directories)
+            if name not in SKIPPED_DIRECTORIES
+            and not skipped(here / name, is_dir=True)
+            and not (here / name / "pyvenv.cfg").exists()
+        ]
         for name in sorted(files):
             child = here / name
+            # exists(): not a link to nothing
             if (
                 name.endswith(".py")
-                and not name.startswith(".")
-                and child.exists()  # not a link to nothing
-                and not excluded(child)
-                and not gitignore.ignored(child.resolve(), is_dir=False)
+                and not skipped(child, is_dir=False)
+                and child.exists()
             ):
                 yield child

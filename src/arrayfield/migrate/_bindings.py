@@ -31,6 +31,12 @@ def _bodies_of(kind: type) -> tuple[str, ...]:
     return names
 
 
+def has_block(node: ast.AST) -> bool:
+    """Whether a statement holds others (a block, handlers, cases)."""
+    names = _BODIES_OF.get(type(node))
+    return bool(_bodies_of(type(node)) if names is None else names)
+
+
 def nested_statements(node: ast.AST) -> Iterable[ast.AST]:
     """The statements (and handlers, cases) directly inside a compound statement."""
     names = _BODIES_OF.get(type(node))

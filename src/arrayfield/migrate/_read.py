@@ -13,7 +13,7 @@ from collections.abc import Iterable
 from io import BytesIO
 from typing import Any
 
-from ._bindings import ImportMap, nested_statements
+from ._bindings import ImportMap, has_block, nested_statements, statements_in
 from ._checks import calls_matter
 from ._diagnostics import Diagnostic
 from ._index import FileContext
@@ -45,14 +45,6 @@ class CheckResult:
     changed: bool
 
 
-def _statements(body: Iterable[ast.AST]) -> Iterable[ast.AST]:
-    """Every statement in a body, at any depth (nested functions' and classes'
-    too), in source order."""
-    for node in body:
-        yield node
-        yield from _statements(nested_statements(node))
-
-
 def _self_assignments(
     method: ast.FunctionDef | ast.AsyncFunctionDef,
 ) -> list[Assignment]:
@@ -61,7 +53,7 @@ def _self_assignments(
     self_name = method.args.args[0].arg
     found: list[Assignment] = []
     statements = [node for node in method.body if not isinstance(node, ast.ClassDef)]
-    for statement in _statements(statements):
+    for statement in statements_in(statements):
         if isinstance(statement, ast.Assign):
             targets, value = statement.targets, statement.value
         elif isinstance(statement, ast.AnnAssign) and statement.value is not None:
@@ -144,7 +136,7 @@ class AstAnalysis(Plan):
                 self._enter(node)
                 self._definitions(node.body)
                 self._leave(node)
-            elif isinstance(node, ast.stmt | ast.excepthandler | ast.match_case):
+            elif has_block(node):
                 self._definitions(nested_statements(node))
 
     def _enter(

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import dataclasses
 import enum
-import functools
 from collections.abc import Callable, Mapping
 from typing import Any, Protocol
 
@@ -112,18 +111,19 @@ class FieldSite:
     snippet: Callable[[Any], str]
     module_values: Mapping[str, Any] = dataclasses.field(default_factory=dict)
 
-    @functools.cached_property  # read by every check
-    def name(self) -> str:
-        return self.node.target.id
+    # The field's name, and the keyword arguments of `call` (each with a
+    # `.value`): read by every rule, found once.
+    name: str = dataclasses.field(init=False)
+    keywords: dict[str, Any] = dataclasses.field(init=False)
+
+    def __post_init__(self) -> None:
+        keywords = {} if self.call is None else syntax.call_keywords(self.call)
+        object.__setattr__(self, "name", self.node.target.id)
+        object.__setattr__(self, "keywords", keywords)
 
     @property
     def annotation(self) -> Any:
         return self.node.annotation
-
-    @functools.cached_property
-    def keywords(self) -> dict[str, Any]:
-        """The keyword arguments of `call`, each with a `.value`."""
-        return {} if self.call is None else syntax.call_keywords(self.call)
 
     @property
     def default(self) -> Any | None:

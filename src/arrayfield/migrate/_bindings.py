@@ -8,9 +8,8 @@ write, and a file that rebinds `eqx` to something else is out of scope.
 from __future__ import annotations
 
 import ast
-import dataclasses
 from collections.abc import Iterable, Iterator
-from typing import Any
+from typing import Any, NamedTuple
 
 from ._names import dotted_name
 
@@ -48,8 +47,7 @@ def nested_statements(node: ast.AST) -> Iterable[ast.AST]:
             yield from nested
 
 
-@dataclasses.dataclass(frozen=True)
-class ImportMap:
+class ImportMap(NamedTuple):
     """Local names bound by import statements, mapped to what they refer to.
 
     `import jax.numpy as jnp` gives ``{"jnp": "jax.numpy"}``,

@@ -5,7 +5,6 @@ from __future__ import annotations
 import argparse
 import ast
 import contextlib
-import dataclasses
 import gc
 import io
 import os
@@ -18,7 +17,6 @@ from typing import TYPE_CHECKING
 from . import _runner
 from ._checks import CODES
 from ._diagnostics import source_lines, suppressed
-from ._patch import unified_diff
 from ._read import CheckResult
 from ._runner import FileError
 from ._write import ChangedSinceRead, write_atomically
@@ -164,6 +162,9 @@ def _unified_diff(path: str, result: MigrationResult) -> bytes:
     the command runs in: the path relative to it, with `/` separators and `a/`
     and `b/` before it, as git writes them, and the lines in the file's own
     encoding (a byte order mark included)."""
+    # Imported here, as the writer is: only --diff needs difflib.
+    from ._patch import unified_diff
+
     name = os.fsencode(Path(os.path.relpath(path)).as_posix())
     # Lines as patch(1) and `git apply` count them: up to each `\n` (what a
     # binary file's `readlines` splits at), so that a lone `\r` or a form feed
@@ -180,17 +181,17 @@ def _unified_diff(path: str, result: MigrationResult) -> bytes:
     )
 
 
-@dataclasses.dataclass
 class _Outcome:
-    changed: list[str] = dataclasses.field(default_factory=list)
-    diagnostics: list[tuple[str, int, int, str]] = dataclasses.field(
-        default_factory=list
-    )
-    errors: int = 0
-    # Reported diagnostics whose edit `--fix` would make (a run without it).
-    fixable: int = 0
-    # `Class.field (path:line)` of each field --fix cannot decide (EXIT_UNDECIDED).
-    undecided: list[str] = dataclasses.field(default_factory=list)
+    """What the run found, for the summary and the exit status."""
+
+    def __init__(self) -> None:
+        self.changed: list[str] = []
+        self.diagnostics: list[tuple[str, int, int, str]] = []
+        self.errors = 0
+        # Reported diagnostics whose edit `--fix` would make (a run without it).
+        self.fixable = 0
+        # `Class.field (path:line)` of each field --fix cannot decide.
+        self.undecided: list[str] = []
 
 
 def _report_error(error: FileError, outcome: _Outcome) -> None:

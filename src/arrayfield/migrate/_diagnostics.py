@@ -8,12 +8,11 @@ per code (`_checks.CODES` lists them).
 
 from __future__ import annotations
 
-import dataclasses
 import re
+from typing import NamedTuple
 
 
-@dataclasses.dataclass(frozen=True, order=True)
-class Diagnostic:
+class Diagnostic(NamedTuple):
     """A place in a source file that the codemod cannot decide about.
 
     **Fields:**

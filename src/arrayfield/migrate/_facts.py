@@ -9,7 +9,6 @@ that is `_index`'s job.
 from __future__ import annotations
 
 import ast
-import dataclasses
 import functools
 import re
 from collections.abc import Callable, Iterable
@@ -88,7 +87,6 @@ STRING = "string"  # an f-string or a string built from parameters
 OBJECT = "object"  # an instance of a class that is not a Module
 
 
-@dataclasses.dataclass
 class ClassFacts:
     """What one class statement says, before bases are resolved.
 
@@ -113,21 +111,20 @@ class ClassFacts:
         parameter).
     """
 
-    qualname: str
-    line: int
-    bases: list[str]
-    has_init: bool = False
-    # Defines __eq__ or is decorated (a dataclass, say): maybe compared by value.
-    value_eq: bool = False
-    uses: dict[str, dict[str, int]] = dataclasses.field(default_factory=dict)
-    assigns: dict[str, dict[str, int]] = dataclasses.field(default_factory=dict)
-    objects: dict[str, str] = dataclasses.field(default_factory=dict)
-    calls: dict[str, tuple[str, int]] = dataclasses.field(default_factory=dict)
-    fields: dict[str, tuple[int, int]] = dataclasses.field(default_factory=dict)
-    class_vars: set[str] = dataclasses.field(default_factory=set)
+    def __init__(self, qualname: str, line: int, bases: list[str]) -> None:
+        self.qualname = qualname
+        self.line = line
+        self.bases = bases
+        self.has_init = False
+        self.value_eq = False
+        self.uses: dict[str, dict[str, int]] = {}
+        self.assigns: dict[str, dict[str, int]] = {}
+        self.objects: dict[str, str] = {}
+        self.calls: dict[str, tuple[str, int]] = {}
+        self.fields: dict[str, tuple[int, int]] = {}
+        self.class_vars: set[str] = set()
 
 
-@dataclasses.dataclass
 class FileFacts:
     """What one file says: its module name, bindings and classes.
 
@@ -156,17 +153,18 @@ class FileFacts:
         (`type(self)(...)`).
     """
 
-    path: str
-    module: str
-    is_package: bool
-    imports: dict[str, str] = dataclasses.field(default_factory=dict)
-    aliases: dict[str, str] = dataclasses.field(default_factory=dict)
-    classes: dict[str, ClassFacts] = dataclasses.field(default_factory=dict)
-    tree_at: dict[str, int] = dataclasses.field(default_factory=dict)
-    registered: dict[str, int] = dataclasses.field(default_factory=dict)
-    int_list_functions: set[str] = dataclasses.field(default_factory=set)
-    set_names: frozenset[str] = frozenset()
-    positional: dict[str, float] = dataclasses.field(default_factory=dict)
+    def __init__(self, path: str, module: str, is_package: bool) -> None:
+        self.path = path
+        self.module = module
+        self.is_package = is_package
+        self.imports: dict[str, str] = {}
+        self.aliases: dict[str, str] = {}
+        self.classes: dict[str, ClassFacts] = {}
+        self.tree_at: dict[str, int] = {}
+        self.registered: dict[str, int] = {}
+        self.int_list_functions: set[str] = set()
+        self.set_names: frozenset[str] = frozenset()
+        self.positional: dict[str, float] = {}
 
     def imports_equinox(self) -> bool:
         return any(

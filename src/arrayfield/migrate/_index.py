@@ -11,7 +11,6 @@ and what its subclasses do with its fields: a `FileContext` per file.
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import NamedTuple, TypeVar
@@ -52,18 +51,18 @@ _PYTREE_PACKAGES = frozenset(
 )
 
 
-@dataclasses.dataclass
 class _SubtreeUses:
     """What a class and its descendants do with attributes, as `ClassContext`
     reports it (before an OBJECT assignment of a Module is dropped)."""
 
-    uses: dict[str, dict[str, str]] = dataclasses.field(default_factory=dict)
-    assigns: dict[str, dict[str, str]] = dataclasses.field(default_factory=dict)
-    objects: dict[str, str] = dataclasses.field(default_factory=dict)
-    maybe_pytree: set[str] = dataclasses.field(default_factory=set)
-    helpers: dict[str, str] = dataclasses.field(default_factory=dict)
-    # The most positional arguments a call of one of these classes passes.
-    reached: float = 0
+    def __init__(self) -> None:
+        self.uses: dict[str, dict[str, str]] = {}
+        self.assigns: dict[str, dict[str, str]] = {}
+        self.objects: dict[str, str] = {}
+        self.maybe_pytree: set[str] = set()
+        self.helpers: dict[str, str] = {}
+        # The most positional arguments a call of one of these classes passes.
+        self.reached: float = 0
 
     def absorb(self, later: _SubtreeUses) -> None:
         """Add what `later` found where nothing was found yet."""
@@ -93,8 +92,7 @@ class _Lineage(NamedTuple):
     by_value: bool = False
 
 
-@dataclasses.dataclass(frozen=True)
-class ClassContext:
+class ClassContext(NamedTuple):
     """What the per-file rewrite needs to know about one Module class.
 
     **Fields:**
@@ -120,15 +118,14 @@ class ClassContext:
     assigns: dict[str, dict[str, str]]
     objects: dict[str, str]
     init_from_args: bool
-    fields: dict[str, tuple[int, int]] = dataclasses.field(default_factory=dict)
-    maybe_pytree: frozenset[str] = frozenset()
-    helpers: dict[str, str] = dataclasses.field(default_factory=dict)
-    from_equinox: bool = False
-    constants: frozenset[str] = frozenset()
+    fields: dict[str, tuple[int, int]]
+    maybe_pytree: frozenset[str]
+    helpers: dict[str, str]
+    from_equinox: bool
+    constants: frozenset[str]
 
 
-@dataclasses.dataclass(frozen=True)
-class FileContext:
+class FileContext(NamedTuple):
     """The project's knowledge about one file, passed to `migrate_source`.
 
     **Fields:**
@@ -153,7 +150,7 @@ class FileContext:
     bases: frozenset[str] = frozenset()
     equinox_bases: frozenset[str] = frozenset()
     exported: frozenset[str] = frozenset()
-    lint: LintConfig = dataclasses.field(default_factory=LintConfig)
+    lint: LintConfig = LintConfig()
 
 
 _Value = TypeVar("_Value")

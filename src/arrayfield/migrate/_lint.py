@@ -10,10 +10,10 @@ jaxtyping shape string such as `Float[Array, ""]`.
 
 from __future__ import annotations
 
-import dataclasses
 import functools
 import sys
 from pathlib import Path
+from typing import NamedTuple
 
 # Files that hold ruff, isort or flake8 settings, nearest first in a directory.
 _CONFIG_FILES = (
@@ -28,8 +28,7 @@ _CONFIG_FILES = (
 STDLIB = frozenset(sys.stdlib_module_names) | {"__future__"}
 
 
-@dataclasses.dataclass(frozen=True)
-class LintConfig:
+class LintConfig(NamedTuple):
     """**Fields:**
 
     - `first_party`: top-level module names isort treats as first-party.

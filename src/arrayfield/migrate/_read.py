@@ -7,12 +7,12 @@ previews from that plan.
 from __future__ import annotations
 
 import ast
-import dataclasses
 import tokenize
 from collections.abc import Iterable
 from io import BytesIO
-from typing import Any
+from typing import Any, NamedTuple
 
+from . import _syntax as syntax
 from ._bindings import ImportMap, has_block, nested_statements, statements_in
 from ._checks import calls_matter
 from ._diagnostics import Diagnostic
@@ -27,8 +27,7 @@ _CALLEE_END = frozenset(
 )
 
 
-@dataclasses.dataclass(frozen=True)
-class CheckResult:
+class CheckResult(NamedTuple):
     """The outcome of checking one file without rewriting it.
 
     **Fields:**
@@ -178,23 +177,28 @@ class AstAnalysis(Plan):
             if isinstance(statement, _FUNCTIONS) and statement.args.args:
                 assignments.extend(_self_assignments(statement))
         context = self._class_context(qualname)
-        return [
-            FieldSite(
-                qualname,
-                statement,
-                self.specifier_call(statement.value),
-                assignments,
-                context,
-                self.context,
-                self.imports,
-                self.position,
-                self.snippet,
-                self.module_values,
-            )
-            for statement in node.body
-            if isinstance(statement, ast.AnnAssign)
-            and isinstance(statement.target, ast.Name)
-        ]
+        sites = []
+        for statement in node.body:
+            if isinstance(statement, ast.AnnAssign) and isinstance(
+                statement.target, ast.Name
+            ):
+                call = self.specifier_call(statement.value)
+                sites.append(
+                    FieldSite(
+                        qualname,
+                        statement,
+                        call,
+                        assignments,
+                        context,
+                        self.context,
+                        self.imports,
+                        self.position,
+                        self.snippet,
+                        self.module_values,
+                        {} if call is None else syntax.call_keywords(call),
+                    )
+                )
+        return sites
 
 
 def analyse_source(

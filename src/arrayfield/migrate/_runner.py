@@ -12,12 +12,11 @@ Nothing here prints: errors come back as `FileError`s for the command line
 from __future__ import annotations
 
 import ast
-import dataclasses
 import os
 import re
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 from ._checks import calls_matter
 from ._facts import (
@@ -42,8 +41,7 @@ if TYPE_CHECKING:
 _MENTIONS = (b"equinox", b"eqx", b"Module", b"register_pytree", b"register_dataclass")
 
 
-@dataclasses.dataclass(frozen=True)
-class FileError:
+class FileError(NamedTuple):
     """Why a path could not be processed, and where (1:1 when nowhere in it)."""
 
     path: Path | str
@@ -175,7 +173,7 @@ def index_project(
         for path in found:
             result = _index_file(trees, path, contents[path])
             if isinstance(result, FileError):
-                errors.append(dataclasses.replace(result, path=path))
+                errors.append(result._replace(path=path))
             else:
                 new.append(result)
         facts.extend(new)
@@ -293,7 +291,7 @@ def rewrite_files(
     project = index.top_level_modules()
     for path in work:
         config = config_for(resolved_path(path).parent)
-        lint = dataclasses.replace(config, first_party=config.first_party | project)
-        context = dataclasses.replace(index.context(str(path)), lint=lint)
+        lint = config._replace(first_party=config.first_party | project)
+        context = index.context(str(path))._replace(lint=lint)
         tree = trees.pop(path, None)
         yield _transform_file(path, contents[path], context, fix, typed, text, tree)

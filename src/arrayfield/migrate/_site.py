@@ -6,10 +6,9 @@ Its nodes are `ast` nodes (`_read` reads the file).
 
 from __future__ import annotations
 
-import dataclasses
 import enum
 from collections.abc import Callable, Mapping
-from typing import Any, Protocol
+from typing import Any, NamedTuple, Protocol
 
 from . import _syntax as syntax
 from ._bindings import ImportMap
@@ -50,8 +49,7 @@ class CallContext(Protocol):
         ...
 
 
-@dataclasses.dataclass(frozen=True)
-class FieldReading:
+class FieldReading(NamedTuple):
     """What the driver read of a field once, for every rule (`_checks`).
 
     - `kind`: the array kind its annotation declares, or None (not an array).
@@ -80,8 +78,7 @@ class FieldReading:
         return self.kind is not None and not self.static and not self.opted_out
 
 
-@dataclasses.dataclass(frozen=True)
-class FieldSite:
+class FieldSite(NamedTuple):
     """One field statement `name: annotation = value` in a Module class body.
 
     **Fields:**
@@ -98,6 +95,7 @@ class FieldSite:
     - `snippet`: a node's source on one line, cut to 40 characters.
     - `module_values`: module-level names bound once in the file, to the value
         (None for a name bound more than once).
+    - `keywords`: the keyword arguments of `call`, each with a `.value`.
     """
 
     cls: str
@@ -109,17 +107,13 @@ class FieldSite:
     imports: ImportMap
     position: Callable[[Any], tuple[int, int]]
     snippet: Callable[[Any], str]
-    module_values: Mapping[str, Any] = dataclasses.field(default_factory=dict)
+    module_values: Mapping[str, Any]
 
-    # The field's name, and the keyword arguments of `call` (each with a
-    # `.value`): read by every rule, found once.
-    name: str = dataclasses.field(init=False)
-    keywords: dict[str, Any] = dataclasses.field(init=False)
+    keywords: dict[str, Any]
 
-    def __post_init__(self) -> None:
-        keywords = {} if self.call is None else syntax.call_keywords(self.call)
-        object.__setattr__(self, "name", self.node.target.id)
-        object.__setattr__(self, "keywords", keywords)
+    @property
+    def name(self) -> str:
+        return self.node.target.id
 
     @property
     def annotation(self) -> Any:

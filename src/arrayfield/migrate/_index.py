@@ -502,25 +502,24 @@ class ProjectIndex:
         tree_at = self._tree_at
         for cls in self.module_classes(facts):
             qualified = f"{self.key(facts)}.{cls.qualname}"
-            found = self._subtree_uses(qualified)
-            merged = found or _SubtreeUses()
-            uses = {attr: dict(kinds) for attr, kinds in merged.uses.items()}
-            assigns = {attr: dict(kinds) for attr, kinds in merged.assigns.items()}
-            objects = dict(merged.objects)
-            maybe_pytree = set(merged.maybe_pytree)
-            helpers = dict(merged.helpers)
-            for attr in [a for a in assigns if OBJECT in assigns[a]]:
-                if attr not in objects:
-                    del assigns[attr][OBJECT]  # it was a Module after all
+            merged = self._subtree_uses(qualified) or _SubtreeUses()
+            # An instance assigned that is not in `objects` was a Module's.
+            assigns = {
+                attr: {k: v for k, v in kinds.items() if k != OBJECT}
+                if OBJECT in kinds and attr not in merged.objects
+                else kinds
+                for attr, kinds in merged.assigns.items()
+            }
+            lineage = self._lineage(qualified)
             classes[cls.qualname] = ClassContext(
-                uses,
+                merged.uses,
                 assigns,
-                objects,
-                not self._lineage(qualified).init,
+                merged.objects,
+                not lineage.init,
                 cls.fields,
-                frozenset(maybe_pytree & set(objects)),
-                helpers,
-                self._lineage(qualified).from_equinox,
+                frozenset(merged.maybe_pytree & merged.objects.keys()),
+                merged.helpers,
+                lineage.from_equinox,
                 self._constants(qualified, cls, merged, tree_at),
             )
         plain, bases = self._bound_classes(facts)

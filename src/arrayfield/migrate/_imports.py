@@ -16,7 +16,7 @@ import ast
 import bisect
 import dataclasses
 import re
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 
 from ._bindings import NESTED_BODIES, bound_name, imports_in
 from ._lint import STDLIB
@@ -322,27 +322,21 @@ class ImportEditor:
         self, group: list[ast.stmt], names: list[list[ast.alias] | None]
     ) -> None:
         """Statements that share a line (`import os; import equinox as eqx`),
-        some of which lose names or go: the kept ones keep their own text
-        and separators, the last kept one takes the last one's separator."""
+        some of which lose names or go."""
         source = self.source
-        pieces = []
+        codes = list(map(source.segment, group))
         for index, (statement, kept) in enumerate(zip(group, names, strict=True)):
-            code = source.text(source.start(statement), source.end(statement))
-            if kept:  # only an import keeps some of its names
-                assert isinstance(statement, ast.Import | ast.ImportFrom)
-                code = self._without_names(statement, kept)
-            following = group[index + 1] if index + 1 < len(group) else None
-            if following is not None:
-                separator = source.text(source.end(statement), source.start(following))
-            else:
-                line_end = source.line_end(statement.end_lineno)  # type: ignore[arg-type]
-                rest = source.text(source.end(statement), line_end)
-                semicolon = re.match(r"\s*;[ \t]*", rest)
-                separator = semicolon.group() if semicolon else ""
-            pieces.append((code, separator))
+            if kept and isinstance(statement, ast.Import | ast.ImportFrom):
+                codes[index] = self._without_names(statement, kept)
+        end = source.end(group[-1])
+        line_end = source.line_end(group[-1].end_lineno)  # type: ignore[arg-type]
+        semicolon = re.match(r"\s*;[ \t]*", source.text(end, line_end))
+        if semicolon:
+            end += len(semicolon.group().encode())
         keep = [kept != [] for kept in names]
-        end = source.end(group[-1]) + len(pieces[-1][1].encode())
-        self.edits.add(source.start(group[0]), end, _kept_pieces(pieces, keep))
+        self.edits.add(
+            source.start(group[0]), end, self._kept_text(group, codes, keep, end)
+        )
 
     def _without_names(
         self, statement: ast.Import | ast.ImportFrom, kept: list[ast.alias]
@@ -351,23 +345,34 @@ class ImportEditor:
         source = self.source
         start, end = source.start(statement), source.end(statement)
         aliases = statement.names
-        pieces = []
-        for index, alias in enumerate(aliases):
-            code = source.text(source.start(alias), source.end(alias))
-            if index + 1 < len(aliases):
-                separator = source.text(
-                    source.end(alias), source.start(aliases[index + 1])
-                )
-            else:
-                rest = source.text(source.end(alias), end)
-                comma = re.match(r"\s*,", rest)
-                # Up to the bracket: the spaces before it stay with it.
-                separator = rest[: len(rest) - 1] if comma else ""
-            pieces.append((code, separator))
+        names_end = source.end(aliases[-1])
+        if re.match(r"\s*,", source.text(names_end, end)):
+            names_end = end - 1  # up to the bracket: the spaces before it stay
         keep = [alias in kept for alias in aliases]
-        first, last = source.start(aliases[0]), source.end(aliases[-1])
-        tail = source.text(last, end)[len(pieces[-1][1]) :]
-        return source.text(start, first) + _kept_pieces(pieces, keep) + tail
+        codes = list(map(source.segment, aliases))
+        return (
+            source.text(start, source.start(aliases[0]))
+            + self._kept_text(aliases, codes, keep, names_end)
+            + source.text(names_end, end)
+        )
+
+    def _kept_text(
+        self, nodes: Sequence[ast.AST], codes: list[str], keep: list[bool], end: int
+    ) -> str:
+        """The `keep` ones of `nodes` (an import's names, or statements sharing
+        a line) written as `codes`, each followed by the text up to the next
+        (the last: up to `end`); the new last one takes the last one's, so no
+        stray comma or semicolon is left."""
+        source = self.source
+        stops = [*(source.start(node) for node in nodes[1:]), end]
+        pieces = [
+            [code, source.text(source.end(node), stop)]
+            for node, code, stop, flag in zip(nodes, codes, stops, keep, strict=True)
+            if flag
+        ]
+        if pieces and not keep[-1]:
+            pieces[-1][1] = source.text(source.end(nodes[-1]), end)
+        return "".join(code + separator for code, separator in pieces)
 
     def unused(
         self, candidates: set[str], new_code: list[str], replaced: list[ast.AST]
@@ -421,15 +426,6 @@ class _Insertion:
     edit: int
     line: str
     gap: str
-
-
-def _kept_pieces(pieces: list[tuple[str, str]], keep: list[bool]) -> str:
-    """The kept (text, separator) pieces joined; where the last piece goes,
-    the new last one takes its separator, so no stray comma is left."""
-    kept = [piece for piece, flag in zip(pieces, keep, strict=True) if flag]
-    if kept and not keep[-1]:
-        kept[-1] = (kept[-1][0], pieces[-1][1])
-    return "".join(code + separator for code, separator in kept)
 
 
 def _kept_names(statement: ast.stmt, removable: set[str]) -> list[ast.alias] | None:

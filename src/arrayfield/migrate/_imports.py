@@ -48,42 +48,31 @@ def _names_of(node: ast.AST) -> Iterable[str]:
         yield node.name
 
 
-def _children(node: ast.AST, skipped: set[int]) -> Iterator[ast.AST]:
-    for child in ast.iter_child_nodes(node):
-        if id(child) not in skipped:
-            yield child
-
-
-def _names_used(tree: ast.AST, skipped: set[int], wanted: set[str]) -> set[str]:
-    """Those of `wanted` that the tree uses as names, with imports and the
-    `skipped` nodes left out; stops once all are found."""
+def _uses(tree: ast.AST, skipped: set[int], wanted: set[str]) -> set[str]:
+    """Those of `wanted` that the tree uses as names or as words of its string
+    literals (outside f-strings), with imports and the `skipped` nodes left
+    out; stops once all are found."""
     found: set[str] = set()
-    stack: list[ast.AST] = [tree]
+    # Each node, with whether it is inside an f-string.
+    stack: list[tuple[ast.AST, bool]] = [(tree, False)]
     while stack:
-        node = stack.pop()
+        node, in_fstring = stack.pop()
         if isinstance(node, ast.Import | ast.ImportFrom):
             continue
-        for name in _names_of(node):
-            if name in wanted:
-                found.add(name)
-                if found == wanted:
-                    return found
-        stack.extend(_children(node, skipped))
-    return found
-
-
-def _string_words(tree: ast.AST, skipped: set[int]) -> set[str]:
-    """The identifiers in the tree's string literals (outside f-strings,
-    imports and the `skipped` nodes)."""
-    words: set[str] = set()
-    stack: list[ast.AST] = [tree]
-    while stack:
-        node = stack.pop()
         if isinstance(node, ast.Constant) and isinstance(node.value, str):
-            words.update(IDENTIFIER.findall(node.value))
-        elif not isinstance(node, ast.JoinedStr | ast.Import | ast.ImportFrom):
-            stack.extend(_children(node, skipped))
-    return words
+            if not in_fstring:
+                found |= wanted.intersection(IDENTIFIER.findall(node.value))
+        else:
+            found |= wanted.intersection(_names_of(node))
+        if found == wanted:
+            return found
+        in_fstring = in_fstring or isinstance(node, ast.JoinedStr)
+        stack.extend(
+            (child, in_fstring)
+            for child in ast.iter_child_nodes(node)
+            if id(child) not in skipped
+        )
+    return found
 
 
 def can_bind(tree: ast.Module, name: str, qualified: str) -> bool:
@@ -183,7 +172,6 @@ class ImportEditor:
         self.source = edits.source
         self.newline = newline
         self.first_party = first_party
-        self._spans: list[tuple[int, int]] = []
 
     def prune(self, removable: set[str], insertion: _Insertion | None) -> None:
         """Drop the imports binding a name of `removable`, at any depth."""
@@ -386,35 +374,29 @@ class ImportEditor:
         used: set[str] = set()
         for code in new_code:
             if words.search(code):  # the usual edit names none: no parse
-                tree = ast.parse(code)
-                used |= _names_used(tree, set(), candidates)
-                used |= candidates & _string_words(tree, set())
-        skipped = {id(node) for node in replaced}
-        # Where a mention is no use: the replaced code, and import statements.
-        self._spans = sorted(
-            (self.source.start(node), self.source.end(node))
-            for node in [*replaced, *imports_in(self.tree.body)]
-        )
+                used |= _uses(ast.parse(code), set(), candidates)
         rest = candidates - used
         if self.source.data.isascii():
             # Only a name the untouched code spells can be used by it (Python
             # folds non-ASCII names to NFKC: then every name is looked for).
-            rest = {name for name in rest if self._mentioned(name)}
+            # Where a mention is no use: the replaced code, and import statements.
+            spans = sorted(
+                (self.source.start(node), self.source.end(node))
+                for node in [*replaced, *imports_in(self.tree.body)]
+            )
+            rest = {name for name in rest if self._mentioned(name, spans)}
         if rest:
-            used |= _names_used(self.tree, skipped, rest)
-        rest -= used
-        if rest:
-            used |= rest & _string_words(self.tree, skipped)
+            used |= _uses(self.tree, {id(node) for node in replaced}, rest)
         return candidates - used
 
-    def _mentioned(self, name: str) -> bool:
-        """Whether `name` is a word of the source outside the replaced nodes
-        and the imports."""
+    def _mentioned(self, name: str, spans: list[tuple[int, int]]) -> bool:
+        """Whether `name` is a word of the source outside the sorted `spans`."""
         word = re.compile(rb"(?<![A-Za-z0-9_])%s(?![A-Za-z0-9_])" % name.encode())
-        return any(
-            not _inside(self._spans, found.start())
-            for found in word.finditer(self.source.data)
-        )
+        for found in word.finditer(self.source.data):
+            index = bisect.bisect_right(spans, (found.start(), float("inf"))) - 1
+            if index < 0 or not spans[index][0] <= found.start() < spans[index][1]:
+                return True
+        return False
 
 
 @dataclasses.dataclass
@@ -449,9 +431,3 @@ def _line_groups(source: Source, block: list[ast.stmt]) -> list[list[ast.stmt]]:
         else:
             groups.append([statement])
     return groups
-
-
-def _inside(spans: list[tuple[int, int]], offset: int) -> bool:
-    """Whether `offset` lies in one of the sorted `spans`."""
-    index = bisect.bisect_right(spans, (offset, float("inf"))) - 1
-    return index >= 0 and spans[index][0] <= offset < spans[index][1]

@@ -106,8 +106,17 @@ def can_bind(tree: ast.Module, name: str, qualified: str) -> bool:
 # isort's order.
 
 
-def _section_of(module: str, first_party: frozenset[str]) -> int:
+def _module(statement: ast.Import | ast.ImportFrom) -> str:
+    """The module an import names, with a relative one's leading dots."""
+    if isinstance(statement, ast.Import):
+        return statement.names[0].name
+    return "." * statement.level + (statement.module or "")
+
+
+def _section(module: str, first_party: frozenset[str]) -> int:
     top = module.partition(".")[0]
+    if module.startswith("."):
+        return _SECTIONS.index("local")
     if top == "__future__":
         return _SECTIONS.index("future")
     if top in first_party:
@@ -117,22 +126,10 @@ def _section_of(module: str, first_party: frozenset[str]) -> int:
     return _SECTIONS.index("third-party")
 
 
-def _sort_key(statement: ast.Import | ast.ImportFrom) -> tuple[int, str]:
+def _sort_key(statement: ast.Import | ast.ImportFrom) -> tuple[bool, str]:
     """isort's order within a section: `import x` lines before `from x import`
     lines, each by module name, ignoring case."""
-    if isinstance(statement, ast.Import):
-        return 0, statement.names[0].name.lower()
-    return 1, "." * statement.level + (statement.module or "").lower()
-
-
-def _section(
-    statement: ast.Import | ast.ImportFrom, first_party: frozenset[str]
-) -> int:
-    if isinstance(statement, ast.Import):
-        return _section_of(statement.names[0].name, first_party)
-    if statement.level:
-        return _SECTIONS.index("local")
-    return _section_of(statement.module or "", first_party)
+    return isinstance(statement, ast.ImportFrom), _module(statement).lower()
 
 
 def _is_docstring(statement: ast.stmt) -> bool:
@@ -196,7 +193,7 @@ class ImportEditor:
                 and self.source.alone(statement)
             ):
                 break
-            block.append((statement, _section(statement, first_party)))
+            block.append((statement, _section(_module(statement), first_party)))
         line = code + self.newline
         if not block:
             if start == 1:  # after the docstring, a blank line between
@@ -205,8 +202,8 @@ class ImportEditor:
                 return None
             # Above the first statement: below the file's comment header.
             return self._insert(body[0], line, "")
-        mine = _section_of("arrayfield", first_party)
-        key = (0, "arrayfield")
+        mine = _section("arrayfield", first_party)
+        key = (False, "arrayfield")
         same = [statement for statement, section in block if section == mine]
         for statement, section in block:
             if section < mine or (section == mine and _sort_key(statement) < key):
@@ -247,24 +244,16 @@ class ImportEditor:
             return
         orphans: list[tuple[int, int]] = []
         for group, names, dropped in zip(groups, kept, gone, strict=True):
-            first = self.source.first_line_start(group[0])
             if dropped:
-                if insertion is not None and insertion.before is group[0]:
-                    # The new import took the lines above; the gap below it is
-                    # this statement's own leading line now.
-                    if insertion.gap:
-                        orphans.append(_GAP_WRITTEN)
-                elif group[0] is not self.tree.body[0]:
-                    orphans += self._lines_above(first)
+                orphans += self._lines_above(group[0], insertion)
+                first = self.source.first_line_start(group[0])
                 end = self.source.line_end(group[-1].end_lineno)  # type: ignore[arg-type]
                 self.edits.add(first, end, "")
                 continue
             if any(n is not None for n in names):
                 self._rewrite_group(group, names)
             if orphans:
-                own = [] if group[0] is self.tree.body[0] else self._lines_above(first)
-                if insertion is not None and insertion.before is group[0]:
-                    own = [_GAP_WRITTEN] if insertion.gap else []
+                own = self._lines_above(group[0], insertion)
                 if any(self._blank(span) for span in own):
                     self._drop_blank(orphans, insertion)
                 orphans = []
@@ -287,10 +276,22 @@ class ImportEditor:
     def _blank(self, span: tuple[int, int]) -> bool:
         return span == _GAP_WRITTEN or not self.source.data[span[0] : span[1]].strip()
 
-    def _lines_above(self, at: int) -> list[tuple[int, int]]:
-        """The blank and comment lines right above offset `at`, a line start."""
+    def _lines_above(
+        self, statement: ast.stmt, insertion: _Insertion | None
+    ) -> list[tuple[int, int]]:
+        """The blank and comment lines right above a statement (none above the
+        file's first: its header)."""
+        if insertion is not None and insertion.before is statement:
+            # The new import took the lines above; the gap below it is the
+            # statement's own leading line now.
+            return [_GAP_WRITTEN] if insertion.gap else []
+        if statement is self.tree.body[0]:
+            return []
         spans = []
-        line = bisect.bisect_right(self.source.starts, at)  # `at`'s line, from 1
+        # The statement's first line, from 1.
+        line = bisect.bisect_right(
+            self.source.starts, self.source.first_line_start(statement)
+        )
         while line > 1:
             text = self.source.lines[line - 2].strip()
             if text and not text.startswith(b"#"):

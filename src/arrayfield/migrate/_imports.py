@@ -53,24 +53,25 @@ def _uses(tree: ast.AST, skipped: set[int], wanted: set[str]) -> set[str]:
     literals (outside f-strings), with imports and the `skipped` nodes left
     out; stops once all are found."""
     found: set[str] = set()
-    # Each node, with whether it is inside an f-string.
-    stack: list[tuple[ast.AST, bool]] = [(tree, False)]
+    in_fstrings: set[int] = set()  # the strings of an f-string, its fields' too
+    stack: list[ast.AST] = [tree]
     while stack:
-        node, in_fstring = stack.pop()
+        node = stack.pop()
         if isinstance(node, ast.Import | ast.ImportFrom):
             continue
-        if isinstance(node, ast.Constant) and isinstance(node.value, str):
-            if not in_fstring:
-                found |= wanted.intersection(IDENTIFIER.findall(node.value))
+        if isinstance(node, ast.Constant):
+            if isinstance(node.value, str) and id(node) not in in_fstrings:
+                found.update(wanted.intersection(IDENTIFIER.findall(node.value)))
         else:
-            found |= wanted.intersection(_names_of(node))
+            if isinstance(node, ast.JoinedStr):
+                in_fstrings.update(map(id, ast.walk(node)))
+            for name in _names_of(node):
+                if name in wanted:
+                    found.add(name)
         if found == wanted:
             return found
-        in_fstring = in_fstring or isinstance(node, ast.JoinedStr)
         stack.extend(
-            (child, in_fstring)
-            for child in ast.iter_child_nodes(node)
-            if id(child) not in skipped
+            child for child in ast.iter_child_nodes(node) if id(child) not in skipped
         )
     return found
 

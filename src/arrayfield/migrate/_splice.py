@@ -293,10 +293,4 @@ def migrate_source(
     `SyntaxError` if the source does not parse; `UnicodeDecodeError` or
     `LookupError` (an unknown coding) if it does not decode.
     """
-    analysis = analyse_source(source, context, fix=fix, typed=typed)
-    if not analysis.changes:
-        result = analysis.result()
-        return MigrationResult(
-            result.original, result.original, analysis.encoding, result.diagnostics
-        )
-    return splice_source(analysis)
+    return splice_source(analyse_source(source, context, fix=fix, typed=typed))

@@ -44,9 +44,6 @@ class _Gap:
     def broken(self) -> bool:
         return self.first.endswith(("\n", "\r"))
 
-    def _comment(self, line: str) -> bool:
-        return line.lstrip(" \t").startswith("#")
-
     @property
     def first_comment(self) -> str | None:
         if not self.broken:
@@ -57,7 +54,8 @@ class _Gap:
     @property
     def has_comment(self) -> bool:
         return self.broken and (
-            self.first_comment is not None or any(map(self._comment, self.lines))
+            self.first_comment is not None
+            or any(line.lstrip(" \t").startswith("#") for line in self.lines)
         )
 
     def __str__(self) -> str:
@@ -95,6 +93,11 @@ class _Item:
     start: int
     end: int
     comma: tuple[int, int] | None
+
+    @property
+    def after(self) -> int:
+        """Where the element ends, its comma included."""
+        return self.end if self.comma is None else self.comma[1]
 
 
 def _items(found: list[Token], opening: int) -> tuple[list[_Item], int]:
@@ -144,28 +147,16 @@ def without_keyword(text: str, func_end: int, keyword: str, newline: str) -> str
         if re.match(rf"{keyword}\s*=", text[item.start : item.end])
     )
     removed = items[index]
-    after = removed.comma[1] if removed.comma else removed.end
     following = items[index + 1].start if index + 1 < len(items) else closing
-    trailing = _Gap.read(text[after:following])
-    if index == len(items) - 1 and index > 0:
-        # The last argument: what follows it goes to the one before, which
-        # keeps its comma only if the dropped one had one (a trailing comma).
-        last = items[index - 1]
-        assert last.comma is not None
-        gap = _Gap.read(text[last.comma[1] : removed.start])
-        start = last.comma[1] if removed.comma else last.end
-        stop, new = closing, _joined(gap, trailing, True, newline)
-    elif index == 0:
-        gap = _Gap.read(text[found[opening].end : removed.start])
-        start, stop = found[opening].end, following
-        new = _joined(gap, trailing, False, newline)
-    else:
-        before = items[index - 1]
-        assert before.comma is not None
-        gap = _Gap.read(text[before.comma[1] : removed.start])
-        start, stop = before.comma[1], following
-        new = _joined(gap, trailing, False, newline)
-    return text[:start] + new + text[stop:]
+    start = items[index - 1].after if index else found[opening].end
+    gap = _Gap.read(text[start : removed.start])
+    trailing = _Gap.read(text[removed.after : following])
+    # The last argument: what follows it goes to the one before, which keeps
+    # its comma only if the dropped one had one (a trailing comma).
+    last = 0 < index == len(items) - 1
+    if last and removed.comma is None:
+        start = items[index - 1].end
+    return text[:start] + _joined(gap, trailing, last, newline) + text[following:]
 
 
 def with_keyword(
@@ -180,8 +171,7 @@ def with_keyword(
     items, _ = _items(found, opening)
     if not items:
         at, added = found[opening].end, argument
-    elif items[-1].comma is None:
-        at, added = items[-1].end, ", " + argument
     else:
-        at, added = items[-1].comma[1], f" {argument},"
+        at = items[-1].after
+        added = ", " + argument if items[-1].comma is None else f" {argument},"
     return text[: callee[0]] + new_callee + text[callee[1] : at] + added + text[at:]

@@ -16,7 +16,7 @@ import ast
 import bisect
 import dataclasses
 import re
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 
 from ._bindings import NESTED_BODIES, bound_name, imports_in
 from ._lint import STDLIB
@@ -48,42 +48,32 @@ def _names_of(node: ast.AST) -> Iterable[str]:
         yield node.name
 
 
-def _children(node: ast.AST, skipped: set[int]) -> Iterator[ast.AST]:
-    for child in ast.iter_child_nodes(node):
-        if id(child) not in skipped:
-            yield child
-
-
-def _names_used(tree: ast.AST, skipped: set[int], wanted: set[str]) -> set[str]:
-    """Those of `wanted` that the tree uses as names, with imports and the
-    `skipped` nodes left out; stops once all are found."""
+def _uses(tree: ast.AST, skipped: set[int], wanted: set[str]) -> set[str]:
+    """Those of `wanted` that the tree uses as names or as words of its string
+    literals (outside f-strings), with imports and the `skipped` nodes left
+    out; stops once all are found."""
     found: set[str] = set()
+    in_fstrings: set[int] = set()  # the strings of an f-string, its fields' too
     stack: list[ast.AST] = [tree]
     while stack:
         node = stack.pop()
         if isinstance(node, ast.Import | ast.ImportFrom):
             continue
-        for name in _names_of(node):
-            if name in wanted:
-                found.add(name)
-                if found == wanted:
-                    return found
-        stack.extend(_children(node, skipped))
+        if isinstance(node, ast.Constant):
+            if isinstance(node.value, str) and id(node) not in in_fstrings:
+                found.update(wanted.intersection(IDENTIFIER.findall(node.value)))
+        else:
+            if isinstance(node, ast.JoinedStr):
+                in_fstrings.update(map(id, ast.walk(node)))
+            for name in _names_of(node):
+                if name in wanted:
+                    found.add(name)
+        if found == wanted:
+            return found
+        stack.extend(
+            child for child in ast.iter_child_nodes(node) if id(child) not in skipped
+        )
     return found
-
-
-def _string_words(tree: ast.AST, skipped: set[int]) -> set[str]:
-    """The identifiers in the tree's string literals (outside f-strings,
-    imports and the `skipped` nodes)."""
-    words: set[str] = set()
-    stack: list[ast.AST] = [tree]
-    while stack:
-        node = stack.pop()
-        if isinstance(node, ast.Constant) and isinstance(node.value, str):
-            words.update(IDENTIFIER.findall(node.value))
-        elif not isinstance(node, ast.JoinedStr | ast.Import | ast.ImportFrom):
-            stack.extend(_children(node, skipped))
-    return words
 
 
 def can_bind(tree: ast.Module, name: str, qualified: str) -> bool:
@@ -117,8 +107,17 @@ def can_bind(tree: ast.Module, name: str, qualified: str) -> bool:
 # isort's order.
 
 
-def _section_of(module: str, first_party: frozenset[str]) -> int:
+def _module(statement: ast.Import | ast.ImportFrom) -> str:
+    """The module an import names, with a relative one's leading dots."""
+    if isinstance(statement, ast.Import):
+        return statement.names[0].name
+    return "." * statement.level + (statement.module or "")
+
+
+def _section(module: str, first_party: frozenset[str]) -> int:
     top = module.partition(".")[0]
+    if module.startswith("."):
+        return _SECTIONS.index("local")
     if top == "__future__":
         return _SECTIONS.index("future")
     if top in first_party:
@@ -128,22 +127,10 @@ def _section_of(module: str, first_party: frozenset[str]) -> int:
     return _SECTIONS.index("third-party")
 
 
-def _sort_key(statement: ast.Import | ast.ImportFrom) -> tuple[int, str]:
+def _sort_key(statement: ast.Import | ast.ImportFrom) -> tuple[bool, str]:
     """isort's order within a section: `import x` lines before `from x import`
     lines, each by module name, ignoring case."""
-    if isinstance(statement, ast.Import):
-        return 0, statement.names[0].name.lower()
-    return 1, "." * statement.level + (statement.module or "").lower()
-
-
-def _section(
-    statement: ast.Import | ast.ImportFrom, first_party: frozenset[str]
-) -> int:
-    if isinstance(statement, ast.Import):
-        return _section_of(statement.names[0].name, first_party)
-    if statement.level:
-        return _SECTIONS.index("local")
-    return _section_of(statement.module or "", first_party)
+    return isinstance(statement, ast.ImportFrom), _module(statement).lower()
 
 
 def _is_docstring(statement: ast.stmt) -> bool:
@@ -183,7 +170,6 @@ class ImportEditor:
         self.source = edits.source
         self.newline = newline
         self.first_party = first_party
-        self._spans: list[tuple[int, int]] = []
 
     def prune(self, removable: set[str], insertion: _Insertion | None) -> None:
         """Drop the imports binding a name of `removable`, at any depth."""
@@ -208,7 +194,7 @@ class ImportEditor:
                 and self.source.alone(statement)
             ):
                 break
-            block.append((statement, _section(statement, first_party)))
+            block.append((statement, _section(_module(statement), first_party)))
         line = code + self.newline
         if not block:
             if start == 1:  # after the docstring, a blank line between
@@ -217,8 +203,8 @@ class ImportEditor:
                 return None
             # Above the first statement: below the file's comment header.
             return self._insert(body[0], line, "")
-        mine = _section_of("arrayfield", first_party)
-        key = (0, "arrayfield")
+        mine = _section("arrayfield", first_party)
+        key = (False, "arrayfield")
         same = [statement for statement, section in block if section == mine]
         for statement, section in block:
             if section < mine or (section == mine and _sort_key(statement) < key):
@@ -259,24 +245,16 @@ class ImportEditor:
             return
         orphans: list[tuple[int, int]] = []
         for group, names, dropped in zip(groups, kept, gone, strict=True):
-            first = self.source.first_line_start(group[0])
             if dropped:
-                if insertion is not None and insertion.before is group[0]:
-                    # The new import took the lines above; the gap below it is
-                    # this statement's own leading line now.
-                    if insertion.gap:
-                        orphans.append(_GAP_WRITTEN)
-                elif group[0] is not self.tree.body[0]:
-                    orphans += self._lines_above(first)
+                orphans += self._lines_above(group[0], insertion)
+                first = self.source.first_line_start(group[0])
                 end = self.source.line_end(group[-1].end_lineno)  # type: ignore[arg-type]
                 self.edits.add(first, end, "")
                 continue
             if any(n is not None for n in names):
                 self._rewrite_group(group, names)
             if orphans:
-                own = [] if group[0] is self.tree.body[0] else self._lines_above(first)
-                if insertion is not None and insertion.before is group[0]:
-                    own = [_GAP_WRITTEN] if insertion.gap else []
+                own = self._lines_above(group[0], insertion)
                 if any(self._blank(span) for span in own):
                     self._drop_blank(orphans, insertion)
                 orphans = []
@@ -299,10 +277,22 @@ class ImportEditor:
     def _blank(self, span: tuple[int, int]) -> bool:
         return span == _GAP_WRITTEN or not self.source.data[span[0] : span[1]].strip()
 
-    def _lines_above(self, at: int) -> list[tuple[int, int]]:
-        """The blank and comment lines right above offset `at`, a line start."""
+    def _lines_above(
+        self, statement: ast.stmt, insertion: _Insertion | None
+    ) -> list[tuple[int, int]]:
+        """The blank and comment lines right above a statement (none above the
+        file's first: its header)."""
+        if insertion is not None and insertion.before is statement:
+            # The new import took the lines above; the gap below it is the
+            # statement's own leading line now.
+            return [_GAP_WRITTEN] if insertion.gap else []
+        if statement is self.tree.body[0]:
+            return []
         spans = []
-        line = bisect.bisect_right(self.source.starts, at)  # `at`'s line, from 1
+        # The statement's first line, from 1.
+        line = bisect.bisect_right(
+            self.source.starts, self.source.first_line_start(statement)
+        )
         while line > 1:
             text = self.source.lines[line - 2].strip()
             if text and not text.startswith(b"#"):
@@ -322,27 +312,21 @@ class ImportEditor:
         self, group: list[ast.stmt], names: list[list[ast.alias] | None]
     ) -> None:
         """Statements that share a line (`import os; import equinox as eqx`),
-        some of which lose names or go: the kept ones keep their own text
-        and separators, the last kept one takes the last one's separator."""
+        some of which lose names or go."""
         source = self.source
-        pieces = []
+        codes = list(map(source.segment, group))
         for index, (statement, kept) in enumerate(zip(group, names, strict=True)):
-            code = source.text(source.start(statement), source.end(statement))
-            if kept:  # only an import keeps some of its names
-                assert isinstance(statement, ast.Import | ast.ImportFrom)
-                code = self._without_names(statement, kept)
-            following = group[index + 1] if index + 1 < len(group) else None
-            if following is not None:
-                separator = source.text(source.end(statement), source.start(following))
-            else:
-                line_end = source.line_end(statement.end_lineno)  # type: ignore[arg-type]
-                rest = source.text(source.end(statement), line_end)
-                semicolon = re.match(r"\s*;[ \t]*", rest)
-                separator = semicolon.group() if semicolon else ""
-            pieces.append((code, separator))
+            if kept and isinstance(statement, ast.Import | ast.ImportFrom):
+                codes[index] = self._without_names(statement, kept)
+        end = source.end(group[-1])
+        line_end = source.line_end(group[-1].end_lineno)  # type: ignore[arg-type]
+        semicolon = re.match(r"\s*;[ \t]*", source.text(end, line_end))
+        if semicolon:
+            end += len(semicolon.group().encode())
         keep = [kept != [] for kept in names]
-        end = source.end(group[-1]) + len(pieces[-1][1].encode())
-        self.edits.add(source.start(group[0]), end, _kept_pieces(pieces, keep))
+        self.edits.add(
+            source.start(group[0]), end, self._kept_text(group, codes, keep, end)
+        )
 
     def _without_names(
         self, statement: ast.Import | ast.ImportFrom, kept: list[ast.alias]
@@ -351,23 +335,34 @@ class ImportEditor:
         source = self.source
         start, end = source.start(statement), source.end(statement)
         aliases = statement.names
-        pieces = []
-        for index, alias in enumerate(aliases):
-            code = source.text(source.start(alias), source.end(alias))
-            if index + 1 < len(aliases):
-                separator = source.text(
-                    source.end(alias), source.start(aliases[index + 1])
-                )
-            else:
-                rest = source.text(source.end(alias), end)
-                comma = re.match(r"\s*,", rest)
-                # Up to the bracket: the spaces before it stay with it.
-                separator = rest[: len(rest) - 1] if comma else ""
-            pieces.append((code, separator))
+        names_end = source.end(aliases[-1])
+        if re.match(r"\s*,", source.text(names_end, end)):
+            names_end = end - 1  # up to the bracket: the spaces before it stay
         keep = [alias in kept for alias in aliases]
-        first, last = source.start(aliases[0]), source.end(aliases[-1])
-        tail = source.text(last, end)[len(pieces[-1][1]) :]
-        return source.text(start, first) + _kept_pieces(pieces, keep) + tail
+        codes = list(map(source.segment, aliases))
+        return (
+            source.text(start, source.start(aliases[0]))
+            + self._kept_text(aliases, codes, keep, names_end)
+            + source.text(names_end, end)
+        )
+
+    def _kept_text(
+        self, nodes: Sequence[ast.AST], codes: list[str], keep: list[bool], end: int
+    ) -> str:
+        """The `keep` ones of `nodes` (an import's names, or statements sharing
+        a line) written as `codes`, each followed by the text up to the next
+        (the last: up to `end`); the new last one takes the last one's, so no
+        stray comma or semicolon is left."""
+        source = self.source
+        stops = [*(source.start(node) for node in nodes[1:]), end]
+        pieces = [
+            [code, source.text(source.end(node), stop)]
+            for node, code, stop, flag in zip(nodes, codes, stops, keep, strict=True)
+            if flag
+        ]
+        if pieces and not keep[-1]:
+            pieces[-1][1] = source.text(source.end(nodes[-1]), end)
+        return "".join(code + separator for code, separator in pieces)
 
     def unused(
         self, candidates: set[str], new_code: list[str], replaced: list[ast.AST]
@@ -381,35 +376,29 @@ class ImportEditor:
         used: set[str] = set()
         for code in new_code:
             if words.search(code):  # the usual edit names none: no parse
-                tree = ast.parse(code)
-                used |= _names_used(tree, set(), candidates)
-                used |= candidates & _string_words(tree, set())
-        skipped = {id(node) for node in replaced}
-        # Where a mention is no use: the replaced code, and import statements.
-        self._spans = sorted(
-            (self.source.start(node), self.source.end(node))
-            for node in [*replaced, *imports_in(self.tree.body)]
-        )
+                used |= _uses(ast.parse(code), set(), candidates)
         rest = candidates - used
         if self.source.data.isascii():
             # Only a name the untouched code spells can be used by it (Python
             # folds non-ASCII names to NFKC: then every name is looked for).
-            rest = {name for name in rest if self._mentioned(name)}
+            # Where a mention is no use: the replaced code, and import statements.
+            spans = sorted(
+                (self.source.start(node), self.source.end(node))
+                for node in [*replaced, *imports_in(self.tree.body)]
+            )
+            rest = {name for name in rest if self._mentioned(name, spans)}
         if rest:
-            used |= _names_used(self.tree, skipped, rest)
-        rest -= used
-        if rest:
-            used |= rest & _string_words(self.tree, skipped)
+            used |= _uses(self.tree, {id(node) for node in replaced}, rest)
         return candidates - used
 
-    def _mentioned(self, name: str) -> bool:
-        """Whether `name` is a word of the source outside the replaced nodes
-        and the imports."""
+    def _mentioned(self, name: str, spans: list[tuple[int, int]]) -> bool:
+        """Whether `name` is a word of the source outside the sorted `spans`."""
         word = re.compile(rb"(?<![A-Za-z0-9_])%s(?![A-Za-z0-9_])" % name.encode())
-        return any(
-            not _inside(self._spans, found.start())
-            for found in word.finditer(self.source.data)
-        )
+        for found in word.finditer(self.source.data):
+            index = bisect.bisect_right(spans, (found.start(), float("inf"))) - 1
+            if index < 0 or not spans[index][0] <= found.start() < spans[index][1]:
+                return True
+        return False
 
 
 @dataclasses.dataclass
@@ -421,15 +410,6 @@ class _Insertion:
     edit: int
     line: str
     gap: str
-
-
-def _kept_pieces(pieces: list[tuple[str, str]], keep: list[bool]) -> str:
-    """The kept (text, separator) pieces joined; where the last piece goes,
-    the new last one takes its separator, so no stray comma is left."""
-    kept = [piece for piece, flag in zip(pieces, keep, strict=True) if flag]
-    if kept and not keep[-1]:
-        kept[-1] = (kept[-1][0], pieces[-1][1])
-    return "".join(code + separator for code, separator in kept)
 
 
 def _kept_names(statement: ast.stmt, removable: set[str]) -> list[ast.alias] | None:
@@ -453,9 +433,3 @@ def _line_groups(source: Source, block: list[ast.stmt]) -> list[list[ast.stmt]]:
         else:
             groups.append([statement])
     return groups
-
-
-def _inside(spans: list[tuple[int, int]], offset: int) -> bool:
-    """Whether `offset` lies in one of the sorted `spans`."""
-    index = bisect.bisect_right(spans, (offset, float("inf"))) - 1
-    return index >= 0 and spans[index][0] <= offset < spans[index][1]

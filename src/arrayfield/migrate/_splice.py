@@ -13,10 +13,9 @@ from __future__ import annotations
 import ast
 import dataclasses
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 
 from ._arguments import with_keyword, without_keyword
-from ._bindings import ImportMap
 from ._diagnostics import Diagnostic
 from ._imports import ImportEditor, can_bind
 from ._index import FileContext
@@ -51,27 +50,6 @@ class MigrationResult:
         return self.code != self.original
 
 
-def arrayfield_names(
-    imports: ImportMap, needed: Sequence[str], af_is_free: Callable[[], bool]
-) -> tuple[dict[str, str], str | None]:
-    """Source text naming arrayfield's `ArrayModule`, `Field` and `field`, and
-    the import to add for the `needed` ones the file does not import (if any);
-    `af_is_free` says whether the file may bind `af` to arrayfield, asked only
-    when an import is added."""
-    found = {
-        name: imports.local_name_for(f"arrayfield.{name}")
-        for name in ("ArrayModule", "Field", "field")
-    }
-    if all(found[name] is not None for name in needed):
-        module, new_import = "arrayfield", None
-    elif af_is_free():
-        module, new_import = "af", "import arrayfield as af"
-    else:
-        module, new_import = "arrayfield", "import arrayfield"
-    names = {name: text or f"{module}.{name}" for name, text in found.items()}
-    return names, new_import
-
-
 class _Splice:
     """The edits of one file, as (start, end, new bytes) of its UTF-8 text."""
 
@@ -93,6 +71,26 @@ class _Splice:
         self.edits.add(self.source.start(node), self.source.end(node), code)
         self.replaced.append(node)
         self.new_code.append(code)
+
+    def arrayfield_names(self) -> tuple[dict[str, str], str | None]:
+        """Source text naming arrayfield's `ArrayModule`, `Field` and `field`,
+        and the import to add for the ones the new code needs and the file
+        does not import (if any)."""
+        analysis = self.analysis
+        found = {
+            name: analysis.imports.local_name_for(f"arrayfield.{name}")
+            for name in ("ArrayModule", "Field", "field")
+        }
+        if all(found[name] is not None for name in analysis.names_needed()):
+            module, new_import = "arrayfield", None
+        elif re.search(r"(?<!\w)af(?!\w)", analysis.text) is None or can_bind(
+            self.tree, "af", "arrayfield"
+        ):  # a file without the word `af` needs no walk
+            module, new_import = "af", "import arrayfield as af"
+        else:
+            module, new_import = "arrayfield", "import arrayfield"
+        names = {name: text or f"{module}.{name}" for name, text in found.items()}
+        return names, new_import
 
     # Bases and aliases.
 
@@ -153,23 +151,20 @@ class _Splice:
             value = without_keyword(value, func_end, "converter", self.newline)
         if statement in plan.wrap_annotations:
             shift = local(statement.annotation) - annotation_start
-            annotation = f"{names['Field']}[{self._legacy(annotation, shift)}]"
+            annotation = annotation[:shift] + self._respelled(annotation[shift:])
+            annotation = f"{names['Field']}[{annotation}]"
         if statement in plan.wrap_defaults and value is not None:
             value = f"{names['field']}(default={value})"
         new = head + annotation + (equal_text + value if value is not None else "")
         self._replace(statement, new)
 
-    def _legacy(self, annotation: str, shift: int) -> str:
-        """The annotation's text with `np.array` and `jnp.array` spelled
-        `ndarray` (in a string annotation too): a function is no type.
-        `shift`: where the annotation's node starts in `annotation`."""
-        parsed = "array" in annotation and parse_expression(annotation[shift:])
+    def _respelled(self, code: str) -> str:
+        """An annotation's code with `np.array` and `jnp.array` spelled
+        `ndarray` (in a string annotation too): a function is no type."""
+        parsed = "array" in code and parse_expression(code)
         if not parsed:
-            return annotation  # nothing to respell
-        return annotation[:shift] + self._respelled(annotation[shift:], parsed)
-
-    def _respelled(self, code: str, parsed: ast.expr) -> str:
-        lines = Source(code.encode("utf-8").splitlines(keepends=True) or [b""])
+            return code  # nothing to respell
+        lines = Source(code.encode("utf-8").splitlines(keepends=True))
 
         def local(at: int) -> int:
             return len(lines.data[:at].decode("utf-8"))
@@ -187,12 +182,10 @@ class _Splice:
                 literal = re.fullmatch(r"([rRuU]?)('|\")(.*)\2", code[first:stop], re.S)
                 if literal is None or literal.group(3) != node.value:
                     continue  # escapes, quotes inside, concatenation: as written
-                inner = parse_expression(node.value)
-                if inner is not None:
-                    new = self._respelled(node.value, inner)
-                    if new != node.value:
-                        quoted = literal.group(1) + literal.group(2)
-                        edits.append((first, stop, quoted + new + literal.group(2)))
+                new = self._respelled(node.value)
+                if new != node.value:
+                    quoted = literal.group(1) + literal.group(2)
+                    edits.append((first, stop, quoted + new + literal.group(2)))
         for first, stop, new in sorted(edits, reverse=True):
             code = code[:first] + new + code[stop:]
         return code
@@ -245,24 +238,14 @@ def _cut(
 def splice_source(analysis: AstAnalysis) -> MigrationResult:
     """The migrated text of the file `analysis` has planned."""
     splice = _Splice(analysis)
-    tree = splice.tree
-
-    def af_is_free() -> bool:  # a file without the word needs no walk
-        unused = re.search(r"(?<!\w)af(?!\w)", analysis.text) is None
-        return unused or can_bind(tree, "af", "arrayfield")
-
-    names, new_import = arrayfield_names(
-        analysis.imports, analysis.names_needed(), af_is_free
-    )
+    names, new_import = splice.arrayfield_names()
     splice.base_references(names["ArrayModule"])
     splice.fields(names)
     # The names the replaced code used, less those other files import from here.
-    released = analysis.released_names
-    if analysis.context is not None:
-        released = released - analysis.context.exported
     context = analysis.context
+    released = analysis.released_names - (context.exported if context else set())
     first_party = context.lint.first_party if context else frozenset()
-    imports = ImportEditor(tree, splice.edits, splice.newline, first_party)
+    imports = ImportEditor(splice.tree, splice.edits, splice.newline, first_party)
     removable = imports.unused(released, splice.new_code, splice.replaced)
     insertion = None if new_import is None else imports.add(new_import)
     imports.prune(removable, insertion)
@@ -310,10 +293,4 @@ def migrate_source(
     `SyntaxError` if the source does not parse; `UnicodeDecodeError` or
     `LookupError` (an unknown coding) if it does not decode.
     """
-    analysis = analyse_source(source, context, fix=fix, typed=typed)
-    if not analysis.changes:
-        result = analysis.result()
-        return MigrationResult(
-            result.original, result.original, analysis.encoding, result.diagnostics
-        )
-    return splice_source(analysis)
+    return splice_source(analyse_source(source, context, fix=fix, typed=typed))

@@ -41,6 +41,10 @@ class Source:
     def text(self, start: int, end: int) -> str:
         return self.data[start:end].decode("utf-8")
 
+    def segment(self, node: ast.AST) -> str:
+        """A node's text."""
+        return self.text(self.start(node), self.end(node))
+
     def before(self, statement: ast.stmt) -> bytes:
         """What comes before the statement on its first line."""
         return self.lines[statement.lineno - 1][: statement.col_offset]

@@ -1,12 +1,14 @@
 """The project-wide analysis of `arrayfield migrate`: bases resolved across
 modules, diagnostics from how fields are used anywhere in the tree, `# noqa`.
 Each test writes a small package and runs the CLI as a real subprocess, except
-the last, which checks which files the index reads."""
+the last few, which check which files the index reads and how it finds them."""
 
 from __future__ import annotations
 
 import subprocess
 from pathlib import Path
+
+import pytest
 
 from arrayfield.migrate import _runner
 from helpers import python
@@ -740,3 +742,29 @@ def test_a_deep_hierarchy_reads_each_class_once_not_once_per_ancestor(tmp_path):
         assert set(context.classes["Layer0"].uses) == {f"x{n}" for n in range(count)}
         reads.append(_CountedUses.reads)
     assert reads == [50, 100]
+
+
+@pytest.mark.parametrize("initials", [2, 20])
+def test_the_name_search_finds_whole_names_with_few_or_many_initials(initials):
+    """Phase 1 finds the files that mention a Module class by name: one regex
+    per initial when there are few (a literal start is searched at memchr
+    speed), one for all when there are many; either way a name counts only
+    as a whole identifier."""
+    letters = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"[:initials]
+    names = sorted({f"{letter}art{n}" for letter in letters for n in range(3)})
+    names.append("Éclair")
+    patterns = _runner._name_patterns(sorted(names))
+    assert len(patterns) == (initials + 1 if initials + 1 <= 8 else 1)
+
+    def mentions(text: str) -> bool:
+        data = text.encode()
+        return any(_runner._mentions(pattern, data) for pattern in patterns)
+
+    last = names[-2]  # the last ASCII name
+    assert mentions(f"x = {last}()\n")
+    assert mentions("from .parts import Aart0 as Base\n")
+    assert mentions("y = models.Éclair\n")
+    assert not mentions(f"x = {last}9()\n")  # a longer name
+    assert not mentions(f"x = My{last}()\n")  # inside a name
+    assert not mentions("x = ÀAart0\n")  # after a non-ASCII letter
+    assert not mentions("x = Aart\n")  # a prefix of the names

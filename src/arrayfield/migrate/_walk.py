@@ -163,21 +163,24 @@ def python_files(path: Path, excludes: Sequence[str] = ()) -> Iterator[Path]:
                 gitignore.load(root / parent)
             break
 
-    def skipped(child: Path, is_dir: bool) -> bool:
+    def skipped(child: Path, resolved: Path, is_dir: bool) -> bool:
         return (
             child.name.startswith(".")
             or excluded(child)
-            or gitignore.ignored(child.resolve(), is_dir=is_dir)
+            or gitignore.ignored(resolved / child.name, is_dir=is_dir)
         )
 
     for current, directories, files in os.walk(path):
         here = Path(current)
-        gitignore.load(here.resolve())
+        # .gitignore rules match a path as the tree has it: its directory
+        # resolved (once, not once per file), its own name as it is.
+        resolved = here.resolve()
+        gitignore.load(resolved)
         directories[:] = [
             name
             for name in sorted(directories)
             if name not in SKIPPED_DIRECTORIES
-            and not skipped(here / name, is_dir=True)
+            and not skipped(here / name, resolved, is_dir=True)
             and not (here / name / "pyvenv.cfg").exists()
         ]
         for name in sorted(files):
@@ -185,7 +188,7 @@ def python_files(path: Path, excludes: Sequence[str] = ()) -> Iterator[Path]:
             # exists(): not a link to nothing
             if (
                 name.endswith(".py")
-                and not skipped(child, is_dir=False)
+                and not skipped(child, resolved, is_dir=False)
                 and child.exists()
             ):
                 yield child

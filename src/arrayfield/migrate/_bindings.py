@@ -67,11 +67,15 @@ class ImportMap(NamedTuple):
     module_level: dict[str, str]
 
     @classmethod
-    def from_ast(cls, tree: ast.Module) -> ImportMap:
-        """The imports of an `ast` module."""
-        everywhere: dict[str, str] = {}
-        for statement in imports_in(tree.body):
-            bind(statement, everywhere)
+    def from_ast(
+        cls, tree: ast.Module, everywhere: dict[str, str] | None = None
+    ) -> ImportMap:
+        """The imports of an `ast` module; `everywhere`, the bindings of its
+        imports at any depth, when the caller found them already."""
+        if everywhere is None:
+            everywhere = {}
+            for statement in imports_in(tree.body):
+                bind(statement, everywhere)
         module_level: dict[str, str] = {}
         for statement in tree.body:
             if isinstance(statement, ast.Import | ast.ImportFrom):

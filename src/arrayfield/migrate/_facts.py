@@ -151,6 +151,8 @@ class FileFacts:
         passes (`INFINITE` with `*args`), for calls of capitalised names (a
         class), `cls` and `__init__`, and `()` for a call of a call's result
         (`type(self)(...)`).
+    - `bindings`: what `_bindings.ImportMap.bindings` holds for the file (its
+        imports at any depth, relative ones left out), read in the same walk.
     """
 
     def __init__(self, path: str, module: str, is_package: bool) -> None:
@@ -165,6 +167,7 @@ class FileFacts:
         self.int_list_functions: set[str] = set()
         self.set_names: frozenset[str] = frozenset()
         self.positional: dict[str, float] = {}
+        self.bindings: dict[str, str] = {}
 
     def imports_equinox(self) -> bool:
         return any(
@@ -481,6 +484,7 @@ class _FileReader(_Visitor):
 
     def visit_Import(self, node: ast.Import) -> None:
         bind(node, self.facts.imports)
+        bind(node, self.facts.bindings)
 
     def visit_ImportFrom(self, node: ast.ImportFrom) -> None:
         module = node.module or ""
@@ -489,6 +493,7 @@ class _FileReader(_Visitor):
                 self.facts.module, self.facts.is_package, node.level, module
             )
         bind(node, self.facts.imports, module)
+        bind(node, self.facts.bindings)
 
     def visit_Assign(self, node: ast.Assign) -> None:
         if not self.scopes and len(node.targets) == 1:

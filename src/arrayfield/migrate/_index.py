@@ -142,6 +142,7 @@ class FileContext(NamedTuple):
         imports stay even when this file stops using them.
     - `lint`: the lint settings that apply to the file (`_lint`), with the
         tree's own top-level packages among its first-party modules.
+    - `bindings`: the names the file's imports bind (`FileFacts.bindings`).
     """
 
     classes: dict[str, ClassContext]
@@ -151,6 +152,7 @@ class FileContext(NamedTuple):
     equinox_bases: frozenset[str] = frozenset()
     exported: frozenset[str] = frozenset()
     lint: LintConfig = LintConfig()
+    bindings: dict[str, str] | None = None
 
 
 _Value = TypeVar("_Value")
@@ -532,7 +534,15 @@ class ProjectIndex:
             name for name in written if self._imported_equinox_module(facts, name)
         )
         exported = frozenset(self._imported_names().get(self.key(facts), ()))
-        return FileContext(classes, tree_at, plain, bases, equinox_bases, exported)
+        return FileContext(
+            classes,
+            tree_at,
+            plain,
+            bases,
+            equinox_bases,
+            exported,
+            bindings=facts.bindings,
+        )
 
     def _positional_calls(self) -> dict[str, float]:
         """Callee -> the most positional arguments a call of it passes, in any

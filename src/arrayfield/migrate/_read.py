@@ -223,7 +223,8 @@ def analyse_source(
         text = source.decode(encoding)
     if tree is None:
         tree = ast.parse(text)
-    analysis = AstAnalysis(text, ImportMap.from_ast(tree), context, fix, typed)
+    imports = ImportMap.from_ast(tree, context.bindings if context else None)
+    analysis = AstAnalysis(text, imports, context, fix, typed)
     analysis.encoding = encoding
     analysis.tree = tree
     analysis.walk(tree, scan_calls=calls_matter(text))

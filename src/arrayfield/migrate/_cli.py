@@ -16,7 +16,6 @@ from typing import TYPE_CHECKING
 
 from . import _runner
 from ._checks import CODES
-from ._diagnostics import source_lines, suppressed
 from ._read import CheckResult
 from ._runner import FileError
 from ._write import ChangedSinceRead, write_atomically
@@ -326,12 +325,9 @@ def _report_file(
         _report_error(result, outcome)
         return
     name = str(path)
-    lines = source_lines(result.original)
     for d in result.diagnostics:
         if args.fix and d.fixable:
             continue  # made by --fix
-        if suppressed(lines, d.line, d.code):
-            continue
         outcome.diagnostics.append((name, d.line, d.col, d.format(name)))
         outcome.fixable += d.fixable
         if d.undecided:  # every message opens with "field 'Class.name'"

@@ -145,6 +145,12 @@ class Plan:
             if edits
         ]
 
+    def reported(self) -> tuple[Diagnostic, ...]:
+        """The diagnostics no `# noqa` silences, sorted by position."""
+        return tuple(
+            sorted(d for d in self.diagnostics if not self._suppressed(d.line, d.code))
+        )
+
     def _suppressed(self, line: int, code: str) -> bool:
         """Whether `# noqa` on `line` silences `code`: a silenced fix is not made."""
         if self.source is None:

@@ -34,7 +34,8 @@ class CheckResult(NamedTuple):
 
     - `original`: the source text as read.
     - `encoding`: the file's encoding.
-    - `diagnostics`: the places that need a human decision, sorted by position.
+    - `diagnostics`: the places that need a human decision and no `# noqa`
+        silences, sorted by position.
     - `changed`: whether the rewrite would change the file.
     """
 
@@ -91,7 +92,7 @@ class AstAnalysis(Plan):
         return CheckResult(
             original=self.text,
             encoding="utf-8" if self.encoding == "utf-8-sig" else self.encoding,
-            diagnostics=tuple(sorted(self.diagnostics)),
+            diagnostics=self.reported(),
             changed=self.changes,
         )
 

@@ -37,7 +37,8 @@ class MigrationResult:
     - `original`: the source text as read.
     - `code`: the migrated source text; equal to `original` when nothing changed.
     - `encoding`: the file's encoding, for writing `code` back as bytes.
-    - `diagnostics`: the places that need a human decision, sorted by position.
+    - `diagnostics`: the places that need a human decision and no `# noqa`
+        silences, sorted by position.
     """
 
     original: str
@@ -253,7 +254,7 @@ def splice_source(analysis: AstAnalysis) -> MigrationResult:
         original=analysis.text,
         code=splice.edits.apply(),
         encoding=analysis.encoding,
-        diagnostics=tuple(sorted(analysis.diagnostics)),
+        diagnostics=analysis.reported(),
     )
 
 

@@ -49,6 +49,8 @@ _LINE_BREAK = re.compile(r"\r\n|\r|\n")
 
 def source_lines(source: str) -> list[str]:
     """The lines of a source file, numbered as Python numbers them."""
+    if "\r" not in source:  # str.split is 5x faster than the regex
+        return source.split("\n")
     return _LINE_BREAK.split(source)
 
 

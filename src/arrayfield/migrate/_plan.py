@@ -52,11 +52,11 @@ def _unsubscripted(expr: Any) -> Any:
 class Plan:
     """What to rewrite in one file, and its diagnostics; changes nothing.
 
-    A front end calls `module_assignment` for each module-level `name = value`,
-    `enter_function`/`leave_function` and `enter_class`/`leave_class` around
-    every definition (outer ones first), and `call` for each call of a file
-    that `_checks.calls_matter` admits; it implements `position`, `snippet` and
-    `field_sites`.
+    The reader (`_read`) calls `module_assignment` for each `name = value` of
+    the module body, `enter_function`/`leave_function` and
+    `enter_class`/`leave_class` around every definition (outer ones first),
+    and `call` for each call of a file that `_checks.calls_matter` admits; it
+    implements `position`, `snippet` and `field_sites`.
     """
 
     def __init__(
@@ -104,7 +104,7 @@ class Plan:
         # Per enclosing function: whether it is functools.cache'd.
         self._cached: list[bool] = []
 
-    # What a front end provides.
+    # What the reader (`_read`) provides.
 
     def position(self, node: Any) -> tuple[int, int]:
         """Line and column (1-based) of `node`."""

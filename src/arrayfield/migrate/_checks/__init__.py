@@ -9,8 +9,8 @@ where its diagnostic is fixable, `FIX` is the `FieldEdit` that `--fix` makes.
 `_plan` runs `FIELD_RULES` in order for every field and knows none of them.
 A rule about calls defines `check_call(node, known)` (a list of diagnostics,
 from the call and what `_plan` knows of the file's classes, `_site.CallContext`)
-and `NEEDLES`, text without which a file holds no call it reports: the front
-ends visit calls only in files that have one. AF004 (a converter `_plan` drops
+and `NEEDLES`, text without which a file holds no call it reports: the reader
+visits calls only in files that have one. AF004 (a converter `_plan` drops
 as it migrates a field) is the one rule `_plan` calls by name, from that edit.
 A new code is a new module here, added to `RULES`.
 """
@@ -50,8 +50,8 @@ _BYTE_NEEDLES = tuple(needle.encode() for needle in _NEEDLES)
 
 
 def calls_matter(source: str | bytes) -> bool:
-    """Whether a file may hold a call a rule reports (`NEEDLES`): the front ends
-    visit every call only then, which most files skip."""
+    """Whether a file may hold a call a rule reports (`NEEDLES`): the reader
+    visits every call only then, which most files skip."""
     if isinstance(source, bytes):
         return any(needle in source for needle in _BYTE_NEEDLES)
     return any(needle in source for needle in _NEEDLES)

@@ -26,8 +26,8 @@ _DEFINITIONS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
 
 
 def _bodies_of(kind: type) -> tuple[str, ...]:
-    names = _BODIES_OF[kind] = tuple(n for n in NESTED_BODIES if n in kind._fields)
-    return names
+    _BODIES_OF[kind] = tuple(n for n in NESTED_BODIES if n in kind._fields)
+    return _BODIES_OF[kind]
 
 
 def has_block(node: ast.AST) -> bool:
@@ -121,13 +121,11 @@ def statements_in(
     while pending:
         for node in pending[-1]:
             yield node
-            if into_definitions or not isinstance(node, _DEFINITIONS):
-                names = _BODIES_OF.get(type(node))
-                if names is None:
-                    names = _bodies_of(type(node))
-                if names:
-                    pending.append(iter(nested_statements(node)))
-                    break
+            if has_block(node) and (
+                into_definitions or not isinstance(node, _DEFINITIONS)
+            ):
+                pending.append(iter(nested_statements(node)))
+                break
         else:
             pending.pop()
 

@@ -173,7 +173,7 @@ def index_project(
         for path in found:
             result = _index_file(trees, path, contents[path])
             if isinstance(result, FileError):
-                errors.append(result._replace(path=path))
+                errors.append(result)
             else:
                 new.append(result)
         facts.extend(new)

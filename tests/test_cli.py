@@ -217,6 +217,21 @@ def test_directory_walk_respects_gitignore_and_exclude(tmp_path):
     ]
 
 
+@pytest.mark.skipif(sys.platform == "win32", reason="symbolic links need privileges")
+def test_gitignore_matches_a_link_by_its_own_name_as_git_does(tmp_path):
+    """git tracks a link under its own path, so a rule for the file it points
+    to does not ignore it (and a rule for the link's name does)."""
+    (tmp_path / ".git").mkdir()
+    (tmp_path / ".gitignore").write_text("target.py\nskipped_link.py\n")
+    target = copy_case("decorated", tmp_path / "src" / "target.py")
+    (tmp_path / "src" / "link.py").symlink_to(target)
+    (tmp_path / "src" / "skipped_link.py").symlink_to(target)
+
+    result = run_migrate("--check", "src", cwd=tmp_path)
+
+    assert result.stdout == f"would migrate: {Path('src', 'link.py')}\n"
+
+
 def test_a_file_named_on_the_command_line_is_always_taken(tmp_path):
     copy_case("decorated", tmp_path / "build" / "model.py")
     result = run_migrate("--check", Path("build", "model.py"), cwd=tmp_path)

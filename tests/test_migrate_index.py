@@ -768,3 +768,30 @@ def test_the_name_search_finds_whole_names_with_few_or_many_initials(initials):
     assert not mentions(f"x = My{last}()\n")  # inside a name
     assert not mentions("x = ÀAart0\n")  # after a non-ASCII letter
     assert not mentions("x = Aart\n")  # a prefix of the names
+
+
+def test_a_hierarchy_deeper_than_fifty_classes_is_read_to_its_root(tmp_path):
+    """What a class inherits (here: an `__init__` at the root, so its fields
+    need not come from constructor arguments) is read up the whole chain of
+    bases; the walks used to stop at depth 50 and guess."""
+    diagnostics = []
+    for depth in (2, 60):
+        lines = [
+            "import equinox as eqx\n\n\nclass Layer0(eqx.Module):\n"
+            "    def __init__(self):\n        pass\n"
+        ]
+        lines += [
+            f"\n\nclass Layer{n}(Layer{n - 1}):\n    pass\n" for n in range(1, depth)
+        ]
+        lines.append(f"\n\nclass Leaf(Layer{depth - 1}):\n    rate: float\n")
+        path = tmp_path / f"chain{depth}.py"
+        path.write_text("".join(lines))
+        result = migrate(tmp_path, "--check", path.name)
+        found = [
+            line.split(": ", 1)[1]
+            for line in result.stdout.splitlines()
+            if " AF" in line
+        ]
+        assert len(found) == 1, result.stdout
+        diagnostics.append(found[0].replace(f"chain{depth}", "chain"))
+    assert diagnostics[0] == diagnostics[1]

@@ -74,7 +74,6 @@ MIGRATE = tuple(
         "_checks",
         "_checks.__init__",
         # one file: analysis, then rewrite
-        "_plan",
         "_read",
         "_arguments",
         "_imports",

@@ -1,48 +1,64 @@
-"""The analysis pass over a file's `ast` tree: it hands every class, function,
-field and call to the `Plan` (`_plan`), which gives the file's diagnostics and
-edits; `_splice` writes the new text of the files the command writes or
-previews from that plan.
+"""The analysis of one file: a walk of its `ast` tree that finds the Module
+classes and plans the rewrite (`base_edits`, `field_edits`...) and the
+diagnostics, by running the rules of `_checks` on every field and call.
+`_splice` writes the planned edits; nothing here changes the file.
 """
 
 from __future__ import annotations
 
 import ast
+import functools
 import tokenize
 from collections.abc import Iterable
 from io import BytesIO
 from typing import Any, NamedTuple
 
+from . import _diagnostics as diag
 from . import _syntax as syntax
+from ._annotations import ArrayKind, array_kind, is_class_var, is_field_wrapped
 from ._bindings import ImportMap, has_block, nested_statements, statements_in
-from ._checks import calls_matter
+from ._checks import CALL_RULES, FIELD_RULES, af004_converter_kind, calls_matter
 from ._diagnostics import Diagnostic
 from ._index import FileContext
-from ._plan import Plan
-from ._site import Assignment, FieldSite
+from ._names import dotted_name
+from ._site import Assignment, FieldEdit, FieldReading, FieldSite, is_name
 
 _FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
+_DEFINITIONS = (ast.ClassDef, *_FUNCTIONS)
 # Identifier characters, and brackets that end what a call's `(` follows.
 _CALLEE_END = frozenset(
     b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_)]"
 )
+# Converters that make the array kind arrayfield makes for an annotation of
+# that kind anyway: redundant under ArrayModule.
+CONVERTER_KINDS: dict[str, ArrayKind] = {
+    "jax.numpy.asarray": "jax",
+    "jax.numpy.array": "jax",
+    "numpy.asarray": "numpy",
+    "numpy.array": "numpy",
+}
+# Field specifiers: their call, as a field's value, is not the field's default.
+SPECIFIERS = frozenset({"equinox.field", "arrayfield.field", "dataclasses.field"})
 
 
 class CheckResult(NamedTuple):
-    """The outcome of checking one file without rewriting it.
+    """The outcome of checking one file without rewriting it: the diagnostics
+    no `# noqa` silences, by position, and whether the rewrite changes it."""
 
-    **Fields:**
-
-    - `original`: the source text as read.
-    - `encoding`: the file's encoding.
-    - `diagnostics`: the places that need a human decision and no `# noqa`
-        silences, sorted by position.
-    - `changed`: whether the rewrite would change the file.
-    """
-
-    original: str
-    encoding: str
     diagnostics: tuple[Diagnostic, ...]
     changed: bool
+
+
+def _is_cache(expr: Any) -> bool:
+    """`@functools.cache`, `@lru_cache(maxsize=None)` and the like."""
+    if isinstance(expr, ast.Call):
+        expr = expr.func
+    return (dotted_name(expr) or "").rpartition(".")[2] in ("cache", "lru_cache")
+
+
+def _unsubscripted(expr: Any) -> Any:
+    """`Parent` for the base `Parent[int]` of a generic class."""
+    return expr.value if isinstance(expr, ast.Subscript) else expr
 
 
 def _self_assignments(
@@ -70,33 +86,321 @@ def _self_assignments(
     return found
 
 
-class AstAnalysis(Plan):
-    """Finds Module classes in an `ast` tree and plans what to rewrite."""
+class AstAnalysis:
+    """What to rewrite in one file, and its diagnostics (`analyse_source`).
+
+    It is the `_site.CallContext` of the call rules: `cached_function`,
+    `position`, `snippet`, `module_base` and `migrated_class`.
+    """
 
     def __init__(
         self,
         text: str,
-        imports: ImportMap,
+        encoding: str,  # as detected: "utf-8-sig" after a BOM
+        tree: ast.Module,
         context: FileContext | None,
         fix: bool,
         typed: bool,
     ) -> None:
-        super().__init__(imports, context, fix, typed, text)
         self.text = text
-        self.encoding = "utf-8"  # as detected: "utf-8-sig" after a BOM
-        self.tree: ast.Module | None = None  # the parse walked
+        self.encoding = encoding
+        self.tree = tree
         # ast counts columns in UTF-8 bytes of the decoded text.
         self.lines = text.encode("utf-8").splitlines(keepends=True)
+        self.imports = ImportMap.from_ast(tree, context.bindings if context else None)
+        self.context = context
+        self.fix = fix
+        self.typed = typed
+        # Field positions the project index read with `ast`.
+        self.known_positions: dict[Any, tuple[int, int]] = {}
+        self.module_classes: set[str] = set()
+        # Module classes that derive from equinox's Module, not af.ArrayModule:
+        # the rewrite changes what their fields hold.
+        self.migrating_classes: set[str] = set()
+        self.base_edits: dict[Any, list[int]] = {}
+        self.field_edits: dict[Any, FieldEdit] = {}
+        # Annotations to wrap in `af.Field[...]`, and bare defaults to write as
+        # `af.field(default=...)` (what a type checker needs for that spelling).
+        self.wrap_annotations: set[Any] = set()
+        self.wrap_defaults: set[Any] = set()
+        # `Base = eqx.Module` and the base in `type(name, (eqx.Module,), ns)`:
+        # expressions that become a reference to ArrayModule.
+        self.expression_edits: set[Any] = set()
+        # Module-level names bound to equinox's Module by an assignment.
+        self.module_aliases: set[str] = set()
+        # Module-level names bound by one `name = value` statement, to that value
+        # (None for a name bound more than once): what a field default names.
+        self.module_values: dict[str, Any] = {}
+        # Names whose last use may have been rewritten away (`eqx`, `jnp`...).
+        self.released_names: set[str] = set()
+        self.diagnostics: list[Diagnostic] = []
+        # The enclosing class, named as arrayfield's runtime errors name it:
+        # `Scene.Config`, the part up to a function's `<locals>` left out.
+        self._scope: str | None = None
+        # Inside a function: whether a cache decorator wraps it; None outside any.
+        self.cached_function: bool | None = None
 
     def result(self) -> CheckResult:
-        return CheckResult(
-            original=self.text,
-            encoding="utf-8" if self.encoding == "utf-8-sig" else self.encoding,
-            diagnostics=self.reported(),
-            changed=self.changes,
+        return CheckResult(self.reported(), self.changes)
+
+    # The walk.
+
+    def walk(self, *, scan_calls: bool) -> None:
+        """Every definition of the file, and with `scan_calls` every call."""
+        for statement in self.tree.body:
+            if isinstance(statement, ast.Assign):
+                self._module_assignment(statement.targets, statement.value)
+        if scan_calls:
+            self._visit(self.tree)
+        else:
+            self._definitions(self.tree.body)
+
+    def _definitions(self, body: Iterable[ast.AST]) -> None:
+        for node in body:
+            if isinstance(node, _DEFINITIONS):
+                outer = self._enter(node)
+                self._definitions(node.body)
+                self._scope, self.cached_function = outer
+            elif has_block(node):
+                self._definitions(nested_statements(node))
+
+    def _visit(self, node: ast.AST) -> None:
+        """Every node; a definition is entered before its decorators, bases
+        and parameters are visited, which are visited before its body."""
+        if isinstance(node, _DEFINITIONS):
+            outer = self._enter(node)
+            children: list[ast.AST] = [*node.decorator_list]
+            if isinstance(node, ast.ClassDef):
+                children += [*node.bases, *node.keywords]
+            else:
+                children += [node.args] + ([node.returns] if node.returns else [])
+            for child in [*children, *node.body]:
+                self._visit(child)
+            self._scope, self.cached_function = outer
+            return
+        if isinstance(node, ast.Call):
+            self._call(node)
+        for child in ast.iter_child_nodes(node):
+            self._visit(child)
+
+    def _enter(
+        self, node: ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef
+    ) -> tuple[str | None, bool | None]:
+        """Enters a definition; returns the scope it was in, to restore."""
+        outer = self._scope, self.cached_function
+        if isinstance(node, ast.ClassDef):
+            name = node.name
+            self._scope = name if self._scope is None else f"{self._scope}.{name}"
+            self._class(node, self._scope)
+        else:
+            self._scope = None
+            self.cached_function = any(map(_is_cache, node.decorator_list))
+        return outer
+
+    # What the walk finds.
+
+    def _module_assignment(self, targets: list[Any], value: Any) -> None:
+        """A module-level `targets = value` statement: `Base = eqx.Module`."""
+        for target in targets:
+            bound = syntax.identifier(target)
+            if bound is not None:
+                seen = bound in self.module_values
+                self.module_values[bound] = None if seen else value
+        name = syntax.identifier(targets[0]) if len(targets) == 1 else None
+        if name is not None and self._is_equinox_module(value):
+            self.module_aliases.add(name)
+            self.expression_edits.add(value)
+            self._release(value)
+
+    def _call(self, node: Any) -> None:
+        """The bases of a `type(...)` that makes a Module class are migrated,
+        then every call rule reads the call."""
+        made = syntax.class_made_by_type(node)
+        for base in [] if made is None else made[1]:
+            if self._is_equinox_module(base):
+                self.expression_edits.add(base)
+                self._release(base)
+        for rule in CALL_RULES:
+            self.diagnostics.extend(rule.check_call(node, self))
+
+    def _class(self, node: ast.ClassDef, qualname: str) -> None:
+        bases = node.bases
+        equinox_bases = [
+            index for index, base in enumerate(bases) if self._is_equinox_module(base)
+        ]
+        written = [_unsubscripted(base) for base in bases]
+        base_names = [dotted_name(base) for base in written]
+        already_migrated = any(
+            base in self.module_classes for base in base_names
+        ) or any(
+            self.imports.resolve(base) == "arrayfield.ArrayModule" for base in written
+        )
+        # A subclass of an alias such as `Base = eqx.Module`, or (known from the
+        # project index) of a Module class defined in another module.
+        aliased = any(base in self.module_aliases for base in base_names)
+        context = None if self.context is None else self.context.classes.get(qualname)
+        if not (equinox_bases or already_migrated or aliased or context is not None):
+            return
+        self.module_classes.add(node.name)
+        if (
+            equinox_bases
+            or aliased
+            or any(base in self.migrating_classes for base in base_names)
+            or (context is not None and context.from_equinox)
+        ):
+            self.migrating_classes.add(node.name)
+        if equinox_bases:
+            self.base_edits[node] = equinox_bases
+            for index in equinox_bases:
+                self._release(bases[index])
+        assignments: list[Assignment] = []
+        for statement in node.body:
+            if isinstance(statement, _FUNCTIONS) and statement.args.args:
+                assignments.extend(_self_assignments(statement))
+        for statement in node.body:
+            if isinstance(statement, ast.AnnAssign) and isinstance(
+                statement.target, ast.Name
+            ):
+                call = self.specifier_call(statement.value)
+                site = FieldSite(
+                    qualname,
+                    statement,
+                    call,
+                    assignments,
+                    context,
+                    self.context,
+                    self.imports,
+                    self.position,
+                    self.snippet,
+                    self.module_values,
+                    {} if call is None else syntax.call_keywords(call),
+                )
+                self._field(site, bool(equinox_bases or already_migrated))
+
+    def _field(self, site: FieldSite, drop_converters: bool) -> None:
+        field, keywords, call = site.node, site.keywords, site.call
+        if is_class_var(site.annotation, self.imports):
+            return
+        if site.context is not None and site.name in site.context.fields:
+            self.known_positions[field.target] = site.context.fields[site.name]
+        static = "static" in keywords and is_name(keywords["static"].value, "True")
+        kind = array_kind(site.annotation, self.imports)
+        convert = keywords.get("convert")
+        converter = keywords.get("converter")
+        reading = FieldReading(
+            kind=kind,
+            static=static,
+            opted_out=convert is not None and is_name(convert.value, "False"),
+            # A converter that makes arrays already keeps new values traced.
+            makes_array=converter is not None and self._makes_array(converter.value),
+            migrating=site.cls.rpartition(".")[2] in self.migrating_classes,
+        )
+        found: dict[str, Diagnostic] = {}
+        for rule in FIELD_RULES:
+            diagnostic = rule.check_field(site, reading, found)
+            if diagnostic is None:
+                continue
+            found[rule.CODE] = diagnostic
+            self.diagnostics.append(diagnostic)
+            if (
+                diagnostic.fixable
+                and self.fix
+                and not self._suppressed(diagnostic.line, diagnostic.code)
+            ):
+                self.field_edits[field] = rule.FIX
+                if call is not None:
+                    self._release(call.func)
+        if kind is None or static:
+            return
+        if self.typed and not (reading.opted_out or field in self.field_edits):
+            # (the one edit planned so far is --fix's opt-out)
+            self._wrap(site)
+            if field.value is not None and call is None:
+                self.wrap_defaults.add(field)
+        if (
+            call is None
+            or converter is None
+            or not drop_converters
+            or field in self.field_edits
+            or self.imports.resolve(call.func) != "equinox.field"
+        ):
+            return
+        makes = CONVERTER_KINDS.get(self.imports.resolve(converter.value) or "")
+        if makes is None:
+            return
+        mismatch = af004_converter_kind.check(site, converter, makes, kind)
+        if mismatch is not None:
+            self.diagnostics.append(mismatch)
+            return
+        self._release(converter.value)
+        # A type checker types the __init__ parameter from the converter: the
+        # annotation that says the same thing takes its place.
+        self._wrap(site)
+        if len(call.args) + len(call.keywords) == 1:
+            self.field_edits[field] = FieldEdit.DROP_DEFAULT
+            self._release(call.func)
+        else:
+            self.field_edits[field] = FieldEdit.DROP_CONVERTER
+
+    def _wrap(self, site: FieldSite) -> None:
+        if not is_field_wrapped(site.annotation, self.imports):
+            self.wrap_annotations.add(site.node)
+
+    def _makes_array(self, converter: Any) -> bool:
+        """Whether a converter is `jnp.asarray` or a kin of it, possibly wrapped
+        in `functools.partial` (to fix a dtype)."""
+        if (
+            isinstance(converter, ast.Call)
+            and self.imports.resolve(converter.func) == "functools.partial"
+            and converter.args
+            # (a keyword never comes before a plain positional argument)
+            and not isinstance(converter.args[0], ast.Starred)
+        ):
+            converter = converter.args[0]
+        return self.imports.resolve(converter) in CONVERTER_KINDS
+
+    def _release(self, expr: Any) -> None:
+        """The name `expr` starts with (`eqx` for `eqx.field`, bound by an
+        import) may have lost its last use to the rewrite."""
+        dotted = dotted_name(expr)
+        if dotted is not None:
+            self.released_names.add(dotted.partition(".")[0])
+
+    def _is_equinox_module(self, expr: Any) -> bool:
+        if self.imports.resolve(expr) == "equinox.Module":
+            return True
+        # `from .core import Module` where core imports it from equinox.
+        return (
+            self.context is not None and dotted_name(expr) in self.context.equinox_bases
         )
 
+    # What the rules and the writer ask.
+
+    def module_base(self, expr: Any) -> bool:
+        """Whether a base is equinox's Module, an alias of it or a Module class."""
+        if self._is_equinox_module(expr):
+            return True
+        name = dotted_name(_unsubscripted(expr))
+        return name in self.module_aliases or self.migrated_class(name)
+
+    def migrated_class(self, name: str | None) -> bool:
+        """Whether `name` is a Module class of the file or of the tree."""
+        return name in self.module_classes or (
+            self.context is not None and name in self.context.bases
+        )
+
+    def specifier_call(self, value: Any | None) -> Any | None:
+        """`value` when it is a field specifier call (its `default=` is the
+        default, not the call), else None."""
+        if (
+            isinstance(value, ast.Call)
+            and self.imports.resolve(value.func) in SPECIFIERS
+        ):
+            return value
+        return None
+
     def position(self, node: Any) -> tuple[int, int]:
+        """Line and column (1-based) of `node`."""
         known = self.known_positions.get(node)
         if known is not None:
             return known
@@ -104,8 +408,9 @@ class AstAnalysis(Plan):
         return node.lineno, len(prefix.decode("utf-8", errors="replace")) + 1
 
     def snippet(self, node: Any) -> str:
-        """The node's source with the parentheses written around it, which
-        `ast` leaves out of its position (a call's own bracket aside)."""
+        """The node's source on one line, cut to 40 characters, with the
+        parentheses written around it, which `ast` leaves out of its position
+        (a call's own bracket aside)."""
         first, last = self.lines[node.lineno - 1], self.lines[node.end_lineno - 1]
         chunk = b"".join(self.lines[node.lineno - 1 : node.end_lineno])
         end = len(chunk) - len(last) + node.end_col_offset
@@ -117,89 +422,47 @@ class AstAnalysis(Plan):
             if callee and callee[-1] in _CALLEE_END:
                 break  # the bracket of a call
             text, before, after = f"({text})", callee, after[1:].lstrip(b" \t")
-        text = " ".join(text.split())  # on one line, cut to 40 characters
+        text = " ".join(text.split())
         return text if len(text) <= 40 else text[:37] + "..."
 
-    def walk(self, tree: ast.Module, *, scan_calls: bool) -> None:
-        """Every definition of the file, and with `scan_calls` every call."""
-        for statement in tree.body:
-            if isinstance(statement, ast.Assign):
-                self.module_assignment(statement.targets, statement.value)
-        if scan_calls:
-            self._visit(tree)
-        else:
-            self._definitions(tree.body)
+    @property
+    def changes(self) -> bool:
+        """Whether the rewrite edits the file: a base, an alias, a field."""
+        return bool(
+            self.base_edits
+            or self.expression_edits
+            or self.wrap_annotations
+            or self.field_edits
+            or self.wrap_defaults
+        )
 
-    def _definitions(self, body: Iterable[ast.AST]) -> None:
-        for node in body:
-            if isinstance(node, ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef):
-                self._enter(node)
-                self._definitions(node.body)
-                self._leave(node)
-            elif has_block(node):
-                self._definitions(nested_statements(node))
+    def names_needed(self) -> list[str]:
+        """Which of arrayfield's `ArrayModule`, `Field` and `field` the
+        rewritten code refers to."""
+        no_convert = FieldEdit.NO_CONVERT in self.field_edits.values()
+        return [
+            name
+            for name, edits in (
+                ("ArrayModule", self.base_edits or self.expression_edits),
+                ("Field", self.wrap_annotations),
+                ("field", self.wrap_defaults or no_convert),
+            )
+            if edits
+        ]
 
-    def _enter(
-        self, node: ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef
-    ) -> None:
-        if isinstance(node, ast.ClassDef):
-            self.enter_class(node, node.name, node.bases)
-        else:
-            self.enter_function(node.decorator_list)
+    def reported(self) -> tuple[Diagnostic, ...]:
+        """The diagnostics no `# noqa` silences, sorted by position."""
+        return tuple(
+            sorted(d for d in self.diagnostics if not self._suppressed(d.line, d.code))
+        )
 
-    def _leave(self, node: ast.AST) -> None:
-        if isinstance(node, ast.ClassDef):
-            self.leave_class()
-        else:
-            self.leave_function()
+    def _suppressed(self, line: int, code: str) -> bool:
+        """Whether `# noqa` on `line` silences `code`: a silenced fix is not made."""
+        return diag.suppressed(self._source_lines, line, code)
 
-    def _visit(self, node: ast.AST) -> None:
-        """A visit in which a definition is entered before its decorators,
-        bases and parameters are visited."""
-        if isinstance(node, ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef):
-            self._enter(node)
-            children: list[ast.AST] = [*node.decorator_list]
-            if isinstance(node, ast.ClassDef):
-                children += [*node.bases, *node.keywords]
-            else:
-                children += [node.args] + ([node.returns] if node.returns else [])
-            for child in [*children, *node.body]:
-                self._visit(child)
-            self._leave(node)
-            return
-        if isinstance(node, ast.Call):
-            self.call(node)
-        for child in ast.iter_child_nodes(node):
-            self._visit(child)
-
-    def field_sites(self, node: ast.ClassDef, qualname: str) -> list[FieldSite]:
-        assignments: list[Assignment] = []
-        for statement in node.body:
-            if isinstance(statement, _FUNCTIONS) and statement.args.args:
-                assignments.extend(_self_assignments(statement))
-        context = self._class_context(qualname)
-        sites = []
-        for statement in node.body:
-            if isinstance(statement, ast.AnnAssign) and isinstance(
-                statement.target, ast.Name
-            ):
-                call = self.specifier_call(statement.value)
-                sites.append(
-                    FieldSite(
-                        qualname,
-                        statement,
-                        call,
-                        assignments,
-                        context,
-                        self.context,
-                        self.imports,
-                        self.position,
-                        self.snippet,
-                        self.module_values,
-                        {} if call is None else syntax.call_keywords(call),
-                    )
-                )
-        return sites
+    @functools.cached_property
+    def _source_lines(self) -> list[str]:
+        return diag.source_lines(self.text)
 
 
 def analyse_source(
@@ -224,9 +487,6 @@ def analyse_source(
         text = source.decode(encoding)
     if tree is None:
         tree = ast.parse(text)
-    imports = ImportMap.from_ast(tree, context.bindings if context else None)
-    analysis = AstAnalysis(text, imports, context, fix, typed)
-    analysis.encoding = encoding
-    analysis.tree = tree
-    analysis.walk(tree, scan_calls=calls_matter(text))
+    analysis = AstAnalysis(text, encoding, tree, context, fix, typed)
+    analysis.walk(scan_calls=calls_matter(text))
     return analysis

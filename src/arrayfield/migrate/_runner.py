@@ -1,12 +1,7 @@
-"""Running the codemod over a tree: finding and reading the files, building the
-project index until nothing new turns up, and the per-file rewrite.
-
-Each file is analysed from its `ast` parse (`_read`), which gives its
-diagnostics and whether the rewrite changes it; the new text of a file that
-is written or previewed is spliced from that plan (`_splice`).
-
-Nothing here prints: errors come back as `FileError`s for the command line
-(`_cli`) to report, in the order they were found.
+"""Running the codemod over a tree: finding and reading the files, indexing
+them (phase 1), then analysing each file that may change (phase 2, `_read`)
+and splicing its new text when one is needed (`_splice`). Nothing here
+prints: errors come back as `FileError`s, in the order found, for `_cli`.
 """
 
 from __future__ import annotations
@@ -39,6 +34,12 @@ if TYPE_CHECKING:
 # the last two find where classes are registered as pytree nodes. (Five
 # substring tests take a quarter of the time of one regex of the five.)
 _MENTIONS = (b"equinox", b"eqx", b"Module", b"register_pytree", b"register_dataclass")
+# What may continue an identifier, as UTF-8 bytes.
+_IDENTIFIER_BYTES = frozenset(
+    b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_"
+) | frozenset(range(0x80, 0x100))
+# Up to this many initials, a scan per initial is the faster name search.
+_FEW_INITIALS = 8
 
 
 class FileError(NamedTuple):
@@ -54,9 +55,7 @@ def find_files(
     paths: Sequence[str], excludes: Sequence[str]
 ) -> tuple[list[Path], list[FileError]]:
     """The Python files under `paths`, each once however it was reached
-    (`pkg ./pkg`, a link to another file of the tree): by the file itself
-    (its device and inode: one `stat`, where resolving a path reads every
-    directory above it), under the first name found, or its own name rather
+    (`pkg ./pkg`, a link): under the first name found, or its own name rather
     than a link's."""
     errors: list[FileError] = []
     files: dict[tuple[int, int] | Path, Path] = {}
@@ -74,8 +73,8 @@ def find_files(
 
 
 def _identity(path: Path) -> tuple[int, int] | Path:
-    """The file a path reaches: its device and inode, else (a broken link, a
-    file system without inode numbers) its resolved path."""
+    """The file a path reaches: its device and inode (one `stat`, where
+    resolving reads every directory above it), else its resolved path."""
     try:
         stat = os.stat(path)
     except OSError:  # reading it reports the error
@@ -95,20 +94,11 @@ def read_files(files: Iterable[Path]) -> tuple[dict[Path, bytes], list[FileError
     return contents, errors
 
 
-def _index_file(
-    trees: dict[Path, ast.Module], path: Path, data: bytes
-) -> FileFacts | FileError:
-    """Phase 1: the file's facts, or why it does not parse; its parse goes
-    into `trees`, for phase 2."""
-    try:
-        tree = ast.parse(data, filename=str(path))
-        trees[path] = tree
-        return read_file(str(path), data, tree)
-    except SyntaxError as exc:
+def _parse_error(path: Path, exc: SyntaxError | ValueError) -> FileError:
+    if isinstance(exc, SyntaxError):
         message = f"cannot parse: {exc.msg}"
         return FileError(path, message, exc.lineno or 1, exc.offset or 1)
-    except ValueError as exc:  # null bytes
-        return FileError(path, f"cannot parse: {exc}")
+    return FileError(path, f"cannot parse: {exc}")  # null bytes
 
 
 def _transform_file(
@@ -121,22 +111,18 @@ def _transform_file(
     tree: ast.Module | None = None,
 ) -> MigrationResult | CheckResult | FileError:
     """Phase 2: the rewrite and diagnostics of one file (from its parse in
-    phase 1, `tree`, if given), or an error message. With `text` false, a
-    changed file's new text is not needed."""
+    phase 1, `tree`, if given). With `text` false, a changed file's new text
+    is not needed."""
     try:
         analysis = analyse_source(data, context, fix=fix, typed=typed, tree=tree)
     except (UnicodeDecodeError, LookupError) as exc:
         return FileError(path, f"cannot decode: {exc}")
-    except SyntaxError as exc:
-        return FileError(
-            path, f"cannot parse: {exc.msg}", exc.lineno or 1, exc.offset or 1
-        )
-    except ValueError as exc:  # null bytes
-        return FileError(path, f"cannot parse: {exc}")
+    except (SyntaxError, ValueError) as exc:
+        return _parse_error(path, exc)
     if not (analysis.changes and text):
         return analysis.result()
-    # The writer's modules are imported only when a text is written: `--check`
-    # never needs them (~7 ms of its start-up).
+    # The writer is imported only when a text is written: `--check` never
+    # needs it (~7 ms of its start-up).
     from ._splice import splice_source
 
     return splice_source(analysis)
@@ -145,20 +131,19 @@ def _transform_file(
 def index_project(
     contents: dict[Path, bytes], trees: dict[Path, ast.Module] | None = None
 ) -> tuple[ProjectIndex, list[FileError]]:
-    """Index the files that mention equinox, then, until nothing new turns up,
-    those that mention a Module class found so far (a subclass in a file that
-    imports only the project's own base class) and the modules that files with
-    Module classes import from (where the types of their fields are defined).
+    """Phase 1: index the files that mention equinox, then, until nothing new
+    turns up, those that mention a Module class found so far (a subclass in a
+    file that imports only the project's own base class) and the modules that
+    files with Module classes import from (where their fields' types are).
 
-    The parses go into `trees`, if given, so that phase 2 need not parse
-    those files again."""
+    The parses go into `trees`, if given, for phase 2."""
     trees = {} if trees is None else trees
     forget_directories()
     facts: list[FileFacts] = []
     errors: list[FileError] = []
     pending = dict(contents)
     # Module name -> the pending files of that name, one per import root.
-    by_module: dict[str, list[Path]] | None = None
+    by_module: dict[str, list[Path]] = {}
     found = [
         path
         for path, data in pending.items()
@@ -167,45 +152,41 @@ def index_project(
     searched: set[str] = set()
     index = ProjectIndex(facts)
     while found:
-        for path in found:
-            del pending[path]
         new: list[FileFacts] = []
         for path in found:
-            result = _index_file(trees, path, contents[path])
-            if isinstance(result, FileError):
-                errors.append(result)
-            else:
-                new.append(result)
+            del pending[path]
+            try:
+                tree = ast.parse(contents[path], filename=str(path))
+                trees[path] = tree
+                new.append(read_file(str(path), contents[path], tree))
+            except (SyntaxError, ValueError) as exc:
+                errors.append(_parse_error(path, exc))
         facts.extend(new)
         index = ProjectIndex(facts)
         if not pending:
             break
         names = index.exported_module_classes() - searched
         searched |= names
-        found = []
-        if names:
-            patterns = _name_patterns(sorted(names))
-            found = [
-                path
-                for path, data in pending.items()
-                if any(_mentions(pattern, data) for pattern in patterns)
-            ]
+        patterns = _name_patterns(sorted(names)) if names else []
+        found = [
+            path
+            for path, data in pending.items()
+            if any(_mentions(pattern, data) for pattern in patterns)
+        ]
         imported = {
             target
             for file in new
             if index.module_classes(file)
             for target in file.imports.values()
         }
-        if imported:
-            if by_module is None:
-                by_module = {}
-                for path in pending:
-                    by_module.setdefault(module_name(path)[0], []).append(path)
-            for target in imported:
-                for module in (target, target.rpartition(".")[0]):
-                    for path in by_module.get(module) or []:
-                        if path in pending and path not in found:
-                            found.append(path)
+        if imported and not by_module:  # made once, when first needed
+            for path in pending:
+                by_module.setdefault(module_name(path)[0], []).append(path)
+        for target in imported:
+            for module in (target, target.rpartition(".")[0]):
+                for path in by_module.get(module, []):
+                    if path in pending and path not in found:
+                        found.append(path)
     return index, errors
 
 
@@ -226,10 +207,10 @@ def _alternatives(names: Sequence[str]) -> bytes:
             for char, child in node.items()
             if char
         ]
+        if not options:
+            return b""
         body = options[0] if len(options) == 1 else b"(?:" + b"|".join(options) + b")"
-        if options and "" in node:
-            return b"(?:" + body + b")?"
-        return body if options else b""
+        return b"(?:" + body + b")?" if "" in node else body
 
     return branches(trie)
 
@@ -263,21 +244,10 @@ def _name_patterns(names: Sequence[str]) -> list[re.Pattern[bytes]]:
     return [re.compile(_alternatives(group) + end) for group in groups]
 
 
-# Up to this many initials, a scan per initial is the faster search.
-_FEW_INITIALS = 8
-
-
-# What may continue an identifier, as UTF-8 bytes.
-_IDENTIFIER_BYTES = frozenset(
-    b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_"
-) | frozenset(range(0x80, 0x100))
-
-
 def files_to_rewrite(contents: Mapping[Path, bytes], index: ProjectIndex) -> list[Path]:
     """The files phase 2 reads: those with a Module class, that import
-    equinox (an alias `Base = eqx.Module`, a `type(...)` class), or that use
-    the tree's Module classes in a call a rule reads (`calls_matter`: an axis
-    spec, AF008)."""
+    equinox (`Base = eqx.Module`, a `type(...)` class), or that may call the
+    tree's Module classes as a call rule reads (`calls_matter`)."""
     work = []
     for path, data in contents.items():
         facts = index.files.get(str(path))
@@ -301,8 +271,8 @@ def rewrite_files(
     trees: dict[Path, ast.Module] | None = None,
 ) -> Iterator[MigrationResult | CheckResult | FileError]:
     """Phase 2 for each file of `work`, in order, from its parse in phase 1
-    (`index_project`'s `trees`), which it drops once used; `text` says whether
-    the new text of changed files is needed (to write or preview it)."""
+    (`index_project`'s `trees`, dropped once used); `text`: whether a changed
+    file's new text is needed (to write or preview it)."""
     trees = {} if trees is None else trees
     project = index.top_level_modules()
     for path in work:

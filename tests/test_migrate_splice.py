@@ -178,11 +178,14 @@ CONVERTED = (
     ],
 )
 def test_the_runner_writes_valid_code_with_the_input_tree(data):
-    index, errors = _runner.index_project({Path("m.py"): data})
+    contents = {Path("m.py"): data}
+    index, errors = _runner.index_project(contents)
     assert not errors
-    context = index.context("m.py")
     for fix, typed in itertools.product([False, True], repeat=2):
-        result = _runner._transform_file(Path("m.py"), data, context, fix, typed, True)
+        results = _runner.rewrite_files(
+            [Path("m.py")], contents, index, fix=fix, typed=typed, text=True
+        )
+        result = next(results)
         assert result.changed
         _check(data.decode(), fix=fix, typed=typed)
 

@@ -71,18 +71,18 @@ def _self_assignments(
     statements = [node for node in method.body if not isinstance(node, ast.ClassDef)]
     for statement in statements_in(statements):
         if isinstance(statement, ast.Assign):
-            targets, value = statement.targets, statement.value
+            targets = statement.targets
         elif isinstance(statement, ast.AnnAssign) and statement.value is not None:
-            targets, value = [statement.target], statement.value
+            targets = [statement.target]
         else:
             continue
-        for target in targets:
-            if (
-                isinstance(target, ast.Attribute)
-                and isinstance(target.value, ast.Name)
-                and target.value.id == self_name
-            ):
-                found.append((target.attr, value, statement))
+        found += [
+            (target.attr, statement.value, statement)
+            for target in targets
+            if isinstance(target, ast.Attribute)
+            and isinstance(target.value, ast.Name)
+            and target.value.id == self_name
+        ]
     return found
 
 
@@ -150,52 +150,34 @@ class AstAnalysis:
         for statement in self.tree.body:
             if isinstance(statement, ast.Assign):
                 self._module_assignment(statement.targets, statement.value)
-        if scan_calls:
-            self._visit(self.tree)
-        else:
-            self._definitions(self.tree.body)
+        self._walk(self.tree.body, scan_calls)
 
-    def _definitions(self, body: Iterable[ast.AST]) -> None:
-        for node in body:
+    def _walk(self, nodes: Iterable[ast.AST], scan_calls: bool) -> None:
+        """Enters each definition before its decorators, bases and parameters
+        are visited (with `scan_calls`), then its body."""
+        for node in nodes:
             if isinstance(node, _DEFINITIONS):
-                outer = self._enter(node)
-                self._definitions(node.body)
+                outer = self._scope, self.cached_function
+                heads: list[ast.AST] = [*node.decorator_list]
+                if isinstance(node, ast.ClassDef):
+                    name = node.name
+                    self._scope = name if outer[0] is None else f"{outer[0]}.{name}"
+                    self._class(node, self._scope)
+                    heads += [*node.bases, *node.keywords]
+                else:
+                    self._scope = None
+                    self.cached_function = any(map(_is_cache, node.decorator_list))
+                    heads += [node.args] + ([node.returns] if node.returns else [])
+                self._walk(
+                    [*heads, *node.body] if scan_calls else node.body, scan_calls
+                )
                 self._scope, self.cached_function = outer
+            elif scan_calls:
+                if isinstance(node, ast.Call):
+                    self._call(node)
+                self._walk(ast.iter_child_nodes(node), scan_calls)
             elif has_block(node):
-                self._definitions(nested_statements(node))
-
-    def _visit(self, node: ast.AST) -> None:
-        """Every node; a definition is entered before its decorators, bases
-        and parameters are visited, which are visited before its body."""
-        if isinstance(node, _DEFINITIONS):
-            outer = self._enter(node)
-            children: list[ast.AST] = [*node.decorator_list]
-            if isinstance(node, ast.ClassDef):
-                children += [*node.bases, *node.keywords]
-            else:
-                children += [node.args] + ([node.returns] if node.returns else [])
-            for child in [*children, *node.body]:
-                self._visit(child)
-            self._scope, self.cached_function = outer
-            return
-        if isinstance(node, ast.Call):
-            self._call(node)
-        for child in ast.iter_child_nodes(node):
-            self._visit(child)
-
-    def _enter(
-        self, node: ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef
-    ) -> tuple[str | None, bool | None]:
-        """Enters a definition; returns the scope it was in, to restore."""
-        outer = self._scope, self.cached_function
-        if isinstance(node, ast.ClassDef):
-            name = node.name
-            self._scope = name if self._scope is None else f"{self._scope}.{name}"
-            self._class(node, self._scope)
-        else:
-            self._scope = None
-            self.cached_function = any(map(_is_cache, node.decorator_list))
-        return outer
+                self._walk(nested_statements(node), scan_calls)
 
     # What the walk finds.
 
@@ -231,7 +213,7 @@ class AstAnalysis:
         written = [_unsubscripted(base) for base in bases]
         base_names = [dotted_name(base) for base in written]
         already_migrated = any(
-            base in self.module_classes for base in base_names
+            name in self.module_classes for name in base_names
         ) or any(
             self.imports.resolve(base) == "arrayfield.ArrayModule" for base in written
         )
@@ -367,10 +349,8 @@ class AstAnalysis:
             self.released_names.add(dotted.partition(".")[0])
 
     def _is_equinox_module(self, expr: Any) -> bool:
-        if self.imports.resolve(expr) == "equinox.Module":
-            return True
-        # `from .core import Module` where core imports it from equinox.
-        return (
+        # Or `from .core import Module` where core imports it from equinox.
+        return self.imports.resolve(expr) == "equinox.Module" or (
             self.context is not None and dotted_name(expr) in self.context.equinox_bases
         )
 
@@ -473,9 +453,8 @@ def analyse_source(
     typed: bool = False,
     tree: ast.Module | None = None,
 ) -> AstAnalysis:
-    """The plan of `source`'s migration. `source` as bytes is decoded the way
-    Python would (PEP 263 coding line, else UTF-8); `tree` is its parse when
-    the caller has one.
+    """The plan of `source`'s migration, from its parse `tree` if given.
+    Bytes are decoded as Python would (PEP 263 coding line, else UTF-8).
 
     Raises `SyntaxError`, `ValueError` (null bytes), `UnicodeDecodeError` or
     `LookupError` (an unknown coding) for a file that does not parse or decode.

@@ -14,14 +14,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple
 
 from ._checks import calls_matter
-from ._facts import (
-    FileFacts,
-    forget_directories,
-    module_name,
-    read_file,
-    resolved_path,
-)
-from ._index import FileContext, ProjectIndex
+from ._facts import FileFacts, forget_directories, module_name, read_file, resolved_path
+from ._index import ProjectIndex
 from ._lint import config_for
 from ._read import CheckResult, analyse_source
 from ._walk import python_files
@@ -99,33 +93,6 @@ def _parse_error(path: Path, exc: SyntaxError | ValueError) -> FileError:
         message = f"cannot parse: {exc.msg}"
         return FileError(path, message, exc.lineno or 1, exc.offset or 1)
     return FileError(path, f"cannot parse: {exc}")  # null bytes
-
-
-def _transform_file(
-    path: Path,
-    data: bytes,
-    context: FileContext,
-    fix: bool,
-    typed: bool,
-    text: bool,
-    tree: ast.Module | None = None,
-) -> MigrationResult | CheckResult | FileError:
-    """Phase 2: the rewrite and diagnostics of one file (from its parse in
-    phase 1, `tree`, if given). With `text` false, a changed file's new text
-    is not needed."""
-    try:
-        analysis = analyse_source(data, context, fix=fix, typed=typed, tree=tree)
-    except (UnicodeDecodeError, LookupError) as exc:
-        return FileError(path, f"cannot decode: {exc}")
-    except (SyntaxError, ValueError) as exc:
-        return _parse_error(path, exc)
-    if not (analysis.changes and text):
-        return analysis.result()
-    # The writer is imported only when a text is written: `--check` never
-    # needs it (~7 ms of its start-up).
-    from ._splice import splice_source
-
-    return splice_source(analysis)
 
 
 def index_project(
@@ -231,11 +198,9 @@ def _mentions(pattern: re.Pattern[bytes], data: bytes) -> bool:
 
 def _name_patterns(names: Sequence[str]) -> list[re.Pattern[bytes]]:
     """Regexes that together find the names, each ending where an identifier
-    does (UTF-8 bytes of non-ASCII letters count as identifier characters;
-    `\b` in a bytes regex would not count them). `re` finds a pattern that
-    starts with one literal at `memchr` speed, but tries one that starts with
-    a choice at every byte, 15x slower: names with few initials get a
-    pattern per initial."""
+    does (`\b` would not count non-ASCII letters). `re` finds a pattern that
+    starts with one literal at `memchr` speed, one that starts with a choice
+    15x slower: names with few initials get a pattern per initial."""
     by_initial: dict[str, list[str]] = {}
     for name in names:
         by_initial.setdefault(name[0], []).append(name)
@@ -280,4 +245,20 @@ def rewrite_files(
         lint = config._replace(first_party=config.first_party | project)
         context = index.context(str(path))._replace(lint=lint)
         tree = trees.pop(path, None)
-        yield _transform_file(path, contents[path], context, fix, typed, text, tree)
+        try:
+            analysis = analyse_source(
+                contents[path], context, fix=fix, typed=typed, tree=tree
+            )
+        except (UnicodeDecodeError, LookupError) as exc:
+            yield FileError(path, f"cannot decode: {exc}")
+        except (SyntaxError, ValueError) as exc:
+            yield _parse_error(path, exc)
+        else:
+            if analysis.changes and text:
+                # The writer is imported only when a text is written: `--check`
+                # never needs it (~7 ms of its start-up).
+                from ._splice import splice_source
+
+                yield splice_source(analysis)
+            else:
+                yield analysis.result()

@@ -52,8 +52,7 @@ class FieldReading(NamedTuple):
 
     @property
     def python_leaf(self) -> bool:
-        """A leaf that holds what it is given: no array annotation, not static,
-        no converter that makes arrays."""
+        """A leaf that holds what it is given."""
         return self.kind is None and not self.static and not self.makes_array
 
     @property

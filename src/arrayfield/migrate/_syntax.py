@@ -1,5 +1,4 @@
-"""Small readers of `ast` expressions, each answering one question about a
-node."""
+"""Small readers of `ast` expressions, each answering one question."""
 
 from __future__ import annotations
 

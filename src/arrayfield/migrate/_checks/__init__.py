@@ -1,10 +1,8 @@
-"""One module per diagnostic code: its `CODE`, its `SUMMARY` (a line of
-`--help`), its condition, its message and its fix. A field rule defines
-`check_field(site, reading, found)` (`found`: what the rules before it reported
-for the field) and, where fixable, `FIX`; a call rule defines `check_call(node,
-known)` and `NEEDLES`. `_plan` knows none but AF004, which it runs from its
-converter edit. A new code is a new module here, added to `RULES`.
-"""
+"""One module per diagnostic code, with its `CODE`, `SUMMARY` (a line of `--help`),
+condition, message and fix: a field rule's `check_field(site, reading, found)`
+(`found`: what earlier rules reported for the field) and `FIX` where fixable, a
+call rule's `check_call(node, known)` and `NEEDLES`. `_plan` names no rule but
+AF004, which it runs from its converter edit."""
 
 from __future__ import annotations
 

@@ -20,8 +20,7 @@ SUMMARY = (
 def check(
     site: FieldSite, converter: Any, makes: ArrayKind, kind: ArrayKind
 ) -> Diagnostic | None:
-    """For a field of array kind `kind` whose `converter` keyword makes `makes`
-    arrays."""
+    """For a field of array kind `kind` whose `converter=` makes `makes` arrays."""
     if makes == kind:
         return None
     written = f"`converter={site.snippet(converter.value)}`"

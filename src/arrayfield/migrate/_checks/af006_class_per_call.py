@@ -18,8 +18,7 @@ SUMMARY = (
 
 
 def check_call(node: Any, known: CallContext) -> list[Diagnostic]:
-    """For `type(name, (Module, ...), namespace)` in a function that is not
-    cached."""
+    """For `type(name, (Module, ...), namespace)` in a function not cached."""
     made = syntax.class_made_by_type(node)
     if made is None or known.cached_function is not False:
         return []

@@ -60,10 +60,9 @@ def _maybe_number(site: FieldSite, value: Any) -> bool:
 def check_field(
     site: FieldSite, reading: FieldReading, found: Mapping[str, Diagnostic]
 ) -> Diagnostic | None:
-    """For an array field that converts, of a class this run migrates, that
-    AF002 does not fix: a numeric class default, or a number literal assigned in
-    a method. A converter (`converter=jnp.asarray`) made it an array, and
-    trainable, under eqx.Module already: left alone."""
+    """A numeric default, or a number a method assigns, of a converting array
+    field of a migrated class; not one with a converter, an array under
+    eqx.Module already, nor one AF002 fixes."""
     if not reading.converts or not reading.migrating or "AF002" in found:
         return None
     dtype = jaxtyping_dtype(site.annotation, site.imports)

@@ -1,10 +1,6 @@
-"""Reading field annotations and values as source code, without importing them.
-
-`arrayfield.ArrayModule` decides at class creation which fields are arrays by
-evaluating their annotations; the codemod has to make the same call from the
-syntax alone, so it recognises the spellings people write for JAX, NumPy and
-jaxtyping array types, reading `ast` nodes through `_syntax`.
-"""
+"""Field annotations and values read as source, never run: the codemod decides
+which fields are arrays, as `af.ArrayModule` does by evaluating annotations, from
+the spellings people write for JAX, NumPy and jaxtyping array types."""
 
 from __future__ import annotations
 
@@ -18,39 +14,35 @@ from ._names import dotted_name
 
 ArrayKind = Literal["jax", "numpy"]
 
-# Annotations arrayfield converts to, by the kind of array a value becomes.
+# Annotations arrayfield converts to, by the kind of array a value becomes. Not
+# `ArrayLike`: it admits Python numbers, which arrayfield stores unchanged.
 ARRAY_TYPES: dict[str, ArrayKind] = {
     "jax.Array": "jax",
     "jax.numpy.ndarray": "jax",
-    "jax.typing.ArrayLike": "jax",
     "jaxtyping.Array": "jax",
-    "jaxtyping.ArrayLike": "jax",
     "numpy.ndarray": "numpy",
     # Functions, not types, but older code annotates with them.
     "jax.numpy.array": "jax",
     "numpy.array": "numpy",
 }
 
-# A union that names a Python number type admits Python numbers as they are:
-# arrayfield stores them unchanged. `ArrayLike` names them all.
-_NUMBER_TYPES = frozenset({"bool", "int", "float", "complex"})
-_NAMES_NUMBERS = frozenset({"jax.typing.ArrayLike", "jaxtyping.ArrayLike"})
-
 # jaxtyping's dtype-specific annotations: Float[...], Int32[...], Shaped[...] ...
 _JAXTYPING_DTYPE = re.compile(
     r"jaxtyping\.(Shaped|Bool|Key|Num|Inexact|Float|BFloat|Complex|Integer|UInt|Int|Real)\d*"
 )
 
-_TYPING_MODULES = ("typing", "typing_extensions")
-
-
-def _typing_form(expr: Any, imports: ImportMap) -> str | None:
-    """`"Optional"` for `Optional`, `typing.Optional`, `t.Optional`..."""
-    qualified = imports.resolve(expr)
-    if qualified is None:
-        return None
-    module, _, name = qualified.rpartition(".")
-    return name if module in _TYPING_MODULES else None
+_TYPING = ("typing.", "typing_extensions.")
+# Subscripts that list the types a field allows, and those that wrap one.
+_UNIONS = frozenset(
+    typing + form for typing in _TYPING for form in ("Optional", "Union")
+)
+_WRAPPERS = frozenset(
+    {"arrayfield.Field", *(typing + "Annotated" for typing in _TYPING)}
+)
+# Annotations that declare no instance field.
+_CLASS_VARS = frozenset(
+    {"dataclasses.InitVar", *(typing + "ClassVar" for typing in _TYPING)}
+)
 
 
 def _parse_string(expr: Any) -> Any | None:
@@ -61,12 +53,9 @@ def _parse_string(expr: Any) -> Any | None:
 
 
 def alternatives(annotation: Any, imports: ImportMap) -> list[Any]:
-    """The types an annotation allows, `None` left out.
-
-    String annotations are parsed, and `Optional[...]`, `Union[...]`,
-    `X | Y` and `Annotated[X, ...]` are unwrapped, so
-    `"Optional[Float[Array, 'n']]"` gives `[Float[Array, 'n']]`.
-    """
+    """The types an annotation allows, `None` left out: strings are parsed and
+    `Optional`, `Union`, `X | Y`, `Annotated` and `af.Field` unwrapped, so
+    `"Optional[Float[Array, 'n']]"` gives `[Float[Array, 'n']]`."""
     parsed = _parse_string(annotation)  # one that does not parse is itself
     if parsed is not None:
         return alternatives(parsed, imports)
@@ -76,11 +65,11 @@ def alternatives(annotation: Any, imports: ImportMap) -> list[Any]:
         left, right = annotation.left, annotation.right
         return alternatives(left, imports) + alternatives(right, imports)
     if isinstance(annotation, ast.Subscript):
-        form = _typing_form(annotation.value, imports)
+        form = imports.resolve(annotation.value)
         items = syntax.subscript_items(annotation)
-        if form in ("Optional", "Union"):
+        if form in _UNIONS:
             return [alt for item in items for alt in alternatives(item, imports)]
-        if items and (form == "Annotated" or is_field_wrapped(annotation, imports)):
+        if items and form in _WRAPPERS:
             return alternatives(items[0], imports)
     return [annotation]
 
@@ -93,51 +82,40 @@ def is_field_wrapped(annotation: Any, imports: ImportMap) -> bool:
     )
 
 
+def jaxtyping_dtype(annotation: Any, imports: ImportMap) -> str | None:
+    """`Float` for `Float[Array, "n"]` or `Float32[...]` (any import spelling)."""
+    if not isinstance(annotation, ast.Subscript):
+        return None
+    match = _JAXTYPING_DTYPE.fullmatch(imports.resolve(annotation.value) or "")
+    return match[1] if match else None
+
+
 def _array_type_kind(expr: Any, imports: ImportMap) -> ArrayKind | None:
-    if isinstance(expr, ast.Subscript):
-        dtype_form = imports.resolve(expr.value)
-        items = syntax.subscript_items(expr)
-        if (
-            dtype_form is None
-            or not _JAXTYPING_DTYPE.fullmatch(dtype_form)
-            or not items
-        ):
-            return None
-        return _array_type_kind(items[0], imports)  # Float[Array, ...]: from Array
-    return ARRAY_TYPES.get(imports.resolve(expr) or "")
+    if not isinstance(expr, ast.Subscript):
+        return ARRAY_TYPES.get(imports.resolve(expr) or "")
+    items = syntax.subscript_items(expr)
+    if jaxtyping_dtype(expr, imports) is None or not items:
+        return None
+    return _array_type_kind(items[0], imports)  # Float[Array, ...]: from Array
 
 
 def array_kind(annotation: Any, imports: ImportMap) -> ArrayKind | None:
-    """What arrayfield turns Python numbers in a field with this annotation into.
-
+    """What arrayfield turns Python numbers in a field with this annotation into:
     `"jax"` for `jax.Array`, `Float[Array, "n"]`, `Optional[jax.Array]`...,
-    `"numpy"` for `np.ndarray` and `Float[np.ndarray, "n"]`, None for anything
-    else. A union that names a Python number type (`Union[jax.Array, float]`,
-    `ArrayLike`) keeps Python numbers as they are, so the answer is None; any
-    other member, as in `Union[jax.Array, str]`, makes the field one for a
-    human to look at, so the answer is None too.
+    `"numpy"` for `np.ndarray` and `Float[np.ndarray, "n"]`, else None. A union
+    with a member that is no array type is None: with a Python number type
+    (`Union[jax.Array, float]`) it keeps numbers as they are, and with another
+    (`str`) it is for a human to look at.
     """
     kinds: set[ArrayKind] = set()
     for member in alternatives(annotation, imports):
-        if _names_numbers(member, imports):
-            return None
         kind = _array_type_kind(member, imports)
         if kind is None:
             return None
         kinds.add(kind)
-    if not kinds:
-        return None
-    return "jax" if "jax" in kinds else "numpy"
-
-
-def _names_numbers(member: Any, imports: ImportMap) -> bool:
-    name = syntax.identifier(member)
-    if name is not None and name not in imports.bindings:
-        return name in _NUMBER_TYPES
-    if isinstance(member, ast.Subscript):  # Float[ArrayLike, ""]
-        items = syntax.subscript_items(member)
-        return bool(items) and _names_numbers(items[0], imports)
-    return (imports.resolve(member) or "") in _NAMES_NUMBERS
+    if "jax" in kinds:
+        return "jax"
+    return "numpy" if kinds else None
 
 
 def scalar_annotation(
@@ -157,23 +135,16 @@ def is_class_var(annotation: Any, imports: ImportMap) -> bool:
     target = _parse_string(annotation) or annotation
     if isinstance(target, ast.Subscript):
         target = target.value
-    qualified = imports.resolve(target) or ""
-    return qualified in (
-        "typing.ClassVar",
-        "typing_extensions.ClassVar",
-        "dataclasses.InitVar",
-    )
+    return imports.resolve(target) in _CLASS_VARS
 
 
 def _is_int_like(expr: Any) -> bool:
-    if isinstance(expr, ast.Constant) and type(expr.value) is int:
-        return True
+    """An item of a shape: an int, `-n`, a name, `len(...)`, `x.shape[0]`..."""
+    if isinstance(expr, ast.Constant):
+        return type(expr.value) is int
     if isinstance(expr, ast.UnaryOp):
         return isinstance(expr.op, ast.USub) and _is_int_like(expr.operand)
-    name = syntax.identifier(expr)
-    if name is not None:
-        return name not in ("True", "False", "None")
-    if isinstance(expr, ast.Attribute):
+    if isinstance(expr, ast.Name | ast.Attribute):
         return True
     if isinstance(expr, ast.Subscript):
         return looks_like_shape(expr.value)
@@ -183,26 +154,20 @@ def _is_int_like(expr: Any) -> bool:
 
 
 def looks_like_shape(expr: Any) -> bool:
-    """Whether a value reads like a shape or index list rather than data.
-
-    Matches non-empty list/tuple displays of integers and names (`[1, 2]`,
-    `(n, n)`), `x.shape`, slices of it and `tuple(x.shape)`. A display with a
-    float literal in it is data.
-    """
-    elements = syntax.display_elements(expr)
-    if elements is not None:
-        if not elements:
-            return False
-        return all(
-            looks_like_shape(value) if starred else _is_int_like(value)
-            for starred, value in elements
+    """Whether a value reads like a shape or index list rather than data: a
+    non-empty display of ints and names (`[1, 2]`, `(n, n)`; a float makes it
+    data), `x.shape`, a slice of it, `tuple(x.shape)`."""
+    if isinstance(expr, ast.Tuple | ast.List):
+        return bool(expr.elts) and all(
+            looks_like_shape(e.value) if isinstance(e, ast.Starred) else _is_int_like(e)
+            for e in expr.elts
         )
     if isinstance(expr, ast.Attribute):
         return expr.attr == "shape"
     if isinstance(expr, ast.Subscript):
         return looks_like_shape(expr.value)
     if isinstance(expr, ast.Call) and dotted_name(expr.func) in ("tuple", "list"):
-        arguments = syntax.call_arguments(expr)
+        arguments = [*expr.args, *expr.keywords]
         return len(arguments) == 1 and looks_like_shape(
             syntax.argument_value(arguments[0])
         )

@@ -1,13 +1,10 @@
-"""What a rule is given about one annotated field of a Module class, and the
-edits a rule may ask of its statement.
-
-Its nodes are `ast` nodes (`_read` reads the file).
-"""
+"""What a rule is given about one annotated field of a Module class (its nodes
+are `ast` nodes, read by `_read`), and the edits it may ask of the statement."""
 
 from __future__ import annotations
 
 import enum
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any, NamedTuple, Protocol
 
 from . import _syntax as syntax
@@ -24,9 +21,7 @@ class FieldEdit(enum.Enum):
 
     DROP_CONVERTER = enum.auto()  # eqx.field(converter=jnp.asarray, static=False)
     DROP_DEFAULT = enum.auto()  # = eqx.field(converter=jnp.asarray)
-    # A rule's fix under --fix: `= af.field(convert=False)` on a shape field
-    # (AF002), or on a number that would become trainable (AF007).
-    NO_CONVERT = enum.auto()
+    NO_CONVERT = enum.auto()  # a rule's fix: `= af.field(convert=False)`
 
 
 class CallContext(Protocol):
@@ -39,77 +34,49 @@ class CallContext(Protocol):
 
     def snippet(self, node: Any) -> str: ...
 
-    def module_base(self, expr: Any) -> bool:
-        """Whether a base expression is a Module class or equinox's Module."""
-        ...
+    # Whether a base expression is a Module class or equinox's Module.
+    def module_base(self, expr: Any) -> bool: ...
 
-    def migrated_class(self, name: str) -> bool:
-        """Whether a name (as written in the file) is a Module class this run
-        migrates."""
-        ...
+    # Whether a name, as written, is a Module class this run migrates.
+    def migrated_class(self, name: str) -> bool: ...
 
 
 class FieldReading(NamedTuple):
-    """What the driver read of a field once, for every rule (`_checks`).
+    """What the driver read of a field once, for every rule."""
 
-    - `kind`: the array kind its annotation declares, or None (not an array).
-    - `static`: declared `static=True`.
-    - `opted_out`: declared `convert=False`.
-    - `makes_array`: its converter makes arrays (`jnp.asarray`, ...).
-    - `migrating`: its class becomes an `af.ArrayModule` in this run.
-    """
-
-    kind: Any
+    kind: Any  # the array kind its annotation declares, or None: no array
     static: bool
-    opted_out: bool
-    makes_array: bool
-    migrating: bool
+    opted_out: bool  # `convert=False`
+    makes_array: bool  # its converter makes arrays (`jnp.asarray`...)
+    migrating: bool  # its class becomes an `af.ArrayModule` in this run
 
     @property
     def python_leaf(self) -> bool:
-        """A leaf that holds what it is given: no array annotation, not
-        static, no converter that makes arrays (AF001, AF005 read it)."""
+        """A leaf that holds what it is given."""
         return self.kind is None and not self.static and not self.makes_array
 
     @property
     def converts(self) -> bool:
-        """An array field arrayfield converts: not static, no `convert=False`
-        (AF002, AF007 read it)."""
+        """An array field arrayfield converts: not static, no `convert=False`."""
         return self.kind is not None and not self.static and not self.opted_out
 
 
 class FieldSite(NamedTuple):
-    """One field statement `name: annotation = value` in a Module class body.
+    """One field statement `name: annotation = value` in a Module class body."""
 
-    **Fields:**
-
-    - `cls`: the class's qualified name, `Scene.Config`.
-    - `node`: the statement (its `.target` is a name, its `.value` the value).
-    - `call`: `value` when it is a field specifier (`eqx.field(...)`,
-        `af.field(...)`, `dataclasses.field(...)`), else None.
-    - `assignments`: the `self.<attr> = value` statements of the class's methods.
-    - `context`, `file`: what the project index knows about the class and the
-        file (None without an index).
-    - `imports`: the file's import map.
-    - `position`: line and column (1-based) of a node of the file.
-    - `snippet`: a node's source on one line, cut to 40 characters.
-    - `module_values`: module-level names bound once in the file, to the value
-        (None for a name bound more than once).
-    - `keywords`: the keyword arguments of `call`, each with a `.value`.
-    """
-
-    cls: str
+    cls: str  # the class's qualified name, `Scene.Config`
     node: Any
-    call: Any | None
+    call: Any | None  # the value, when it is `eqx.field(...)` or another specifier
     assignments: list[Assignment]
+    # What the project index knows of the class and the file (None without one).
     context: ClassContext | None
     file: FileContext | None
     imports: ImportMap
-    position: Callable[[Any], tuple[int, int]]
-    snippet: Callable[[Any], str]
+    position: Callable[[Any], tuple[int, int]]  # line and column, 1-based
+    snippet: Callable[[Any], str]  # a node's source on one line, cut to 40
+    # Module-level names bound once, to the value (None: bound more than once).
     module_values: Mapping[str, Any]
-
-    keywords: dict[str, Any]
+    keywords: dict[str, Any]  # of `call`, each with a `.value`
 
     @property
     def name(self) -> str:
@@ -127,14 +94,15 @@ class FieldSite(NamedTuple):
         arg = self.keywords.get("default")
         return None if arg is None else arg.value
 
-    def values(self) -> list[tuple[Any, Any | None]]:
-        """The class default (with None) and each value a method assigns the
-        field (with its statement), in that order."""
+    def values(self) -> Iterator[tuple[Any, int | None]]:
+        """The class default (with None), then each value a method assigns the
+        field, with its line."""
         default = self.default
-        found = [] if default is None else [(default, None)]
-        return found + [
-            (value, node) for attr, value, node in self.assignments if attr == self.name
-        ]
+        if default is not None:
+            yield default, None
+        for attr, value, statement in self.assignments:
+            if attr == self.name:
+                yield value, statement.lineno
 
     def uses(self) -> dict[str, str]:
         """Kind of use -> `path:line` of its first, in the class or a subclass."""
@@ -142,18 +110,24 @@ class FieldSite(NamedTuple):
 
     def assigns(self) -> dict[str, str]:
         """Kind of value assigned -> `path:line` of the first such assignment."""
-        if self.context is None:
-            return {}
-        return self.context.assigns.get(self.name, {})
+        return {} if self.context is None else self.context.assigns.get(self.name, {})
 
     def report(
-        self, code: str, message: str, *, fixable: bool = False, undecided: bool = False
+        self,
+        code: str,
+        text: str,
+        *,
+        at: Any = None,
+        fixable: bool = False,
+        undecided: bool = False,
     ) -> Diagnostic:
-        """A diagnostic at the field's name."""
-        line, col = self.position(self.node.target)
+        """The diagnostic "field 'Cls.name' <text>", at the field's name or at
+        node `at`."""
+        line, col = self.position(self.node.target if at is None else at)
+        message = f"field '{self.cls}.{self.name}' {text}"
         return Diagnostic(line, col, code, message, fixable, undecided)
 
 
 def is_name(expr: Any | None, value: str) -> bool:
     """Whether `expr` is the bare name `value` (`True`, `False`)."""
-    return expr is not None and syntax.identifier(expr) == value
+    return syntax.identifier(expr) == value

@@ -1,14 +1,9 @@
-"""Small readers of `ast` expressions, each answering one question about a
-node, shared by the checks (`_checks`), the annotation readers
-(`_annotations`) and the plan (`_plan`)."""
+"""Small readers of `ast` expressions, each answering one question."""
 
 from __future__ import annotations
 
 import ast
 from typing import Any
-
-# Constants that read as names.
-_NAMED_CONSTANTS = {True: "True", False: "False", None: "None"}
 
 
 def identifier(node: Any) -> str | None:
@@ -18,7 +13,7 @@ def identifier(node: Any) -> str | None:
     if isinstance(node, ast.Constant) and (
         node.value is None or isinstance(node.value, bool)
     ):
-        return _NAMED_CONSTANTS[node.value]
+        return str(node.value)
     return None
 
 
@@ -31,8 +26,7 @@ def parse_expression(text: str) -> ast.expr | None:
 
 
 def number_type(node: Any) -> type | None:
-    """`int`, `float` or `complex` for a number literal, with or without a sign
-    (`-1e-6`), else None."""
+    """`int`, `float` or `complex` for a number literal, signed or not (`-1e-6`)."""
     if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub | ast.UAdd):
         node = node.operand
     if isinstance(node, ast.Constant) and type(node.value) in (int, float, complex):
@@ -41,32 +35,13 @@ def number_type(node: Any) -> type | None:
 
 
 def subscript_items(node: Any) -> list[Any]:
-    """The index expressions of a subscript, slices left out: `[Array, "n"]`
-    for `Float[Array, "n"]`."""
+    """`[Array, "n"]` for `Float[Array, "n"]`, slices left out."""
     items = node.slice.elts if isinstance(node.slice, ast.Tuple) else [node.slice]
     return [item for item in items if not isinstance(item, ast.Slice)]
 
 
-def display_elements(node: Any) -> list[tuple[bool, Any]] | None:
-    """`(starred, value)` for each element of a tuple or list display, else None."""
-    if not isinstance(node, ast.Tuple | ast.List):
-        return None
-    return [
-        (True, e.value) if isinstance(e, ast.Starred) else (False, e) for e in node.elts
-    ]
-
-
-def call_arguments(node: ast.Call) -> list[Any]:
-    """The arguments of a call in source order: a `Starred`, a `keyword` or a
-    plain expression (which `argument_value` reads)."""
-    arguments: list[Any] = [*node.args, *node.keywords]
-    if node.keywords and node.args:
-        arguments.sort(key=lambda arg: (arg.lineno, arg.col_offset))
-    return arguments
-
-
 def argument_value(argument: Any) -> Any:
-    """The expression an argument of `call_arguments` passes."""
+    """The expression a call's argument (a `Starred`, a `keyword`) passes."""
     if isinstance(argument, ast.Starred | ast.keyword):
         return argument.value
     return argument
@@ -81,9 +56,11 @@ def class_made_by_type(node: ast.Call) -> tuple[Any, list[Any]] | None:
     """`(name, [Base, ...])` for `type(name, (Base, ...), namespace)`, else None."""
     if identifier(node.func) != "type":
         return None
-    arguments = call_arguments(node)
+    # In source order: a keyword may come before a `*args`.
+    arguments = sorted(
+        [*node.args, *node.keywords], key=lambda arg: (arg.lineno, arg.col_offset)
+    )
     bases = argument_value(arguments[1]) if len(arguments) == 3 else None
     if not isinstance(bases, ast.Tuple):
         return None
-    name = argument_value(arguments[0])
-    return name, [value for _, value in display_elements(bases) or []]
+    return argument_value(arguments[0]), [argument_value(e) for e in bases.elts]

@@ -1,8 +1,6 @@
-"""AF003: an array-annotated field declared `static=True`.
-
-Static fields are hashed and compared on every call, and arrayfield does not
-convert them: an array there is neither configuration nor a traced leaf.
-"""
+"""AF003: an array-annotated field declared `static=True`: static fields are
+hashed and compared on every call, and arrayfield does not convert them, so an
+array there is neither configuration nor a traced leaf."""
 
 from __future__ import annotations
 
@@ -12,26 +10,21 @@ from .._diagnostics import Diagnostic
 from .._site import FieldReading, FieldSite
 
 CODE = "AF003"
-# Its line in `arrayfield migrate --help`.
 SUMMARY = (
     "array-annotated field declared static=True: arrays are not "
     "hashable configuration; drop static=True or fix the annotation"
 )
 
 
-def message(cls: str, field: str) -> str:
-    return (
-        f"field '{cls}.{field}' is annotated as an array but declared "
-        "static=True. Static fields are hashed and compared on every call and "
-        "arrayfield does not convert them. Drop static=True to make it a traced "
-        "leaf, or annotate the Python type it holds (e.g. `tuple[int, ...]`)."
-    )
-
-
 def check_field(
     site: FieldSite, reading: FieldReading, found: Mapping[str, Diagnostic]
 ) -> Diagnostic | None:
-    """For an array-annotated field declared static."""
     if reading.kind is None or not reading.static:
         return None
-    return site.report(CODE, message(site.cls, site.name))
+    return site.report(
+        CODE,
+        "is annotated as an array but declared static=True. Static fields are "
+        "hashed and compared on every call and arrayfield does not convert them. "
+        "Drop static=True to make it a traced leaf, or annotate the Python type "
+        "it holds (e.g. `tuple[int, ...]`).",
+    )

@@ -1,8 +1,5 @@
-"""AF006: a Module class made by `type(...)` each time a function runs.
-
-Instances of different class objects never share a compilation, so every call
-of such a function makes models that compile again.
-"""
+"""AF006: a Module class made by `type(...)` each time a function runs:
+instances of different class objects never share a compilation."""
 
 from __future__ import annotations
 
@@ -13,32 +10,26 @@ from .._diagnostics import Diagnostic
 from .._site import CallContext
 
 CODE = "AF006"
-# Text without which a file makes no class with `type(...)`.
 NEEDLES = ("type(",)
-# Its line in `arrayfield migrate --help`.
 SUMMARY = (
     "Module class made by type(...) inside a function: each call makes a "
     "new class, so each new instance recompiles; make the class once"
 )
 
 
-def message(name: str) -> str:
-    return (
-        f"Module class {name} is made with type(...) each time this function runs; "
-        "instances of different class objects never share a compilation, so every "
-        "call recompiles a jitted function that receives one. Make the class once: "
-        "at module level, or in a factory decorated with functools.cache that "
-        "takes its field names."
-    )
-
-
 def check_call(node: Any, known: CallContext) -> list[Diagnostic]:
-    """For `type(name, (Module, ...), namespace)` in a function that is not
-    cached."""
+    """For `type(name, (Module, ...), namespace)` in a function not cached."""
     made = syntax.class_made_by_type(node)
     if made is None or known.cached_function is not False:
         return []
     name, bases = made
     if not any(map(known.module_base, bases)):
         return []
-    return [Diagnostic(*known.position(node), CODE, message(known.snippet(name)))]
+    message = (
+        f"Module class {known.snippet(name)} is made with type(...) each time this "
+        "function runs; instances of different class objects never share a "
+        "compilation, so every call recompiles a jitted function that receives "
+        "one. Make the class once: at module level, or in a factory decorated "
+        "with functools.cache that takes its field names."
+    )
+    return [Diagnostic(*known.position(node), CODE, message)]

@@ -157,27 +157,19 @@ def add_parser(subcommands: argparse._SubParsersAction) -> None:
 
 
 def _unified_diff(path: str, result: MigrationResult) -> bytes:
-    """A patch that plain `git apply` and `patch -p1` accept from the directory
-    the command runs in: the path relative to it, with `/` separators and `a/`
-    and `b/` before it, as git writes them, and the lines in the file's own
-    encoding (a byte order mark included)."""
-    # Imported here, as the writer is: only --diff needs difflib.
+    """A patch that `git apply` and `patch -p1` accept from the working
+    directory, in the file's own encoding (a byte order mark included)."""
+    # Imported here: only --diff needs difflib.
     from ._patch import unified_diff
 
     name = os.fsencode(Path(os.path.relpath(path)).as_posix())
-    # Lines as patch(1) and `git apply` count them: up to each `\n` (what a
-    # binary file's `readlines` splits at), so that a lone `\r` or a form feed
-    # stays inside its line.
-    lines = unified_diff(
-        io.BytesIO(result.original.encode(result.encoding)).readlines(),
-        io.BytesIO(result.code.encode(result.encoding)).readlines(),
-        b"a/" + name,
-        b"b/" + name,
+    # Lines as patch(1) and `git apply` count them: up to each `\n`, so that a
+    # lone `\r` or a form feed stays inside its line.
+    old, new = (
+        io.BytesIO(text.encode(result.encoding)).readlines()
+        for text in (result.original, result.code)
     )
-    return b"".join(
-        line if line.endswith(b"\n") else line + b"\n\\ No newline at end of file\n"
-        for line in lines
-    )
+    return b"".join(unified_diff(old, new, b"a/" + name, b"b/" + name))
 
 
 class _Outcome:

@@ -1,4 +1,5 @@
-"""`arrayfield migrate PATH...`: the command-line front end of the codemod."""
+"""`arrayfield migrate PATH...`: the command line of the codemod (its options,
+what it prints for each file, its exit status, and interrupts)."""
 
 from __future__ import annotations
 
@@ -21,22 +22,15 @@ from ._runner import FileError
 from ._write import ChangedSinceRead, write_atomically
 
 if TYPE_CHECKING:
-    from collections.abc import Iterator
-
     from ._splice import MigrationResult
 
+# What each status means is in the epilog.
 EXIT_OK = 0
 EXIT_CHANGES_PENDING = 1
 EXIT_ERROR = 2
-# --fix left fields that may now train what eqx.Module held constant (AF007).
 EXIT_UNDECIDED = 3
-# Interrupted: 128 + the signal's number, as a shell reports a process killed
-# by it (130 for Ctrl-C, 143 for SIGTERM, 129 for SIGHUP).
+# Interrupted: 128 + the signal's number, as a shell reports a process killed by it.
 EXIT_SIGNAL_BASE = 128
-
-# Signals that end a run the way Ctrl-C does, by unwinding: a temporary file
-# being written is removed.
-_STOP_SIGNALS = ("SIGTERM", "SIGHUP")
 
 # A progress counter appears on a terminal from this many files to rewrite.
 _PROGRESS_THRESHOLD = 200
@@ -194,13 +188,23 @@ def _report_error(error: FileError, outcome: _Outcome) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Run `arrayfield migrate` with parsed arguments; returns the exit status."""
-    with _cycle_collector_paused(), _signals_unwind():
-        try:
-            return _migrate(args)
-        except KeyboardInterrupt:
-            number = signal.SIGINT
-        except _Stopped as stopped:
-            number = stopped.args[0]
+    # Python's cycle collector off: the syntax trees and facts of a run hold no
+    # reference cycles, and collecting would walk all of them again each time
+    # the heap grows by a quarter (a third of the time to parse the benchmark).
+    collecting = gc.isenabled()
+    gc.disable()
+    taken = _stop_on_signals()
+    try:
+        return _migrate(args)
+    except KeyboardInterrupt:
+        number = signal.SIGINT
+    except _Stopped as stopped:
+        number = stopped.args[0]
+    finally:
+        for taken_number in taken:
+            signal.signal(taken_number, signal.SIG_DFL)
+        if collecting:
+            gc.enable()
     print(
         f"arrayfield migrate: interrupted ({signal.Signals(number).name}); every "
         "file is as it was or fully migrated: run the command again to finish",
@@ -219,39 +223,19 @@ def _stop(number: int, frame: object) -> None:
     raise _Stopped(number)
 
 
-@contextlib.contextmanager
-def _signals_unwind() -> Iterator[None]:
-    """SIGTERM and SIGHUP raise `_Stopped` for the run, where nobody else
-    handles them (not in a program that calls `main` with its own handlers,
-    nor from a thread, where Python allows no handler)."""
-    previous = {}
-    for name in _STOP_SIGNALS:
-        number = getattr(signal, name, None)
-        if number is None:  # SIGHUP on Windows
-            continue
+def _stop_on_signals() -> list[int]:
+    """Make SIGTERM and SIGHUP unwind the run as Ctrl-C does (a temporary file
+    being written is removed), where nobody else handles them: not in a program
+    that calls `main` with its own handlers, nor from a thread, where Python
+    allows none. Returns the signals it took."""
+    taken = []
+    for name in ("SIGTERM", "SIGHUP"):
+        number = getattr(signal, name, None)  # no SIGHUP on Windows
         with contextlib.suppress(ValueError):  # not the main thread
-            if signal.getsignal(number) == signal.SIG_DFL:
-                previous[number] = signal.signal(number, _stop)
-    try:
-        yield
-    finally:
-        for number, handler in previous.items():
-            signal.signal(number, handler)
-
-
-@contextlib.contextmanager
-def _cycle_collector_paused() -> Iterator[None]:
-    """Python's cycle collector off for the run: the syntax trees and facts it
-    builds hold no reference cycles, and collecting would walk all of them
-    again each time the heap grows by a quarter (a third of the time it takes
-    to parse the benchmark tree)."""
-    was_enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was_enabled:
-            gc.enable()
+            if number is not None and signal.getsignal(number) == signal.SIG_DFL:
+                signal.signal(number, _stop)
+                taken.append(number)
+    return taken
 
 
 def _migrate(args: argparse.Namespace) -> int:
@@ -335,22 +319,26 @@ def _report_file(
         sys.stdout.buffer.write(_unified_diff(name, result))
         sys.stdout.buffer.flush()
     else:
-        try:
-            write_atomically(path, result.code.encode(result.encoding), expected=read)
-        except ChangedSinceRead:
-            error = "changed since migrate read it; not written (run it again)"
-        except PermissionError as exc:
-            error = f"cannot write: {exc.strerror or exc} (the file is read-only)"
-        except OSError as exc:
-            error = f"cannot write: {exc.strerror or exc}"
-        else:
-            error = None
+        error = _write(path, result, read)
         if error is not None:
             _report_error(FileError(path, error), outcome)
             return
         if not args.quiet:
             print(f"migrated: {name}")
     outcome.changed.append(name)
+
+
+def _write(path: Path, result: MigrationResult, read: bytes) -> str | None:
+    """Write the migrated file over `read`; why it was not, if it was not."""
+    try:
+        write_atomically(path, result.code.encode(result.encoding), expected=read)
+    except ChangedSinceRead:
+        return "changed since migrate read it; not written (run it again)"
+    except PermissionError as exc:
+        return f"cannot write: {exc.strerror or exc} (the file is read-only)"
+    except OSError as exc:
+        return f"cannot write: {exc.strerror or exc}"
+    return None
 
 
 def _summarise(total: int, outcome: _Outcome, *, dry_run: bool) -> None:

@@ -22,6 +22,7 @@ from ._runner import FileError
 from ._write import ChangedSinceRead, write_atomically
 
 if TYPE_CHECKING:
+    from ._diagnostics import Diagnostic
     from ._splice import MigrationResult
 
 # What each status means is in the epilog.
@@ -166,26 +167,6 @@ def _unified_diff(path: str, result: MigrationResult) -> bytes:
     return b"".join(unified_diff(old, new, b"a/" + name, b"b/" + name))
 
 
-class _Outcome:
-    """What the run found, for the summary and the exit status."""
-
-    def __init__(self) -> None:
-        self.changed: list[str] = []
-        self.diagnostics: list[tuple[str, int, int, str]] = []
-        self.errors = 0
-        # Reported diagnostics whose edit `--fix` would make (a run without it).
-        self.fixable = 0
-        # `Class.field (path:line)` of each field --fix cannot decide.
-        self.undecided: list[str] = []
-
-
-def _report_error(error: FileError, outcome: _Outcome) -> None:
-    # Python reports some errors (an unknown coding) at column -1 or 0.
-    line, col = max(error.line, 1), max(error.col, 1)
-    print(f"{error.path}:{line}:{col}: error: {error.message}", file=sys.stderr)
-    outcome.errors += 1
-
-
 def run(args: argparse.Namespace) -> int:
     """Run `arrayfield migrate` with parsed arguments; returns the exit status."""
     # Python's cycle collector off: the syntax trees and facts of a run hold no
@@ -239,13 +220,13 @@ def _stop_on_signals() -> list[int]:
 
 
 def _migrate(args: argparse.Namespace) -> int:
-    outcome = _Outcome()
+    report = _Report(args)
     files, errors = _runner.find_files(args.paths, args.exclude)
     contents, read_errors = _runner.read_files(files)
     trees: dict[Path, ast.Module] = {}
     index, index_errors = _runner.index_project(contents, trees)
     for error in [*errors, *read_errors, *index_errors]:
-        _report_error(error, outcome)
+        report.error(error)
     work = _runner.files_to_rewrite(contents, index)
     results = _runner.rewrite_files(
         work,
@@ -263,69 +244,95 @@ def _migrate(args: argparse.Namespace) -> int:
     for count, (path, result) in enumerate(zip(work, results, strict=True), 1):
         if progress:
             print(f"\r{count}/{len(work)} files", end="", file=sys.stderr)
-        _report_file(path, result, contents[path], args, outcome)
+        report.file(path, result, contents[path])
     if progress:
         print("\r\033[K", end="", file=sys.stderr)
-
-    # With --diff, stdout is a patch: nothing else may go there.
-    diagnostics_stream = sys.stderr if args.diff else sys.stdout
-    # One write for them all: an unbuffered stream (PYTHONUNBUFFERED, `-u`)
-    # makes each print two system calls.
-    lines = [line + "\n" for *_, line in sorted(outcome.diagnostics)]
-    diagnostics_stream.write("".join(lines))
-    if not args.quiet:
-        _summarise(len(files), outcome, dry_run=args.check or args.diff)
-
-    if outcome.errors:
-        return EXIT_ERROR
-    if outcome.changed and (args.check or args.diff):
-        return EXIT_CHANGES_PENDING
-    if args.fix and outcome.undecided:
-        print(
-            "--fix could not tell whether these fields held Python numbers, which "
-            "now train (AF007 above): " + ", ".join(outcome.undecided),
-            file=sys.stderr,
-        )
-        return EXIT_UNDECIDED
-    return EXIT_OK
+    return report.finish(len(files))
 
 
-def _report_file(
-    path: Path,
-    result: MigrationResult | CheckResult | FileError,
-    read: bytes,
-    args: argparse.Namespace,
-    outcome: _Outcome,
-) -> None:
-    if isinstance(result, FileError):
-        _report_error(result, outcome)
-        return
-    name = str(path)
-    for d in result.diagnostics:
-        if args.fix and d.fixable:
-            continue  # made by --fix
-        outcome.diagnostics.append((name, d.line, d.col, d.format(name)))
-        outcome.fixable += d.fixable
-        if d.undecided:  # every message opens with "field 'Class.name'"
-            field = d.message.split("'")[1]
-            outcome.undecided.append(f"{field} ({name}:{d.line})")
-    if not result.changed:
-        return
-    if isinstance(result, CheckResult):  # --check alone: the new text is not made
-        print(f"would migrate: {name}")
-    elif args.diff:
-        # Only the patch goes to stdout (no `would migrate:` line in it).
-        sys.stdout.flush()
-        sys.stdout.buffer.write(_unified_diff(name, result))
-        sys.stdout.buffer.flush()
-    else:
-        error = _write(path, result, read)
-        if error is not None:
-            _report_error(FileError(path, error), outcome)
+class _Report:
+    """What the run prints for each file, and what it found, for the summary
+    and the exit status."""
+
+    def __init__(self, args: argparse.Namespace) -> None:
+        self.args = args
+        self.changed = 0
+        self.errors = 0
+        # Each diagnostic to print (not those --fix makes), by path.
+        self.diagnostics: list[tuple[str, Diagnostic]] = []
+
+    def error(self, error: FileError) -> None:
+        # Python reports some errors (an unknown coding) at column -1 or 0.
+        line, col = max(error.line, 1), max(error.col, 1)
+        print(f"{error.path}:{line}:{col}: error: {error.message}", file=sys.stderr)
+        self.errors += 1
+
+    def file(
+        self, path: Path, result: MigrationResult | CheckResult | FileError, read: bytes
+    ) -> None:
+        if isinstance(result, FileError):
+            self.error(result)
             return
+        name, args = str(path), self.args
+        self.diagnostics += [
+            (name, d) for d in result.diagnostics if not (args.fix and d.fixable)
+        ]
+        if not result.changed:
+            return
+        if isinstance(result, CheckResult):  # --check alone: no new text is made
+            print(f"would migrate: {name}")
+        elif args.diff:
+            # Only the patch goes to stdout (no `would migrate:` line in it).
+            sys.stdout.flush()
+            sys.stdout.buffer.write(_unified_diff(name, result))
+            sys.stdout.buffer.flush()
+        else:
+            error = _write(path, result, read)
+            if error is not None:
+                self.error(FileError(path, error))
+                return
+            if not args.quiet:
+                print(f"migrated: {name}")
+        self.changed += 1
+
+    def finish(self, total: int) -> int:
+        """Print the diagnostics and the summary; returns the exit status."""
+        args, diagnostics = self.args, self.diagnostics
+        lines = sorted((name, d.line, d.col, d.format(name)) for name, d in diagnostics)
+        # With --diff, stdout is a patch: nothing else may go there. One write
+        # for them all: an unbuffered stream (`-u`) makes each print two calls.
+        stream = sys.stderr if args.diff else sys.stdout
+        stream.write("".join(line + "\n" for *_, line in lines))
         if not args.quiet:
-            print(f"migrated: {name}")
-    outcome.changed.append(name)
+            verb = "would be migrated" if args.check or args.diff else "migrated"
+            parts = [f"{self.changed} of {_count(total, 'file')} {verb}"]
+            if diagnostics:
+                parts.append(_count(len(diagnostics), "diagnostic"))
+            # What a preview without --fix leaves out: --fix also edits these.
+            fixable = sum(d.fixable for _, d in diagnostics)
+            if fixable:
+                parts.append(f"{fixable} of them edited by --fix")
+            if self.errors:
+                parts.append(_count(self.errors, "error"))
+            print(", ".join(parts) + ".", file=sys.stderr)
+        # Every AF007 message opens with "field 'Class.name'".
+        undecided = [
+            d.message.split("'")[1] + f" ({name}:{d.line})"
+            for name, d in diagnostics
+            if d.undecided
+        ]
+        if self.errors:
+            return EXIT_ERROR
+        if self.changed and (args.check or args.diff):
+            return EXIT_CHANGES_PENDING
+        if args.fix and undecided:
+            print(
+                "--fix could not tell whether these fields held Python numbers, "
+                "which now train (AF007 above): " + ", ".join(undecided),
+                file=sys.stderr,
+            )
+            return EXIT_UNDECIDED
+        return EXIT_OK
 
 
 def _write(path: Path, result: MigrationResult, read: bytes) -> str | None:
@@ -339,19 +346,6 @@ def _write(path: Path, result: MigrationResult, read: bytes) -> str | None:
     except OSError as exc:
         return f"cannot write: {exc.strerror or exc}"
     return None
-
-
-def _summarise(total: int, outcome: _Outcome, *, dry_run: bool) -> None:
-    verb = "would be migrated" if dry_run else "migrated"
-    parts = [f"{len(outcome.changed)} of {_count(total, 'file')} {verb}"]
-    if outcome.diagnostics:
-        parts.append(_count(len(outcome.diagnostics), "diagnostic"))
-    if outcome.fixable:
-        # What a preview without --fix leaves out: --fix also edits these.
-        parts.append(f"{outcome.fixable} of them edited by --fix")
-    if outcome.errors:
-        parts.append(_count(outcome.errors, "error"))
-    print(", ".join(parts) + ".", file=sys.stderr)
 
 
 def _count(number: int, noun: str) -> str:

@@ -1,4 +1,5 @@
-"""`arrayfield migrate PATH...`: the command-line front end of the codemod."""
+"""`arrayfield migrate PATH...`: the command line of the codemod (its options,
+what it prints for each file, its exit status, and interrupts)."""
 
 from __future__ import annotations
 
@@ -21,22 +22,16 @@ from ._runner import FileError
 from ._write import ChangedSinceRead, write_atomically
 
 if TYPE_CHECKING:
-    from collections.abc import Iterator
-
+    from ._diagnostics import Diagnostic
     from ._splice import MigrationResult
 
+# What each status means is in the epilog.
 EXIT_OK = 0
 EXIT_CHANGES_PENDING = 1
 EXIT_ERROR = 2
-# --fix left fields that may now train what eqx.Module held constant (AF007).
 EXIT_UNDECIDED = 3
-# Interrupted: 128 + the signal's number, as a shell reports a process killed
-# by it (130 for Ctrl-C, 143 for SIGTERM, 129 for SIGHUP).
+# Interrupted: 128 + the signal's number, as a shell reports a process killed by it.
 EXIT_SIGNAL_BASE = 128
-
-# Signals that end a run the way Ctrl-C does, by unwinding: a temporary file
-# being written is removed.
-_STOP_SIGNALS = ("SIGTERM", "SIGHUP")
 
 # A progress counter appears on a terminal from this many files to rewrite.
 _PROGRESS_THRESHOLD = 200
@@ -157,58 +152,40 @@ def add_parser(subcommands: argparse._SubParsersAction) -> None:
 
 
 def _unified_diff(path: str, result: MigrationResult) -> bytes:
-    """A patch that plain `git apply` and `patch -p1` accept from the directory
-    the command runs in: the path relative to it, with `/` separators and `a/`
-    and `b/` before it, as git writes them, and the lines in the file's own
-    encoding (a byte order mark included)."""
-    # Imported here, as the writer is: only --diff needs difflib.
+    """A patch that `git apply` and `patch -p1` accept from the working
+    directory, in the file's own encoding (a byte order mark included)."""
+    # Imported here: only --diff needs difflib.
     from ._patch import unified_diff
 
     name = os.fsencode(Path(os.path.relpath(path)).as_posix())
-    # Lines as patch(1) and `git apply` count them: up to each `\n` (what a
-    # binary file's `readlines` splits at), so that a lone `\r` or a form feed
-    # stays inside its line.
-    lines = unified_diff(
-        io.BytesIO(result.original.encode(result.encoding)).readlines(),
-        io.BytesIO(result.code.encode(result.encoding)).readlines(),
-        b"a/" + name,
-        b"b/" + name,
+    # Lines as patch(1) and `git apply` count them: up to each `\n`, so that a
+    # lone `\r` or a form feed stays inside its line.
+    old, new = (
+        io.BytesIO(text.encode(result.encoding)).readlines()
+        for text in (result.original, result.code)
     )
-    return b"".join(
-        line if line.endswith(b"\n") else line + b"\n\\ No newline at end of file\n"
-        for line in lines
-    )
-
-
-class _Outcome:
-    """What the run found, for the summary and the exit status."""
-
-    def __init__(self) -> None:
-        self.changed: list[str] = []
-        self.diagnostics: list[tuple[str, int, int, str]] = []
-        self.errors = 0
-        # Reported diagnostics whose edit `--fix` would make (a run without it).
-        self.fixable = 0
-        # `Class.field (path:line)` of each field --fix cannot decide.
-        self.undecided: list[str] = []
-
-
-def _report_error(error: FileError, outcome: _Outcome) -> None:
-    # Python reports some errors (an unknown coding) at column -1 or 0.
-    line, col = max(error.line, 1), max(error.col, 1)
-    print(f"{error.path}:{line}:{col}: error: {error.message}", file=sys.stderr)
-    outcome.errors += 1
+    return b"".join(unified_diff(old, new, b"a/" + name, b"b/" + name))
 
 
 def run(args: argparse.Namespace) -> int:
     """Run `arrayfield migrate` with parsed arguments; returns the exit status."""
-    with _cycle_collector_paused(), _signals_unwind():
-        try:
-            return _migrate(args)
-        except KeyboardInterrupt:
-            number = signal.SIGINT
-        except _Stopped as stopped:
-            number = stopped.args[0]
+    # Python's cycle collector off: the syntax trees and facts of a run hold no
+    # reference cycles, and collecting would walk all of them again each time
+    # the heap grows by a quarter (a third of the time to parse the benchmark).
+    collecting = gc.isenabled()
+    gc.disable()
+    taken = _stop_on_signals()
+    try:
+        return _migrate(args)
+    except KeyboardInterrupt:
+        number = signal.SIGINT
+    except _Stopped as stopped:
+        number = stopped.args[0]
+    finally:
+        for taken_number in taken:
+            signal.signal(taken_number, signal.SIG_DFL)
+        if collecting:
+            gc.enable()
     print(
         f"arrayfield migrate: interrupted ({signal.Signals(number).name}); every "
         "file is as it was or fully migrated: run the command again to finish",
@@ -227,49 +204,29 @@ def _stop(number: int, frame: object) -> None:
     raise _Stopped(number)
 
 
-@contextlib.contextmanager
-def _signals_unwind() -> Iterator[None]:
-    """SIGTERM and SIGHUP raise `_Stopped` for the run, where nobody else
-    handles them (not in a program that calls `main` with its own handlers,
-    nor from a thread, where Python allows no handler)."""
-    previous = {}
-    for name in _STOP_SIGNALS:
-        number = getattr(signal, name, None)
-        if number is None:  # SIGHUP on Windows
-            continue
+def _stop_on_signals() -> list[int]:
+    """Make SIGTERM and SIGHUP unwind the run as Ctrl-C does (a temporary file
+    being written is removed), where nobody else handles them: not in a program
+    that calls `main` with its own handlers, nor from a thread, where Python
+    allows none. Returns the signals it took."""
+    taken = []
+    for name in ("SIGTERM", "SIGHUP"):
+        number = getattr(signal, name, None)  # no SIGHUP on Windows
         with contextlib.suppress(ValueError):  # not the main thread
-            if signal.getsignal(number) == signal.SIG_DFL:
-                previous[number] = signal.signal(number, _stop)
-    try:
-        yield
-    finally:
-        for number, handler in previous.items():
-            signal.signal(number, handler)
-
-
-@contextlib.contextmanager
-def _cycle_collector_paused() -> Iterator[None]:
-    """Python's cycle collector off for the run: the syntax trees and facts it
-    builds hold no reference cycles, and collecting would walk all of them
-    again each time the heap grows by a quarter (a third of the time it takes
-    to parse the benchmark tree)."""
-    was_enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was_enabled:
-            gc.enable()
+            if number is not None and signal.getsignal(number) == signal.SIG_DFL:
+                signal.signal(number, _stop)
+                taken.append(number)
+    return taken
 
 
 def _migrate(args: argparse.Namespace) -> int:
-    outcome = _Outcome()
+    report = _Report(args)
     files, errors = _runner.find_files(args.paths, args.exclude)
     contents, read_errors = _runner.read_files(files)
     trees: dict[Path, ast.Module] = {}
     index, index_errors = _runner.index_project(contents, trees)
     for error in [*errors, *read_errors, *index_errors]:
-        _report_error(error, outcome)
+        report.error(error)
     work = _runner.files_to_rewrite(contents, index)
     results = _runner.rewrite_files(
         work,
@@ -287,91 +244,108 @@ def _migrate(args: argparse.Namespace) -> int:
     for count, (path, result) in enumerate(zip(work, results, strict=True), 1):
         if progress:
             print(f"\r{count}/{len(work)} files", end="", file=sys.stderr)
-        _report_file(path, result, contents[path], args, outcome)
+        report.file(path, result, contents[path])
     if progress:
         print("\r\033[K", end="", file=sys.stderr)
-
-    # With --diff, stdout is a patch: nothing else may go there.
-    diagnostics_stream = sys.stderr if args.diff else sys.stdout
-    # One write for them all: an unbuffered stream (PYTHONUNBUFFERED, `-u`)
-    # makes each print two system calls.
-    lines = [line + "\n" for *_, line in sorted(outcome.diagnostics)]
-    diagnostics_stream.write("".join(lines))
-    if not args.quiet:
-        _summarise(len(files), outcome, dry_run=args.check or args.diff)
-
-    if outcome.errors:
-        return EXIT_ERROR
-    if outcome.changed and (args.check or args.diff):
-        return EXIT_CHANGES_PENDING
-    if args.fix and outcome.undecided:
-        print(
-            "--fix could not tell whether these fields held Python numbers, which "
-            "now train (AF007 above): " + ", ".join(outcome.undecided),
-            file=sys.stderr,
-        )
-        return EXIT_UNDECIDED
-    return EXIT_OK
+    return report.finish(len(files))
 
 
-def _report_file(
-    path: Path,
-    result: MigrationResult | CheckResult | FileError,
-    read: bytes,
-    args: argparse.Namespace,
-    outcome: _Outcome,
-) -> None:
-    if isinstance(result, FileError):
-        _report_error(result, outcome)
-        return
-    name = str(path)
-    for d in result.diagnostics:
-        if args.fix and d.fixable:
-            continue  # made by --fix
-        outcome.diagnostics.append((name, d.line, d.col, d.format(name)))
-        outcome.fixable += d.fixable
-        if d.undecided:  # every message opens with "field 'Class.name'"
-            field = d.message.split("'")[1]
-            outcome.undecided.append(f"{field} ({name}:{d.line})")
-    if not result.changed:
-        return
-    if isinstance(result, CheckResult):  # --check alone: the new text is not made
-        print(f"would migrate: {name}")
-    elif args.diff:
-        # Only the patch goes to stdout (no `would migrate:` line in it).
-        sys.stdout.flush()
-        sys.stdout.buffer.write(_unified_diff(name, result))
-        sys.stdout.buffer.flush()
-    else:
-        try:
-            write_atomically(path, result.code.encode(result.encoding), expected=read)
-        except ChangedSinceRead:
-            error = "changed since migrate read it; not written (run it again)"
-        except PermissionError as exc:
-            error = f"cannot write: {exc.strerror or exc} (the file is read-only)"
-        except OSError as exc:
-            error = f"cannot write: {exc.strerror or exc}"
-        else:
-            error = None
-        if error is not None:
-            _report_error(FileError(path, error), outcome)
+class _Report:
+    """What the run prints for each file, and what it found, for the summary
+    and the exit status."""
+
+    def __init__(self, args: argparse.Namespace) -> None:
+        self.args = args
+        self.changed = 0
+        self.errors = 0
+        # Each diagnostic to print (not those --fix makes), by path.
+        self.diagnostics: list[tuple[str, Diagnostic]] = []
+
+    def error(self, error: FileError) -> None:
+        # Python reports some errors (an unknown coding) at column -1 or 0.
+        line, col = max(error.line, 1), max(error.col, 1)
+        print(f"{error.path}:{line}:{col}: error: {error.message}", file=sys.stderr)
+        self.errors += 1
+
+    def file(
+        self, path: Path, result: MigrationResult | CheckResult | FileError, read: bytes
+    ) -> None:
+        if isinstance(result, FileError):
+            self.error(result)
             return
+        name, args = str(path), self.args
+        self.diagnostics += [
+            (name, d) for d in result.diagnostics if not (args.fix and d.fixable)
+        ]
+        if not result.changed:
+            return
+        if isinstance(result, CheckResult):  # --check alone: no new text is made
+            print(f"would migrate: {name}")
+        elif args.diff:
+            # Only the patch goes to stdout (no `would migrate:` line in it).
+            sys.stdout.flush()
+            sys.stdout.buffer.write(_unified_diff(name, result))
+            sys.stdout.buffer.flush()
+        else:
+            error = _write(path, result, read)
+            if error is not None:
+                self.error(FileError(path, error))
+                return
+            if not args.quiet:
+                print(f"migrated: {name}")
+        self.changed += 1
+
+    def finish(self, total: int) -> int:
+        """Print the diagnostics and the summary; returns the exit status."""
+        args, diagnostics = self.args, self.diagnostics
+        lines = sorted((name, d.line, d.col, d.format(name)) for name, d in diagnostics)
+        # With --diff, stdout is a patch: nothing else may go there. One write
+        # for them all: an unbuffered stream (`-u`) makes each print two calls.
+        stream = sys.stderr if args.diff else sys.stdout
+        stream.write("".join(line + "\n" for *_, line in lines))
         if not args.quiet:
-            print(f"migrated: {name}")
-    outcome.changed.append(name)
+            verb = "would be migrated" if args.check or args.diff else "migrated"
+            parts = [f"{self.changed} of {_count(total, 'file')} {verb}"]
+            if diagnostics:
+                parts.append(_count(len(diagnostics), "diagnostic"))
+            # What a preview without --fix leaves out: --fix also edits these.
+            fixable = sum(d.fixable for _, d in diagnostics)
+            if fixable:
+                parts.append(f"{fixable} of them edited by --fix")
+            if self.errors:
+                parts.append(_count(self.errors, "error"))
+            print(", ".join(parts) + ".", file=sys.stderr)
+        # Every AF007 message opens with "field 'Class.name'".
+        undecided = [
+            d.message.split("'")[1] + f" ({name}:{d.line})"
+            for name, d in diagnostics
+            if d.undecided
+        ]
+        if self.errors:
+            return EXIT_ERROR
+        if self.changed and (args.check or args.diff):
+            return EXIT_CHANGES_PENDING
+        if args.fix and undecided:
+            print(
+                "--fix could not tell whether these fields held Python numbers, "
+                "which now train (AF007 above): " + ", ".join(undecided),
+                file=sys.stderr,
+            )
+            return EXIT_UNDECIDED
+        return EXIT_OK
 
 
-def _summarise(total: int, outcome: _Outcome, *, dry_run: bool) -> None:
-    verb = "would be migrated" if dry_run else "migrated"
-    parts = [f"{len(outcome.changed)} of {_count(total, 'file')} {verb}"]
-    if outcome.diagnostics:
-        parts.append(_count(len(outcome.diagnostics), "diagnostic"))
-    if outcome.fixable:
-        # What a preview without --fix leaves out: --fix also edits these.
-        parts.append(f"{outcome.fixable} of them edited by --fix")
-    if outcome.errors:
-        parts.append(_count(outcome.errors, "error"))
-    print(", ".join(parts) + ".", file=sys.stderr)
+def _write(path: Path, result: MigrationResult, read: bytes) -> str | None:
+    """Write the migrated file over `read`; why it was not, if it was not."""
+    try:
+        write_atomically(path, result.code.encode(result.encoding), expected=read)
+    except ChangedSinceRead:
+        return "changed since migrate read it; not written (run it again)"
+    except PermissionError as exc:
+        return f"cannot write: {exc.strerror or exc} (the file is read-only)"
+    except OSError as exc:
+        return f"cannot write: {exc.strerror or exc}"
+    return None
 
 
 def _count(number: int, noun: str) -> str:

@@ -1,9 +1,7 @@
 """What the codemod reports when a field needs a human decision, and `# noqa`.
 
-The codemod rewrites what it can prove safe and reports the rest. Each report
-is a `Diagnostic`; the command line prints it as ``path:line:col: CODE message``.
 The codes, their summaries and their messages live in `_checks`, one module
-per code (`_checks.CODES` lists them).
+per code.
 """
 
 from __future__ import annotations
@@ -13,15 +11,8 @@ from typing import NamedTuple
 
 
 class Diagnostic(NamedTuple):
-    """A place in a source file that the codemod cannot decide about.
-
-    **Fields:**
-
-    - `line`: 1-based line number.
-    - `col`: 1-based column number, as ruff and flake8 count them.
-    - `code`: one of the keys of `CODES`, e.g. ``"AF001"``.
-    - `message`: a sentence naming the field, what is wrong and what to do.
-    """
+    """A place in a source file that the codemod cannot decide about; `line`
+    and `col` count from 1, as ruff and flake8 count them."""
 
     line: int
     col: int
@@ -29,12 +20,10 @@ class Diagnostic(NamedTuple):
     message: str
     # Whether `arrayfield migrate --fix` makes the edit the message asks for.
     fixable: bool = False
-    # Whether `--fix` would need to decide it and cannot: it then exits with
-    # status 3 (a model that may now train what it held constant).
+    # Whether `--fix` would need to decide it and cannot (exit status 3).
     undecided: bool = False
 
     def format(self, path: str) -> str:
-        """Render as ``path:line:col: CODE message``."""
         return f"{path}:{self.line}:{self.col}: {self.code} {self.message}"
 
 
@@ -42,8 +31,8 @@ class Diagnostic(NamedTuple):
 _NOQA = re.compile(
     r"#\s*noqa(?::\s*(?P<codes>[A-Z]+[0-9]+(?:[,\s]+[A-Z]+[0-9]+)*))?", re.IGNORECASE
 )
-# Python's line breaks. str.splitlines also breaks at form feeds, \x1c-\x1e,
-# \x85 and \u2028, which Python and patch(1) take as part of a line.
+# Python's line breaks: str.splitlines also breaks at form feeds and others,
+# which Python and patch(1) take as part of a line.
 _LINE_BREAK = re.compile(r"\r\n|\r|\n")
 
 
@@ -55,8 +44,7 @@ def source_lines(source: str) -> list[str]:
 
 
 def suppressed(lines: list[str], line: int, code: str) -> bool:
-    """Whether `# noqa` or `# noqa: AF001, AF002` on line `line` (1-based) of
-    `lines` (from `source_lines`) silences `code`."""
+    """Whether a `# noqa` comment on `line` (1-based) silences `code`."""
     if not 0 < line <= len(lines):
         return False
     match = _NOQA.search(lines[line - 1])

@@ -1,11 +1,8 @@
-"""What the project's lint configuration says, so the rewrite adds no lint.
-
-Two facts are read: which top-level modules are the project's own (ruff's and
-isort's `known-first-party`, plus the packages of the migrated tree), so that
-`import arrayfield as af` lands in the third-party section where isort and
-ruff's `I` rules put it; and whether the project ignores F722, the
-"syntax error in forward annotation" that ruff and pyflakes report for a
-jaxtyping shape string such as `Float[Array, ""]`.
+"""What the project's lint configuration says, so the rewrite adds no lint:
+the modules ruff and isort take as first-party (`known-first-party`), so that
+`import arrayfield as af` lands in the section they put it in, and whether the
+project ignores F722, which ruff and pyflakes report for a jaxtyping shape
+string such as `Float[Array, ""]`.
 """
 
 from __future__ import annotations
@@ -29,14 +26,8 @@ STDLIB = frozenset(sys.stdlib_module_names) | {"__future__"}
 
 
 class LintConfig(NamedTuple):
-    """**Fields:**
-
-    - `first_party`: top-level module names isort treats as first-party.
-    - `found`: whether a ruff, isort or flake8 configuration file was found.
-    - `ignores_f722`: whether it names F722 (in an ignore list).
-    """
-
     first_party: frozenset[str] = frozenset()
+    # Whether a ruff, isort or flake8 configuration file was found.
     found: bool = False
     ignores_f722: bool = False
 
@@ -50,7 +41,6 @@ def _strings(value: object) -> list[str]:
 
 
 def _from_toml(text: str, pyproject: bool) -> LintConfig | None:
-    """The settings of a TOML file, or None when it has none."""
     try:
         import tomllib
 
@@ -63,12 +53,11 @@ def _from_toml(text: str, pyproject: bool) -> LintConfig | None:
     if not (ruff or isort):
         return None
     lint = ruff.get("lint", {})
-    known = {
-        name
-        for table in (lint.get("isort", {}), ruff.get("isort", {}))
-        for name in _strings(table.get("known-first-party"))
-    }
-    known |= set(_strings(isort.get("known_first_party")))
+    known = [
+        *_strings(lint.get("isort", {}).get("known-first-party")),
+        *_strings(ruff.get("isort", {}).get("known-first-party")),
+        *_strings(isort.get("known_first_party")),
+    ]
     ignores = [
         code
         for table in (ruff, lint)
@@ -80,8 +69,7 @@ def _from_toml(text: str, pyproject: bool) -> LintConfig | None:
 
 
 def _from_ini(text: str) -> LintConfig | None:
-    """setup.cfg, .flake8, tox.ini, .isort.cfg, read loosely by their lines:
-    their settings, or None when they have none."""
+    """setup.cfg, .flake8, tox.ini and .isort.cfg."""
     import configparser
 
     parser = configparser.ConfigParser(interpolation=None)
@@ -89,24 +77,23 @@ def _from_ini(text: str) -> LintConfig | None:
         parser.read_string(text)
     except configparser.Error:
         return None
-    known: set[str] = set()
-    found, ignores = False, False
-    for section in parser.sections():
-        if section in ("isort", "tool:isort", "settings"):
-            found = True
-            known |= set(_strings(parser[section].get("known_first_party", "")))
-        if section == "flake8":
-            found = True
-            for key in ("ignore", "extend-ignore", "extend_ignore"):
-                if "F722" in parser[section].get(key, ""):
-                    ignores = True
-    return LintConfig(frozenset(known), True, ignores) if found else None
+    isort = [name for name in ("isort", "tool:isort", "settings") if name in parser]
+    if not isort and "flake8" not in parser:
+        return None
+    known = [
+        name
+        for section in isort
+        for name in _strings(parser.get(section, "known_first_party", fallback=""))
+    ]
+    ignores = ("ignore", "extend-ignore", "extend_ignore")
+    f722 = any("F722" in parser.get("flake8", key, fallback="") for key in ignores)
+    return LintConfig(frozenset(known), True, f722)
 
 
 @functools.cache
 def config_for(directory: Path) -> LintConfig:
-    """The settings that apply to files in `directory`: those of the nearest
-    configuration file above it that has any."""
+    """The settings of the nearest configuration file above `directory` that
+    has any, up to the repository's root."""
     for folder in (directory, *directory.parents):
         for name in _CONFIG_FILES:
             path = folder / name

@@ -1,12 +1,9 @@
 """The unified diff `--diff` prints, in time linear in the file's length.
 
-`difflib.unified_diff` finds matching blocks by repeatedly searching for the
-longest one, which scans the whole remaining range each time: a generated file
-of many alike classes, where a migration changes a line in every class, costs
-it the square of the number of lines (a 5 MB file ran for more than ten
-minutes). Here the lines that occur once in each version and keep their order
-(the longest increasing run of them, as patience diff takes them) anchor the
-match, and difflib only matches the short stretches between two anchors.
+difflib's matching costs the square of the number of lines on a generated file
+of many alike classes (a 5 MB file ran for more than ten minutes). Here the
+lines that occur once in each version and keep their order anchor the match
+(as in patience diff), and difflib only matches the stretches between anchors.
 """
 
 from __future__ import annotations
@@ -25,8 +22,8 @@ CONTEXT = 3
 def unified_diff(
     old: Sequence[bytes], new: Sequence[bytes], old_name: bytes, new_name: bytes
 ) -> Iterator[bytes]:
-    """The lines of a unified diff from `old` to `new` (lines that keep their
-    line ends), headed `--- old_name` and `+++ new_name`; nothing when they
+    """The unified diff from `old` to `new` (lines that keep their line ends),
+    headed `--- old_name` and `+++ new_name`, line by line; nothing when they
     are equal."""
     started = False
     for hunk in _AnchoredMatcher(old, new).get_grouped_opcodes(CONTEXT):
@@ -41,19 +38,23 @@ def unified_diff(
         )
         for tag, i1, i2, j1, j2 in hunk:
             if tag == "equal":
-                yield from (b" " + line for line in old[i1:i2])
+                yield from (_line(b" ", line) for line in old[i1:i2])
                 continue
-            yield from (b"-" + line for line in old[i1:i2])
-            yield from (b"+" + line for line in new[j1:j2])
+            yield from (_line(b"-", line) for line in old[i1:i2])
+            yield from (_line(b"+", line) for line in new[j1:j2])
+
+
+def _line(prefix: bytes, line: bytes) -> bytes:
+    if line.endswith(b"\n"):
+        return prefix + line
+    return prefix + line + b"\n\\ No newline at end of file\n"
 
 
 class _AnchoredMatcher(difflib.SequenceMatcher):
-    """difflib's grouping of changes into hunks (`get_grouped_opcodes`, which
-    reads `get_opcodes`), over the opcodes of `opcodes`."""
+    """difflib's grouping of changes into hunks, over the opcodes of `opcodes`."""
 
     def __init__(self, old: Sequence[bytes], new: Sequence[bytes]) -> None:
-        # Not given to difflib, which would index every line of `new` for a
-        # matching this class does not use.
+        # Not given to difflib, which would index every line of `new`.
         super().__init__(None, (), ())
         self.old, self.new = old, new
 
@@ -62,22 +63,14 @@ class _AnchoredMatcher(difflib.SequenceMatcher):
 
 
 def opcodes(old: Sequence[bytes], new: Sequence[bytes]) -> list[Opcode]:
-    """How `old` becomes `new`, as `difflib.SequenceMatcher.get_opcodes`."""
+    """How `old` becomes `new`, as `difflib.SequenceMatcher.get_opcodes`: difflib
+    matches each stretch between two anchors."""
     out: list[Opcode] = []
     i0 = j0 = 0
     for i, j in [*_anchors(old, new), (len(old), len(new))]:
-        if i0 == i or j0 == j or (i - i0, j - j0) == (1, 1):
-            # What difflib answers for these, without building a matcher: a
-            # migration mostly changes one line between two unchanged ones.
-            if i > i0 or j > j0:
-                tag = "insert" if i0 == i else "delete" if j0 == j else "replace"
-                if tag == "replace" and old[i0] == new[j0]:
-                    tag = "equal"
-                _append(out, (tag, i0, i, j0, j))
-        else:
-            between = difflib.SequenceMatcher(None, old[i0:i], new[j0:j])
-            for tag, a1, a2, b1, b2 in between.get_opcodes():
-                _append(out, (tag, i0 + a1, i0 + a2, j0 + b1, j0 + b2))
+        between = difflib.SequenceMatcher(None, old[i0:i], new[j0:j])
+        for tag, a1, a2, b1, b2 in between.get_opcodes():
+            _append(out, (tag, i0 + a1, i0 + a2, j0 + b1, j0 + b2))
         if i < len(old):
             _append(out, ("equal", i, i + 1, j, j + 1))
         i0, j0 = i + 1, j + 1
@@ -86,44 +79,40 @@ def opcodes(old: Sequence[bytes], new: Sequence[bytes]) -> list[Opcode]:
 
 def _append(out: list[Opcode], code: Opcode) -> None:
     """Add `code`, merged into the last one when both keep lines as they are."""
-    if out and code[0] == "equal" and out[-1][0] == "equal":
-        tag, i1, _, j1, _ = out[-1]
-        out[-1] = (tag, i1, code[2], j1, code[4])
+    if out and code[0] == out[-1][0] == "equal":
+        out[-1] = ("equal", out[-1][1], code[2], out[-1][3], code[4])
     else:
         out.append(code)
 
 
+def _unique(lines: Sequence[bytes]) -> dict[bytes, int]:
+    """Each line that occurs once in `lines`, and its index."""
+    index: dict[bytes, int] = {}
+    for number, line in enumerate(lines):
+        index[line] = -1 if line in index else number
+    return {line: number for line, number in index.items() if number >= 0}
+
+
 def _anchors(old: Sequence[bytes], new: Sequence[bytes]) -> list[tuple[int, int]]:
-    """Pairs `(i, j)` with `old[i] == new[j]` a line that occurs once in each,
-    increasing in both: the longest such chain of the lines unique to both."""
-    count: dict[bytes, list[int]] = {}
-    for index, line in enumerate(old):
-        count.setdefault(line, [0, 0, index])[0] += 1
-    for index, line in enumerate(new):
-        entry = count.get(line)
-        if entry is not None:
-            entry[1] += 1
-            entry[2:] = [entry[2], index]
-    pairs = sorted(
-        (entry[2], entry[3]) for entry in count.values() if entry[:2] == [1, 1]
-    )
+    """The longest chain of pairs `(i, j)`, increasing in both, where `old[i]`
+    and `new[j]` are the same line, one that occurs once in each."""
+    in_new = _unique(new)
+    # In the order of `old`: a line's first occurrence is its only one.
+    pairs = [(i, in_new[line]) for line, i in _unique(old).items() if line in in_new]
     # Longest increasing run of the new positions (patience sorting): `tops`
-    # holds the smallest end of a run of each length, `before` each pair's
-    # predecessor in the best run that ends with it.
+    # holds the smallest end of a run of each length, `ends` the pair that
+    # ends it, `before` each pair's predecessor in the best run that ends with it.
     tops: list[int] = []
-    top_pairs: list[int] = []
+    ends: list[int] = []
     before: list[int] = []
     for number, (_, j) in enumerate(pairs):
         length = bisect.bisect_left(tops, j)
-        if length == len(tops):
-            tops.append(j)
-            top_pairs.append(number)
-        else:
-            tops[length] = j
-            top_pairs[length] = number
-        before.append(top_pairs[length - 1] if length else -1)
+        before.append(ends[length - 1] if length else -1)
+        # Replaces the top of that length, or starts a longer run.
+        tops[length : length + 1] = [j]
+        ends[length : length + 1] = [number]
     chain = []
-    number = top_pairs[-1] if top_pairs else -1
+    number = ends[-1] if ends else -1
     while number >= 0:
         chain.append(pairs[number])
         number = before[number]

@@ -1,10 +1,7 @@
-"""Which files `arrayfield migrate` looks at: directory walking with the skips
-users expect from ruff and black, and `.gitignore` matching.
-
-Only the `.gitignore` features source trees use are implemented: comments,
-`!` negation, `/` anchoring, a trailing `/` for directories only, and the `*`,
-`?`, `[...]` and `**` wildcards. Files named on the command line are always
-taken; only what a directory walk finds is filtered.
+"""Which files `arrayfield migrate` looks at: a directory walk with the skips
+users expect from ruff and black, and the `.gitignore` features source trees
+use (comments, `!`, `/` anchoring, a trailing `/` for directories only, `*`,
+`?`, `[...]`, `**`). A file named on the command line is always taken.
 """
 
 from __future__ import annotations
@@ -20,60 +17,37 @@ SKIPPED_DIRECTORIES = frozenset(
     {"__pycache__", "venv", "node_modules", "site-packages", "build", "dist"}
 )
 
+# One piece of a .gitignore pattern: a wildcard, a `[...]` class, an escaped
+# character or any other one.
+_GLOB_PIECE = re.compile(r"\*\*/|\*\*|\*|\?|\[[^\]]*\]|\\.|.", re.DOTALL)
+_WILDCARDS = {"**/": "(?:.*/)?", "**": ".*", "*": "[^/]*", "?": "[^/]"}
+
+
+def _piece_regex(piece: str) -> str:
+    if piece in _WILDCARDS:
+        return _WILDCARDS[piece]
+    if piece.startswith("[") and len(piece) > 1:
+        body = piece[1:-1].replace("\\", "\\\\")
+        return f"[^{body[1:]}]" if body.startswith("!") else f"[{body}]"
+    return re.escape(piece[-1])
+
 
 class _Rule:
     def __init__(self, pattern: str) -> None:
         self.negated = pattern.startswith("!")
-        if self.negated:
-            pattern = pattern[1:]
+        pattern = pattern.removeprefix("!")
         self.directory_only = pattern.endswith("/")
         pattern = pattern.rstrip("/")
         # A slash anywhere but at the end anchors the pattern to its directory.
         self.anchored = "/" in pattern
-        self.regex = re.compile(_translate(pattern.lstrip("/")) + r"\Z")
+        pieces = _GLOB_PIECE.findall(pattern.lstrip("/"))
+        self.regex = re.compile("".join(map(_piece_regex, pieces)) + r"\Z")
 
     def matches(self, relative: str, is_dir: bool) -> bool:
         if self.directory_only and not is_dir:
             return False
-        if self.anchored:
-            return self.regex.match(relative) is not None
-        return self.regex.match(relative.rpartition("/")[2]) is not None
-
-
-def _translate(pattern: str) -> str:
-    out = []
-    index = 0
-    while index < len(pattern):
-        char = pattern[index]
-        if pattern.startswith("**/", index):
-            out.append("(?:.*/)?")
-            index += 3
-            continue
-        if pattern.startswith("**", index):
-            out.append(".*")
-            index += 2
-            continue
-        if char == "*":
-            out.append("[^/]*")
-        elif char == "?":
-            out.append("[^/]")
-        elif char == "[":
-            end = pattern.find("]", index + 1)
-            if end == -1:
-                out.append(re.escape(char))
-            else:
-                body = pattern[index + 1 : end].replace("\\", "\\\\")
-                if body.startswith("!"):
-                    body = "^" + body[1:]
-                out.append(f"[{body}]")
-                index = end
-        elif char == "\\" and index + 1 < len(pattern):
-            index += 1
-            out.append(re.escape(pattern[index]))
-        else:
-            out.append(re.escape(char))
-        index += 1
-    return "".join(out)
+        name = relative if self.anchored else relative.rpartition("/")[2]
+        return self.regex.match(name) is not None
 
 
 class GitIgnore:
@@ -88,11 +62,8 @@ class GitIgnore:
             text = (directory / ".gitignore").read_text(errors="replace")
         except OSError:
             return
-        rules = []
-        for line in text.split("\n"):  # git's line break; rstrip drops a \r
-            line = line.rstrip()
-            if line and not line.startswith("#"):
-                rules.append(_Rule(line))
+        lines = [line.rstrip() for line in text.split("\n")]  # rstrip drops a \r
+        rules = [_Rule(line) for line in lines if line and not line.startswith("#")]
         if rules:
             self._rules.append((directory, rules))
 
@@ -145,10 +116,9 @@ class _Excludes:
 
 def python_files(path: Path, excludes: Sequence[str] = ()) -> Iterator[Path]:
     """`path` itself if it is a file, else the `*.py` files under it, sorted,
-    minus hidden files and directories (editor lock files such as `.#model.py`
-    among them), symbolic links to nothing, build directories, virtual
-    environments (any directory holding `pyvenv.cfg`), `.gitignore`d paths and
-    `excludes` globs."""
+    minus hidden ones (editor lock files such as `.#model.py`), links to
+    nothing, build directories, virtual environments (holding `pyvenv.cfg`),
+    `.gitignore`d paths and `excludes` globs."""
     if not path.is_dir():
         yield path
         return

@@ -1,11 +1,7 @@
 """Writing a migrated file so that an interrupt never leaves half of it, and
-never over an edit made since the file was read.
-
-The new contents go to a temporary file beside the original, which is then
-renamed over it: a reader, or a run killed at any moment (Ctrl-C, a CI job
-cancelled), sees the old file or the new one, never a truncated one. Just
-before the rename the file is read again: one that changed since the run read
-it (an edit saved while a long run worked) is left as it is.
+never over an edit made since the file was read: the new contents go to a
+temporary file beside the original, renamed over it after the original is
+read again and found unchanged.
 """
 
 from __future__ import annotations
@@ -29,19 +25,17 @@ def write_atomically(path: Path, data: bytes, *, expected: bytes) -> None:
     with `data`, keeping its permission bits, if it still holds `expected`.
 
     Raises `ChangedSinceRead` when it does not, `PermissionError` for a
-    read-only file (as `ruff --fix` refuses one: the rename could replace it
-    in a writable directory, which is not what the file's mode asks for), and
-    `OSError` when it cannot be written."""
+    read-only file (as `ruff --fix` refuses one, though the rename could
+    replace it), and `OSError` when it cannot be written."""
     target = Path(os.path.realpath(path))
     mode = stat.S_IMODE(target.stat().st_mode)
     # `access` answers yes to root for any file: a file nobody may write
     # counts as read-only for root too.
     if not os.access(target, os.W_OK) or not mode & 0o222:
         raise PermissionError(errno.EACCES, os.strerror(errno.EACCES), str(path))
-    # Hidden, so that a file left by a killed run is skipped by the next walk.
-    # Named before it is created, inside the `try`: an interrupt (raised by the
-    # command line's signal handler between any two bytecodes) that arrives
-    # just after the file exists still finds its name to remove.
+    # Hidden, so that the next walk skips a file left by a killed run. Named
+    # inside the `try`, so that an interrupt just after it is created (the
+    # signal handler raises between any two bytecodes) still removes it.
     temporary = ""
     try:
         while True:
@@ -54,8 +48,7 @@ def write_atomically(path: Path, data: bytes, *, expected: bytes) -> None:
         with os.fdopen(descriptor, "wb") as file:
             file.write(data)
         os.chmod(temporary, mode)
-        # As late as possible: what is left is the moment between this read
-        # and the rename.
+        # As late as possible: what is left is the moment before the rename.
         if target.read_bytes() != expected:
             raise ChangedSinceRead(str(path))
         os.replace(temporary, target)

@@ -14,11 +14,9 @@ from typing import NamedTuple, TypeVar
 from ._facts import OBJECT, SHAPE_VALUE, ClassFacts, FileFacts, resolved_path
 from ._lint import STDLIB, LintConfig
 
-# What every Module class descends from.
-ROOTS = frozenset(
-    {"equinox.Module", "equinox._module.Module", "arrayfield.ArrayModule"}
-)
 _EQUINOX_MODULE = frozenset({"equinox.Module", "equinox._module.Module"})
+# What every Module class descends from.
+ROOTS = _EQUINOX_MODULE | {"arrayfield.ArrayModule"}
 # Bases whose subclasses compare (and hash) by value, or are singletons.
 _VALUE_BASES = frozenset(
     {"tuple", "str", "int", "float", "bytes", "frozenset"}
@@ -33,8 +31,10 @@ _PYTREE_PACKAGES = frozenset(
 # The standard library's classes that JAX registers as pytree nodes.
 _STDLIB_PYTREES = frozenset({"collections.OrderedDict", "collections.defaultdict"})
 # How many directories without `__init__.py` above a package may be namespace
-# packages (`src/acme/` is one).
+# packages (`src/acme/` is one), below a top: a directory no package name
+# reaches above (`src/`, or one holding any of `_TOP_MARKERS`).
 _NAMESPACE_DEPTH = 2
+_TOP_MARKERS = ("pyproject.toml", "setup.py", "setup.cfg", ".git")
 
 
 class _SubtreeUses:
@@ -57,12 +57,10 @@ class _SubtreeUses:
                 mine = table.setdefault(attr, {})
                 for kind, where in kinds.items():
                     mine.setdefault(kind, where)
-        for table, theirs in (
-            (self.objects, later.objects),
-            (self.helpers, later.helpers),
-        ):
-            for attr, called in theirs.items():
-                table.setdefault(attr, called)
+        for attr, called in later.objects.items():
+            self.objects.setdefault(attr, called)
+        for attr, function in later.helpers.items():
+            self.helpers.setdefault(attr, function)
         self.maybe_pytree |= later.maybe_pytree
         self.reached = max(self.reached, later.reached)
 
@@ -127,24 +125,19 @@ class FileContext(NamedTuple):
 _Value = TypeVar("_Value")
 
 
-def _is_top(directory: Path) -> bool:
-    """A directory no package name reaches above: `src/`, a project's root."""
-    return directory.name == "src" or any(
-        (directory / marker).exists()
-        for marker in ("pyproject.toml", "setup.py", "setup.cfg", ".git")
-    )
-
-
 def _namespace_prefixes(root: Path) -> list[str]:
     """The names namespace packages may put before the modules under an import
     root, nearest first: `acme` for `src/acme/`, then `src.acme`."""
     prefixes: list[str] = []
-    prefix: list[str] = []
     for directory in [root, *root.parents][:_NAMESPACE_DEPTH]:
-        if (directory / "__init__.py").is_file() or _is_top(directory):
+        if (
+            (directory / "__init__.py").is_file()
+            or directory.name == "src"
+            or any((directory / marker).exists() for marker in _TOP_MARKERS)
+        ):
             break
-        prefix.insert(0, directory.name)
-        prefixes.append(".".join(prefix))
+        outer = directory.name
+        prefixes.append(f"{outer}.{prefixes[-1]}" if prefixes else outer)
     return prefixes
 
 

@@ -80,12 +80,9 @@ class ImportMap(NamedTuple):
         return f"{target}.{rest}" if rest else target
 
     def local_name_for(self, qualified: str) -> str | None:
-        """An expression, as source text, that refers to `qualified` in this file.
-
-        `arrayfield.ArrayModule` is found as `ArrayModule` after
-        `from arrayfield import ArrayModule`, or as `af.ArrayModule` after
-        `import arrayfield as af`; only module-level imports count.
-        """
+        """An expression, as source text, that refers to `qualified` through a
+        module-level import: `ArrayModule` after `from arrayfield import
+        ArrayModule`, `af.ArrayModule` after `import arrayfield as af`."""
         module, _, attr = qualified.rpartition(".")
         for local, target in self.module_level.items():
             if target == qualified:

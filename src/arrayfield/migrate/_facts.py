@@ -504,12 +504,9 @@ class _FileReader(_Visitor):
             facts.class_vars.add(target.id)
 
 
-def read_file(path: str, source: bytes, tree: ast.Module | None = None) -> FileFacts:
-    """Index one file, from its parse `tree` when the caller has one. Raises
-    `SyntaxError` (or `ValueError` for null bytes)."""
+def read_file(path: str, source: bytes, tree: ast.Module) -> FileFacts:
+    """The facts of one file, from its text and its parse."""
     module, is_package = module_name(Path(path))
-    if tree is None:
-        tree = ast.parse(source, filename=path)
     facts = FileFacts(path, module, is_package)
     scan_calls = b"tree_at" in source or b"register_" in source
     _FileReader(facts, source.splitlines(), scan_calls).visit(tree)

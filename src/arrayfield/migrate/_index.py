@@ -7,7 +7,7 @@ modules (imports, `as`, re-exports through `__init__.py`, aliases such as
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from functools import cached_property
+from functools import cache, cached_property
 from pathlib import Path
 from typing import NamedTuple, TypeVar
 
@@ -200,17 +200,14 @@ class ProjectIndex:
         # PEP 420 namespace packages: `src/acme/models/base.py` without
         # `src/acme/__init__.py` is `models.base` and also `acme.models.base`.
         self._namespace: dict[str, FileFacts] = {}
-        prefixes: dict[Path, list[str]] = {}
+        prefixes = cache(_namespace_prefixes)  # asked once per root
         for facts in self.files.values():
-            root = self._root[facts.path]
-            if root not in prefixes:
-                prefixes[root] = _namespace_prefixes(root)
-            for prefix in prefixes[root]:
+            for prefix in prefixes(self._root[facts.path]):
                 name = f"{prefix}.{facts.module}"
                 if name not in self.modules:
                     self._namespace.setdefault(name, facts)
-        # Memos: each class's bases and each field's types are asked for
-        # again and again (per class, per subclass, per round of the index).
+        # Each class's bases and each field's types are asked for again and
+        # again (per class, per subclass, per round of the index).
         self._qualified: dict[tuple[str, str], str | None] = {}
         self._class_facts: dict[str, tuple[FileFacts, ClassFacts] | None] = {}
         self._lineages: dict[str, _Lineage] = {}
@@ -282,8 +279,7 @@ class ProjectIndex:
         return self._qualify(facts, rest, depth + 1) or qualified
 
     def class_facts(self, qualified: str) -> tuple[FileFacts, ClassFacts] | None:
-        """The file and class statement of a qualified name, None for a name
-        that is not a class of the tree."""
+        """The file and class statement of a class of the tree."""
         if qualified in self._class_facts:
             return self._class_facts[qualified]
         found = self._locate(qualified)
@@ -297,8 +293,7 @@ class ProjectIndex:
         return [self.qualify(facts, base) or base for base in cls.bases]
 
     def _lineage(self, qualified: str) -> _Lineage:
-        """What a class inherits (`_Lineage`), found once per class from its
-        bases'."""
+        """What a class inherits, found once per class from its bases'."""
 
         def bases(name: str) -> list[str]:
             found = self.class_facts(name)
@@ -346,8 +341,7 @@ class ProjectIndex:
 
     @cached_property
     def _children(self) -> dict[str, list[str]]:
-        """Qualified name -> the qualified names of the tree's classes whose
-        bases name it."""
+        """Qualified name -> the tree's classes with it among their bases."""
         children: dict[str, list[str]] = {}
         for facts in self.files.values():
             for cls in facts.classes.values():
@@ -357,11 +351,10 @@ class ProjectIndex:
         return children
 
     def _subtree_uses(self, qualified: str) -> _SubtreeUses:
-        """What a class and all its descendants do with their attributes.
-        Built once per class from its own facts and its children's (a
-        class's, then each child's in order: the first place found is the one
-        cited), so that a deep hierarchy costs its size, not the square of
-        its depth (a generated chain of 15,000 subclasses)."""
+        """What a class and all its descendants do with their attributes,
+        built once per class from its own and then each child's in order (the
+        first place found is the one cited): a deep hierarchy costs its size,
+        not the square of its depth (a generated chain of 15,000 subclasses)."""
         if self.class_facts(qualified) is None:
             return _SubtreeUses()
 
@@ -377,8 +370,7 @@ class ProjectIndex:
         return self._children.get(qualified, [])
 
     def _own_uses(self, found: tuple[FileFacts, ClassFacts] | None) -> _SubtreeUses:
-        """What one class's own code does with its attributes (nothing, for a
-        class outside the tree)."""
+        """What one class's own code does with its attributes."""
         out = _SubtreeUses()
         if found is None:
             return out
@@ -469,8 +461,7 @@ class ProjectIndex:
 
     @cached_property
     def _positional(self) -> dict[str, float]:
-        """Callee -> the most positional arguments a call of it passes, in any
-        file (`FileFacts.positional`)."""
+        """`FileFacts.positional`, over every file."""
         most: dict[str, float] = {}
         for facts in self.files.values():
             for callee, count in facts.positional.items():
@@ -483,13 +474,11 @@ class ProjectIndex:
 
     def _constants(self, cls: ClassFacts, subtree: _SubtreeUses) -> frozenset[str]:
         """The class's own fields that nothing in the project may give a value:
-        no file names them before `=` or as a string (keyword arguments,
-        `replace`, attribute stores, `setattr`), no `eqx.tree_at` replaces
-        them, no method of the class or a subclass assigns them, and no call
-        of the class, of a subclass, of `cls`, of a call's result or of
-        `__init__` passes enough positional arguments to reach them (counted
-        from the class's own fields: its bases' come first, so the real
-        position is later, never earlier)."""
+        no file names them before `=` or as a string, no `eqx.tree_at` or
+        method of the class or a subclass assigns them, and no call of the
+        class, a subclass, `cls`, a call's result or `__init__` passes enough
+        positional arguments to reach them (counted from the class's own
+        fields: its bases' come first, so the real position is never earlier)."""
         calls = self._positional
         reached = max(
             subtree.reached, *(calls.get(n, 0) for n in ("cls", "__init__", "()"))
@@ -506,8 +495,7 @@ class ProjectIndex:
 
     @cached_property
     def _registered(self) -> frozenset[str]:
-        """The qualified names of the tree's classes registered as pytree nodes,
-        wherever the registration is."""
+        """The qualified names of classes registered as pytree nodes."""
         return frozenset(
             self.qualify(facts, name) or name
             for facts in self.files.values()

@@ -47,8 +47,7 @@ _REGISTRATIONS = frozenset(
 )
 
 
-# Builtins that need a concrete Python value.
-# (`len` is not one: an array's length is static.)
+# Builtins that need a concrete Python value (not `len`: a length is static).
 _CONCRETE_BUILTINS = frozenset({"int", "bool", "range", "slice"})
 
 # Kinds of use, and kinds of value assigned, recorded per attribute.

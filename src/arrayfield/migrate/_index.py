@@ -364,10 +364,8 @@ class ProjectIndex:
                 out.absorb(subtree)
             return out
 
-        return _fold(qualified, self._subtrees, self._child_names, merged)
-
-    def _child_names(self, qualified: str) -> list[str]:
-        return self._children.get(qualified, [])
+        children = self._children
+        return _fold(qualified, self._subtrees, lambda n: children.get(n, []), merged)
 
     def _own_uses(self, found: tuple[FileFacts, ClassFacts] | None) -> _SubtreeUses:
         """What one class's own code does with its attributes."""
@@ -437,17 +435,13 @@ class ProjectIndex:
             *facts.aliases.values(),
             *(base for cls in facts.classes.values() for base in cls.bases),
         ]
-        equinox_bases = frozenset(
-            name for name in written if self._imported_equinox_module(facts, name)
-        )
-        exported = frozenset(self._imported_names.get(self.key(facts), ()))
         return FileContext(
             classes,
             self._tree_at,
             plain,
             bases,
-            equinox_bases,
-            exported,
+            frozenset(n for n in written if self._imported_equinox_module(facts, n)),
+            frozenset(self._imported_names.get(self.key(facts), ())),
             bindings=facts.bindings,
         )
 

@@ -193,8 +193,8 @@ def _bare_attrs_in(node: ast.expr, self_name: str) -> list[str]:
     elif isinstance(node, ast.BinOp):
         parts = [node.left, node.right]
     elif isinstance(node, ast.Compare):
-        is_tests = all(isinstance(op, ast.Is | ast.IsNot) for op in node.ops)
-        parts = [] if is_tests else [node.left, *node.comparators]
+        identity_only = all(isinstance(op, ast.Is | ast.IsNot) for op in node.ops)
+        parts = [] if identity_only else [node.left, *node.comparators]
     else:
         attr = _self_attr(node, self_name)
         return [] if attr is None else [attr]

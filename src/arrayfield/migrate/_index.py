@@ -301,11 +301,8 @@ class ProjectIndex:
 
         def lineage(name: str, inherited: list[_Lineage]) -> _Lineage:
             found = self.class_facts(name)
-            if found is None:
-                return _Lineage(
-                    module=name in ROOTS, from_equinox=name in _EQUINOX_MODULE
-                )
-            cls = found[1]
+            # A class outside the tree has no bases, `__init__` or `__eq__` here.
+            cls = ClassFacts(name, []) if found is None else found[1]
             return _Lineage(
                 module=name in ROOTS or any(b.module for b in inherited),
                 from_equinox=name in _EQUINOX_MODULE

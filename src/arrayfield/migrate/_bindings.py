@@ -1,8 +1,6 @@
-"""Which names a file's import statements bind.
-
-Resolution is per file and ignores shadowing: a codemod only needs to recognise
-`eqx.Module`, `jnp.asarray`, `Float[...]` and friends in the spellings people
-write, and a file that rebinds `eqx` to something else is out of scope.
+"""Which names a file's import statements bind, and the walk over its
+statements that finds them. Shadowing is ignored: a codemod only needs to
+recognise `eqx.Module`, `jnp.asarray` and friends as people spell them.
 """
 
 from __future__ import annotations
@@ -15,14 +13,10 @@ from ._names import dotted_name
 
 # Where statements nest, in source order.
 NESTED_BODIES = ("body", "orelse", "handlers", "finalbody", "cases")
-
-
+_DEFINITIONS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
 # The fields of NESTED_BODIES each node class has (most have none), found once
 # per class: a large file asks for a million nodes' bodies.
 _BODIES_OF: dict[type, tuple[str, ...]] = {}
-
-
-_DEFINITIONS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
 
 
 def _bodies_of(kind: type) -> tuple[str, ...]:
@@ -48,19 +42,14 @@ def nested_statements(node: ast.AST) -> Iterable[ast.AST]:
 
 
 class ImportMap(NamedTuple):
-    """Local names bound by import statements, mapped to what they refer to.
+    """Local names bound by import statements, mapped to what they refer to
+    (`import jax.numpy as jnp`: `{"jnp": "jax.numpy"}`).
 
-    `import jax.numpy as jnp` gives ``{"jnp": "jax.numpy"}``,
-    `from equinox import Module as M` gives ``{"M": "equinox.Module"}``.
-
-    **Fields:**
-
-    - `bindings`: the imports anywhere in the file, for reading names: a class
-        in a function that imports equinox locally is still a Module class.
-    - `module_level`: the imports written directly in the module body, which
-        run before any code below them. Only these can be reused for new code;
-        one under `if TYPE_CHECKING:`, in a `try` block or in a function may not
-        have run, or binds a name that module-level code cannot see.
+    `bindings` holds the imports anywhere in the file, for reading names: a
+    class in a function that imports equinox locally is still a Module class.
+    `module_level`, those directly in the module body: only these can be
+    reused for new code (one under `if TYPE_CHECKING:`, in a `try` or in a
+    function may not have run, or binds a name module-level code cannot see).
     """
 
     bindings: dict[str, str]
@@ -84,22 +73,16 @@ class ImportMap(NamedTuple):
 
     def resolve(self, expr: Any) -> str | None:
         """The qualified name an expression such as `eqx.Module` refers to."""
-        dotted = dotted_name(expr)
-        if dotted is None:
-            return None
-        head, _, rest = dotted.partition(".")
+        head, _, rest = (dotted_name(expr) or "").partition(".")
         target = self.bindings.get(head)
         if target is None:
             return None
         return f"{target}.{rest}" if rest else target
 
     def local_name_for(self, qualified: str) -> str | None:
-        """An expression, as source text, that refers to `qualified` in this file.
-
-        `arrayfield.ArrayModule` is found as `ArrayModule` after
-        `from arrayfield import ArrayModule`, or as `af.ArrayModule` after
-        `import arrayfield as af`; only module-level imports count.
-        """
+        """An expression, as source text, that refers to `qualified` through a
+        module-level import: `ArrayModule` after `from arrayfield import
+        ArrayModule`, `af.ArrayModule` after `import arrayfield as af`."""
         module, _, attr = qualified.rpartition(".")
         for local, target in self.module_level.items():
             if target == qualified:

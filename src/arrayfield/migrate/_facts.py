@@ -1,9 +1,6 @@
-"""The facts of one file, read with `ast`: what the project index is built from.
-
-`read_file` records which names a module binds (imports, aliases such as
-`Base = eqx.Module`), the bases of each class as written, and how each class's
-methods use and assign `self.<attr>`. Nothing is resolved across files here;
-that is `_index`'s job.
+"""The facts of one file, read with `ast`: which names it binds (imports,
+aliases such as `Base = eqx.Module`), each class's bases as written, and how
+its methods use and assign `self.<attr>`. `_index` resolves them across files.
 """
 
 from __future__ import annotations
@@ -11,7 +8,7 @@ from __future__ import annotations
 import ast
 import functools
 import re
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -21,28 +18,18 @@ from ._names import dotted_name
 # Functions whose positional arguments are shapes, sizes or axes, by position
 # (None: every positional argument, as for `x.reshape(2, 3)`).
 _SHAPE_ARGS: dict[str, tuple[int, ...] | None] = {
-    "zeros": (0,),
-    "ones": (0,),
-    "empty": (0,),
-    "full": (0,),
     "reshape": None,
     "range": None,
-    "broadcast_to": (0, 1),
+    **dict.fromkeys(("zeros", "ones", "empty", "full", "identity"), (0,)),
+    **dict.fromkeys(("broadcast_to", "eye", "tile", "resize", "tri"), (0, 1)),
     "arange": (0, 1, 2),
-    "eye": (0, 1),
-    "identity": (0,),
-    "tile": (0, 1),
-    "resize": (0, 1),
-    "tri": (0, 1),
     "linspace": (2,),
     # jnp.fft: the size of the transform and its axes.
     "fftfreq": (0,),
     "rfftfreq": (0,),
     **dict.fromkeys(("fft", "ifft", "rfft", "irfft", "hfft", "ihfft"), (1, 2)),
-    **dict.fromkeys(
-        ("fft2", "ifft2", "rfft2", "irfft2", "fftn", "ifftn", "rfftn", "irfftn"),
-        (1, 2),
-    ),
+    **dict.fromkeys(("fft2", "ifft2", "rfft2", "irfft2"), (1, 2)),
+    **dict.fromkeys(("fftn", "ifftn", "rfftn", "irfftn"), (1, 2)),
     # lax: the sizes of a slice are static, its start indices are not.
     "dynamic_slice": (2,),
     "dynamic_slice_in_dim": (2, 3),
@@ -55,25 +42,12 @@ _SHAPE_KEYWORDS = frozenset(
 _SHAPE_KEYWORD_ENDINGS = ("shape", "_size", "_sizes", "_axis", "_axes", "_dims")
 # Registering a class as a pytree node: its instances are flattened, not hashed.
 _REGISTRATIONS = frozenset(
-    {
-        "register_pytree_node",
-        "register_pytree_with_keys",
-        "register_pytree_node_class",
-        "register_pytree_with_keys_class",
-        "register_dataclass",
-    }
+    {"register_pytree_node", "register_pytree_node_class", "register_dataclass"}
+    | {"register_pytree_with_keys", "register_pytree_with_keys_class"}
 )
 
 
-def is_shape_keyword(name: str | None) -> bool:
-    """Whether a keyword argument named so takes a shape, a size or an axis."""
-    return name is not None and (
-        name in _SHAPE_KEYWORDS or name.endswith(_SHAPE_KEYWORD_ENDINGS)
-    )
-
-
-# Builtins that need a concrete Python value.
-# (`len` is not one: an array's length is static.)
+# Builtins that need a concrete Python value (not `len`: a length is static).
 _CONCRETE_BUILTINS = frozenset({"int", "bool", "range", "slice"})
 
 # Kinds of use, and kinds of value assigned, recorded per attribute.
@@ -90,30 +64,19 @@ OBJECT = "object"  # an instance of a class that is not a Module
 class ClassFacts:
     """What one class statement says, before bases are resolved.
 
-    **Fields:**
-
-    - `qualname`: `Outer.Inner`; a class in a function by its own name, as
-        arrayfield's errors name it.
-    - `line`: the line of the `class` keyword.
-    - `bases`: the bases as written (`eqx.Module`, `base.Module`, `Base`).
-    - `has_init`: whether the class defines `__init__`.
-    - `value_eq`: whether it defines `__eq__` or has a decorator (a dataclass
-        compares by value), so its instances may not be hashed by identity.
-    - `uses`: attribute -> kind (`SHAPE`, `CONTROL`) -> first line using it so.
-    - `assigns`: attribute -> kind (`PARAM`, `LAMBDA`...) -> first line; also
-        `OBJECT` records the class called, in `objects`.
-    - `objects`: attribute -> dotted name of the class instantiated into it.
-    - `calls`: attribute -> (dotted name of the function called, line) for an
-        attribute assigned the result of a function call (`_get_shape(...)`).
-    - `fields`: annotated names in the class body -> (line, column), 1-based,
-        the column counted in characters as editors count it.
-    - `class_vars`: those of `fields` annotated `ClassVar` (no `__init__`
-        parameter).
+    `qualname` is `Outer.Inner`, a class in a function by its own name, as
+    arrayfield's errors name it; `bases` are as written (`base.Module`).
+    `value_eq`: it defines `__eq__` or has a decorator (a dataclass), so its
+    instances may not be hashed by identity. `uses` and `assigns` map an
+    attribute to a kind (`SHAPE`, `PARAM`...) to the first line using or
+    assigning it so; `objects` maps one to the class instantiated into it,
+    `calls` to the function whose result is assigned (`_get_shape(...)`) and
+    its line. `fields`: annotated names -> (line, column), 1-based, the column
+    in characters as editors count it.
     """
 
-    def __init__(self, qualname: str, line: int, bases: list[str]) -> None:
+    def __init__(self, qualname: str, bases: list[str]) -> None:
         self.qualname = qualname
-        self.line = line
         self.bases = bases
         self.has_init = False
         self.value_eq = False
@@ -128,31 +91,16 @@ class ClassFacts:
 class FileFacts:
     """What one file says: its module name, bindings and classes.
 
-    **Fields:**
-
-    - `path`: the file, as given on the command line or found in a directory.
-    - `module`: its dotted module name, from the `__init__.py` files above it.
-    - `is_package`: whether it is an `__init__.py`.
-    - `imports`: local name -> qualified name it is imported as.
-    - `aliases`: module-level `Name = dotted.name` assignments, as written.
-    - `classes`: qualname -> `ClassFacts`.
-    - `tree_at`: attribute names replaced through `eqx.tree_at(lambda m: m.x, ...)`,
-        with the first line doing so.
-    - `registered`: names, as written, of classes registered as pytree nodes
-        (`jax.tree_util.register_pytree_node(SourceList, ...)`, or a class
-        decorated `@register_pytree_node_class`), with the line.
-    - `int_list_functions`: module-level functions that return a list or tuple
-        of ints (a shape): a literal of ints, or a display or comprehension in a
-        function annotated `-> list[int]` or named for a shape or size.
-    - `set_names`: every name that the file may give a field a value through:
-        written before `=` (a keyword argument, `x.name = ...`, `name = ...`)
-        or as a string (`setattr(m, "name", v)`).
-    - `positional`: callee -> the most positional arguments a call of it
-        passes (`INFINITE` with `*args`), for calls of capitalised names (a
-        class), `cls` and `__init__`, and `()` for a call of a call's result
-        (`type(self)(...)`).
-    - `bindings`: what `_bindings.ImportMap.bindings` holds for the file (its
-        imports at any depth, relative ones left out), read in the same walk.
+    `imports` maps a local name to the qualified name it is imported as, at
+    any depth; `bindings` is the same without relative imports
+    (`ImportMap.bindings`); `aliases` are module-level `Name = dotted.name`.
+    `tree_at` and `registered` map an attribute replaced through
+    `eqx.tree_at(lambda m: m.x, ...)`, and a class registered as a pytree
+    node, to the first line doing so. `int_list_functions`: module-level
+    functions returning a list of ints (`_returns_int_list`). `set_names`:
+    every name the file may give a field a value through: before `=` or as a
+    string (`setattr(m, "name", v)`). `positional`: callee -> the most
+    positional arguments a call of it passes (`_positional_counts`).
     """
 
     def __init__(self, path: str, module: str, is_package: bool) -> None:
@@ -216,9 +164,7 @@ def package_of(directory: Path) -> tuple[str, ...]:
 
 def _self_attr(node: ast.expr, self_name: str) -> str | None:
     """`f` for `self.f`, `self.f[...]`, `tuple(self.f)`, `*self.f`."""
-    if isinstance(node, ast.Starred):
-        return _self_attr(node.value, self_name)
-    if isinstance(node, ast.Subscript):
+    if isinstance(node, ast.Starred | ast.Subscript):
         return _self_attr(node.value, self_name)
     if (
         isinstance(node, ast.Call)
@@ -235,27 +181,24 @@ def _self_attr(node: ast.expr, self_name: str) -> str | None:
     return None
 
 
-def _bare_attrs_in(node: ast.expr, self_name: str) -> Iterable[str]:
+def _bare_attrs_in(node: ast.expr, self_name: str) -> list[str]:
     """The fields whose own value an expression needs as a Python value:
     `self.f`, `self.f[0]`, `self.f + 1`, `not self.f`. `self.f.shape`,
     `self.f.ndim`, `len(self.f)` and `self.f is None` are static for an array
     too, so they do not count."""
     if isinstance(node, ast.BoolOp):
-        for value in node.values:
-            yield from _bare_attrs_in(value, self_name)
+        parts = node.values
     elif isinstance(node, ast.UnaryOp):
-        yield from _bare_attrs_in(node.operand, self_name)
+        parts = [node.operand]
     elif isinstance(node, ast.BinOp):
-        yield from _bare_attrs_in(node.left, self_name)
-        yield from _bare_attrs_in(node.right, self_name)
+        parts = [node.left, node.right]
     elif isinstance(node, ast.Compare):
-        if not all(isinstance(op, ast.Is | ast.IsNot) for op in node.ops):
-            for side in (node.left, *node.comparators):
-                yield from _bare_attrs_in(side, self_name)
+        identity_only = all(isinstance(op, ast.Is | ast.IsNot) for op in node.ops)
+        parts = [] if identity_only else [node.left, *node.comparators]
     else:
         attr = _self_attr(node, self_name)
-        if attr is not None:
-            yield attr
+        return [] if attr is None else [attr]
+    return [attr for part in parts for attr in _bare_attrs_in(part, self_name)]
 
 
 # Node classes whose children no reader visits (a name, a literal), and the
@@ -310,7 +253,8 @@ class _MethodReader(_Visitor):
         self.self_name = self_name
         self.params = params
 
-    def _use(self, attr: str | None, kind: str, line: int) -> None:
+    def _use(self, node: ast.expr, kind: str, line: int) -> None:
+        attr = _self_attr(node, self.self_name)
         if attr is not None:
             self.facts.uses.setdefault(attr, {}).setdefault(kind, line)
 
@@ -322,59 +266,56 @@ class _MethodReader(_Visitor):
         last = name.rpartition(".")[2]
         if last in _SHAPE_ARGS:
             positions = _SHAPE_ARGS[last]
-            args = [
-                arg
-                for index, arg in enumerate(node.args)
-                if positions is None or index in positions
-            ]
-            for arg in args:
-                # `(self.size,)`: a shape spelled element by element.
-                parts = arg.elts if isinstance(arg, ast.Tuple | ast.List) else [arg]
-                for part in parts:
-                    self._use(_self_attr(part, self.self_name), SHAPE, node.lineno)
+            for index, arg in enumerate(node.args):
+                if positions is None or index in positions:
+                    # `(self.size,)`: a shape spelled element by element.
+                    elements = (
+                        arg.elts if isinstance(arg, ast.Tuple | ast.List) else [arg]
+                    )
+                    for element in elements:
+                        self._use(element, SHAPE, node.lineno)
         if name in _CONCRETE_BUILTINS and node.args:
             kind = SHAPE if name in ("range", "slice") else CONTROL
-            self._use(_self_attr(node.args[0], self.self_name), kind, node.lineno)
+            self._use(node.args[0], kind, node.lineno)
         for keyword in node.keywords:
-            if is_shape_keyword(keyword.arg):
-                attr = _self_attr(keyword.value, self.self_name)
-                self._use(attr, SHAPE, node.lineno)
+            if keyword.arg is not None and (
+                keyword.arg in _SHAPE_KEYWORDS
+                or keyword.arg.endswith(_SHAPE_KEYWORD_ENDINGS)
+            ):
+                self._use(keyword.value, SHAPE, node.lineno)
         self.generic_visit(node)
 
     def visit_Slice(self, node: ast.Slice) -> None:
         for bound in (node.lower, node.upper, node.step):
             if bound is not None:
                 for attr in _bare_attrs_in(bound, self.self_name):
-                    self._use(attr, SHAPE, getattr(bound, "lineno", 0))
+                    self.facts.uses.setdefault(attr, {}).setdefault(SHAPE, bound.lineno)
         self.generic_visit(node)
 
     def _visit_test(self, node: ast.If | ast.While | ast.IfExp | ast.Assert) -> None:
         for attr in _bare_attrs_in(node.test, self.self_name):
-            self._use(attr, CONTROL, node.test.lineno)
+            self.facts.uses.setdefault(attr, {}).setdefault(CONTROL, node.test.lineno)
         self.generic_visit(node)
 
     visit_If = visit_While = visit_IfExp = visit_Assert = _visit_test
 
-    def _value_kind(self, value: ast.expr) -> tuple[str, str | None] | None:
+    def _value_kind(self, value: ast.expr, called: str | None) -> str | None:
         if isinstance(value, ast.Name) and value.id in self.params:
-            return PARAM, None
+            return PARAM
         if isinstance(value, ast.Lambda):
-            return LAMBDA, None
-        if isinstance(value, ast.JoinedStr):
-            return STRING, None
-        if isinstance(value, ast.BinOp) and any(
-            isinstance(side, ast.Constant) and isinstance(side.value, str)
-            for side in (value.left, value.right)
+            return LAMBDA
+        if isinstance(value, ast.JoinedStr) or (
+            isinstance(value, ast.BinOp)
+            and any(
+                isinstance(side, ast.Constant) and isinstance(side.value, str)
+                for side in (value.left, value.right)
+            )
         ):
-            return STRING, None
-        if isinstance(value, ast.Call):
-            name = dotted_name(value.func) or ""
-            last = name.rpartition(".")[2]
-            if last == "partial":
-                return PARTIAL, None
-            if last[:1].isupper():
-                return OBJECT, name
-        return None
+            return STRING
+        last = (called or "").rpartition(".")[2]
+        if last == "partial":
+            return PARTIAL
+        return OBJECT if last[:1].isupper() else None
 
     def _assign(self, target: ast.expr, value: ast.expr, line: int) -> None:
         if not (
@@ -383,16 +324,14 @@ class _MethodReader(_Visitor):
             and target.value.id == self.self_name
         ):
             return
-        kind = self._value_kind(value)
-        if kind is None:
-            if isinstance(value, ast.Call):
-                called = dotted_name(value.func)
-                if called is not None:
-                    self.facts.calls.setdefault(target.attr, (called, line))
-            return
-        self.facts.assigns.setdefault(target.attr, {}).setdefault(kind[0], line)
-        if kind[1] is not None:
-            self.facts.objects.setdefault(target.attr, kind[1])
+        called = dotted_name(value.func) if isinstance(value, ast.Call) else None
+        kind = self._value_kind(value, called)
+        if kind is not None:
+            self.facts.assigns.setdefault(target.attr, {}).setdefault(kind, line)
+        if kind == OBJECT and called is not None:
+            self.facts.objects.setdefault(target.attr, called)
+        elif kind is None and called is not None:
+            self.facts.calls.setdefault(target.attr, (called, line))
 
     def visit_Assign(self, node: ast.Assign) -> None:
         for target in node.targets:
@@ -417,21 +356,20 @@ def _says_int_list(annotation: ast.expr | None) -> bool:
         return False
     items = annotation.slice
     elements = items.elts if isinstance(items, ast.Tuple) else [items]
-    names = [dotted_name(element) for element in elements]
     return (
-        bool(names)
-        and names[0] == "int"
+        bool(elements)
+        and dotted_name(elements[0]) == "int"
         and all(
-            name == "int" or isinstance(element, ast.Constant)
-            for name, element in zip(names, elements, strict=True)
+            isinstance(element, ast.Constant) or dotted_name(element) == "int"
+            for element in elements
         )
     )
 
 
 def _returns_int_list(function: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
-    """Whether a function returns a list or tuple of ints: every `return`
-    gives a display or comprehension, of int literals or in a function whose
-    annotation or name (`_get_fast_shape`, `padded_size`) says so."""
+    """Whether a function returns a list or tuple of ints (a shape): every
+    `return` gives a display or comprehension, of int literals or in a
+    function whose annotation or name (`_get_fast_shape`, `padded_size`) says so."""
     returns = [
         node.value
         for node in statements_in(function.body, into_definitions=False)
@@ -477,23 +415,16 @@ class _FileReader(_Visitor):
         for child in nested_statements(node):
             self.visit(child)
 
-    def _column(self, node: ast.expr) -> int:
-        """ast counts columns in UTF-8 bytes; this counts characters, from 1."""
-        prefix = self.lines[node.lineno - 1][: node.col_offset]
-        return len(prefix.decode("utf-8", errors="replace")) + 1
-
-    def visit_Import(self, node: ast.Import) -> None:
-        bind(node, self.facts.imports)
-        bind(node, self.facts.bindings)
-
-    def visit_ImportFrom(self, node: ast.ImportFrom) -> None:
-        module = node.module or ""
-        if node.level:
+    def visit_Import(self, node: ast.Import | ast.ImportFrom) -> None:
+        module = None
+        if isinstance(node, ast.ImportFrom) and node.level:
             module = _resolve_relative(
-                self.facts.module, self.facts.is_package, node.level, module
+                self.facts.module, self.facts.is_package, node.level, node.module or ""
             )
         bind(node, self.facts.imports, module)
         bind(node, self.facts.bindings)
+
+    visit_ImportFrom = visit_Import
 
     def visit_Assign(self, node: ast.Assign) -> None:
         if not self.scopes and len(node.targets) == 1:
@@ -503,12 +434,12 @@ class _FileReader(_Visitor):
         self.generic_visit(node)
 
     def visit_Call(self, node: ast.Call) -> None:
-        called = (dotted_name(node.func) or "").rpartition(".")[2]
-        if called in _REGISTRATIONS and node.args:
+        called = dotted_name(node.func) or ""
+        if called.rpartition(".")[2] in _REGISTRATIONS and node.args:
             registered = dotted_name(node.args[0])
             if registered is not None:
                 self.facts.registered.setdefault(registered, node.lineno)
-        if (dotted_name(node.func) or "").endswith("tree_at") and node.args:
+        if called.endswith("tree_at") and node.args:
             where = node.args[0]
             if isinstance(where, ast.Lambda) and where.args.args:
                 param = where.args.args[0].arg
@@ -527,16 +458,14 @@ class _FileReader(_Visitor):
         self.generic_visit(node)
         self.scopes.pop()
 
-    visit_FunctionDef = _function
-    visit_AsyncFunctionDef = _function
+    visit_FunctionDef = visit_AsyncFunctionDef = _function
 
     def visit_ClassDef(self, node: ast.ClassDef) -> None:
         outer = self.scopes[-1] if self.scopes else None
         qualname = node.name if outer is None else f"{outer}.{node.name}"
         # `Parent[int]`: a generic class subscripted is still `Parent`.
         written = [b.value if isinstance(b, ast.Subscript) else b for b in node.bases]
-        bases = [name for name in map(dotted_name, written) if name is not None]
-        facts = ClassFacts(qualname, node.lineno, bases)
+        facts = ClassFacts(qualname, [n for n in map(dotted_name, written) if n])
         facts.value_eq = bool(node.decorator_list)
         self.facts.classes.setdefault(qualname, facts)
         for decorator in node.decorator_list:
@@ -548,43 +477,43 @@ class _FileReader(_Visitor):
             if isinstance(statement, ast.AnnAssign) and isinstance(
                 statement.target, ast.Name
             ):
-                target = statement.target
-                facts.fields[target.id] = (target.lineno, self._column(target))
-                annotation = statement.annotation
-                if isinstance(annotation, ast.Subscript):
-                    annotation = annotation.value
-                if (dotted_name(annotation) or "").endswith("ClassVar"):
-                    facts.class_vars.add(target.id)
-            if isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef)):
-                if statement.name == "__init__":
-                    facts.has_init = True
-                if statement.name == "__eq__":
-                    facts.value_eq = True
+                self._field(facts, statement.target, statement.annotation)
+            if isinstance(statement, ast.FunctionDef | ast.AsyncFunctionDef):
+                facts.has_init |= statement.name == "__init__"
+                facts.value_eq |= statement.name == "__eq__"
                 arguments = statement.args
                 positional = [*arguments.posonlyargs, *arguments.args]
-                if not positional:
-                    continue
-                params = {a.arg for a in [*positional[1:], *arguments.kwonlyargs]}
-                reader = _MethodReader(facts, positional[0].arg, params)
-                for inner in statement.body:
-                    reader.visit(inner)
+                if positional:
+                    params = {a.arg for a in [*positional[1:], *arguments.kwonlyargs]}
+                    reader = _MethodReader(facts, positional[0].arg, params)
+                    for inner in statement.body:
+                        reader.visit(inner)
         self.scopes.append(qualname)
         self.generic_visit(node)
         self.scopes.pop()
 
+    def _field(self, facts: ClassFacts, target: ast.Name, annotation: ast.expr) -> None:
+        # ast counts columns in UTF-8 bytes; editors count characters, from 1.
+        prefix = self.lines[target.lineno - 1][: target.col_offset]
+        column = len(prefix.decode("utf-8", errors="replace")) + 1
+        facts.fields[target.id] = (target.lineno, column)
+        if isinstance(annotation, ast.Subscript):
+            annotation = annotation.value
+        if (dotted_name(annotation) or "").endswith("ClassVar"):
+            facts.class_vars.add(target.id)
 
-def read_file(path: str, source: bytes, tree: ast.Module | None = None) -> FileFacts:
-    """Index one file, from its parse `tree` when the caller has one. Raises
-    `SyntaxError` (or `ValueError` for null bytes)."""
+
+def read_file(path: str, source: bytes, tree: ast.Module) -> FileFacts:
+    """The facts of one file, from its text and its parse."""
     module, is_package = module_name(Path(path))
-    if tree is None:
-        tree = ast.parse(source, filename=path)
     facts = FileFacts(path, module, is_package)
     scan_calls = b"tree_at" in source or b"register_" in source
     _FileReader(facts, source.splitlines(), scan_calls).visit(tree)
-    reversed_names = _SET_NAME_REVERSED.findall(source[::-1])
     facts.set_names = frozenset(
-        [name[::-1].decode("ascii") for name in reversed_names]
+        [
+            name[::-1].decode("ascii")
+            for name in _SET_NAME_REVERSED.findall(source[::-1])
+        ]
         + [
             name.decode("ascii")
             for pattern in _STRING_NAMES
@@ -598,10 +527,10 @@ def read_file(path: str, source: bytes, tree: ast.Module | None = None) -> FileF
 # What may give a field a value, read off the bytes (C speed, every file): a
 # name before `=` or an augmented `+=` (not `==`, `<=`), or a name as a whole
 # string. Too many names is safe: a field named here is never called a constant.
-# The first is searched in the reversed source, from each `=` back to the
-# name (as `_CALL_REVERSED` below). Each pattern starts with one literal
-# byte, which `re` finds at memchr speed; a lookbehind or a choice of bytes
-# first makes it try every byte (4x to 10x slower).
+# Each pattern starts with one literal byte, which `re` finds at memchr speed
+# (a lookbehind or a choice of bytes first tries every byte, 4x to 10x
+# slower): so names before `=`, and callees before `(`, are searched for in
+# the reversed source.
 _SET_NAME_REVERSED = re.compile(
     rb"=(?<!==)(?:[-+*/%&|^@:]|//|\*\*|<<|>>)?\s*(\w*[A-Za-z_])(?!\w)"
 )
@@ -609,9 +538,6 @@ _STRING_NAMES = (re.compile(rb'"([A-Za-z_]\w*)"'), re.compile(rb"'([A-Za-z_]\w*)
 INFINITE = float("inf")
 # A call whose positional arguments may fill a Module's fields: a class (a
 # capitalised name), `cls(...)`, `super().__init__(...)`, `type(self)(...)`.
-# Searched in the reversed source, from each `(` back to its callee: a pattern
-# that starts with a literal is found at C speed, where one that starts with
-# a word tries every byte (5x slower on the benchmark tree).
 _CALL_REVERSED = re.compile(rb"\(\s*(?:(\w*[A-Z]|slc|__tini__)(?!\w)|(\)))")
 # `class ` or `def ` right before a match: a definition, not a call.
 _DEFINITION = re.compile(rb"\b(?:class|def)\s+$")
@@ -628,9 +554,10 @@ _CLOSE = frozenset(b")]}")
 
 
 def _positional_counts(source: bytes) -> dict[str, float]:
-    """`FileFacts.positional`: each call's arguments read with a scan that
-    skips strings and brackets (a string with a comma counts one more
-    argument: more is safe)."""
+    """`FileFacts.positional`, for calls of capitalised names (a class), `cls`
+    and `__init__`, and `()` for a call of a call's result (`type(self)(...)`):
+    `INFINITE` with `*args`. A string with a comma counts one more argument:
+    more is safe."""
     counts: dict[str, float] = {}
     size = len(source)
     for match in _CALL_REVERSED.finditer(source[::-1]):
@@ -676,8 +603,6 @@ def _argument_count(text: bytes) -> float:
     """0 for nothing or a keyword argument, 1 for a positional one, INFINITE
     for `*args`."""
     text = text.strip()
-    if not text:
-        return 0.0
     if text.startswith(b"*"):
         return INFINITE
-    return 0.0 if _KEYWORD.match(text) else 1.0
+    return 0.0 if not text or _KEYWORD.match(text) else 1.0

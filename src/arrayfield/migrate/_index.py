@@ -1,54 +1,40 @@
-"""The project index: every indexed file's facts, with names resolved across
-modules.
-
-`arrayfield migrate` works in two phases. The first reads each relevant file's
-facts (`_facts`); `ProjectIndex` then resolves bases across modules (absolute
-and relative imports, `import x as y`, re-exports through `__init__.py`,
-aliases such as `Base = eqx.Module`), so that the per-file rewrite
-(`_read`, `_plan`) knows every descendant of `eqx.Module`, wherever it is defined,
-and what its subclasses do with its fields: a `FileContext` per file.
+"""The project index: every file's facts (`_facts`), with names resolved across
+modules (imports, `as`, re-exports through `__init__.py`, aliases such as
+`Base = eqx.Module`), so that the per-file rewrite knows every descendant of
+`eqx.Module`, wherever it is defined, and what its subclasses do with its fields.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
+from functools import cache, cached_property
 from pathlib import Path
 from typing import NamedTuple, TypeVar
 
 from ._facts import OBJECT, SHAPE_VALUE, ClassFacts, FileFacts, resolved_path
 from ._lint import STDLIB, LintConfig
 
-# What every Module class descends from.
-ROOTS = frozenset(
-    {"equinox.Module", "equinox._module.Module", "arrayfield.ArrayModule"}
-)
-
 _EQUINOX_MODULE = frozenset({"equinox.Module", "equinox._module.Module"})
-
+# What every Module class descends from.
+ROOTS = _EQUINOX_MODULE | {"arrayfield.ArrayModule"}
 # Bases whose subclasses compare (and hash) by value, or are singletons.
 _VALUE_BASES = frozenset(
-    {
-        "tuple",
-        "str",
-        "int",
-        "float",
-        "bytes",
-        "frozenset",
-        "typing.NamedTuple",
-        "typing_extensions.NamedTuple",
-        "enum.Enum",
-        "enum.IntEnum",
-        "enum.StrEnum",
-        "enum.Flag",
-        "enum.IntFlag",
-    }
+    {"tuple", "str", "int", "float", "bytes", "frozenset"}
+    | {"typing.NamedTuple", "typing_extensions.NamedTuple"}
+    | {f"enum.{name}" for name in ("Enum", "IntEnum", "StrEnum", "Flag", "IntFlag")}
 )
-
 # Classes from these packages are pytrees or arrays (jax.tree_util.Partial,
 # optax states...), not opaque objects hashed by identity.
 _PYTREE_PACKAGES = frozenset(
     {"jax", "jaxlib", "equinox", "numpy", "jaxtyping", "arrayfield", "optax"}
 )
+# The standard library's classes that JAX registers as pytree nodes.
+_STDLIB_PYTREES = frozenset({"collections.OrderedDict", "collections.defaultdict"})
+# How many directories without `__init__.py` above a package may be namespace
+# packages (`src/acme/` is one), below a top: a directory no package name
+# reaches above (`src/`, or one holding any of `_TOP_MARKERS`).
+_NAMESPACE_DEPTH = 2
+_TOP_MARKERS = ("pyproject.toml", "setup.py", "setup.cfg", ".git")
 
 
 class _SubtreeUses:
@@ -73,9 +59,9 @@ class _SubtreeUses:
                     mine.setdefault(kind, where)
         for attr, called in later.objects.items():
             self.objects.setdefault(attr, called)
+        for attr, function in later.helpers.items():
+            self.helpers.setdefault(attr, function)
         self.maybe_pytree |= later.maybe_pytree
-        for attr, called in later.helpers.items():
-            self.helpers.setdefault(attr, called)
         self.reached = max(self.reached, later.reached)
 
 
@@ -83,8 +69,7 @@ class _Lineage(NamedTuple):
     """What a class inherits, through the tree's classes up to the first
     outside it: whether it is a Module (`ROOTS`), reaches equinox's Module
     other than through `af.ArrayModule`, has an `__init__` of the tree in its
-    MRO, and compares by value (a dataclass or `__eq__`, a NamedTuple, an
-    Enum... as `_VALUE_BASES`): what a class outside the tree is not."""
+    MRO, and compares by value (a dataclass or `__eq__`, `_VALUE_BASES`)."""
 
     module: bool = False
     from_equinox: bool = False
@@ -95,23 +80,14 @@ class _Lineage(NamedTuple):
 class ClassContext(NamedTuple):
     """What the per-file rewrite needs to know about one Module class.
 
-    **Fields:**
-
-    - `uses`: attribute -> kind -> `path:line` of the first such use, in the
-        class or any subclass in the tree.
-    - `assigns`: attribute -> kind -> `path:line`, in the class or a subclass.
-    - `objects`: attribute -> the class whose instance is assigned to it.
-    - `init_from_args`: no class in its MRO defines `__init__`, so every field
-        is set from a constructor argument.
-    - `fields`: the positions of the class's own annotated fields.
-    - `maybe_pytree`: attributes of `objects` whose class is defined outside
-        the tree, so the index cannot tell whether it is a pytree node.
-    - `helpers`: attribute -> the function (as written) whose list of ints is
-        assigned to it (`SHAPE_VALUE` in `assigns`).
-    - `from_equinox`: it derives from equinox's Module and not through
-        `af.ArrayModule`: migrating it changes what its fields hold.
-    - `constants`: its own fields that nothing in the project may give a value
-        (`ProjectIndex._constants`): they keep their defaults.
+    `uses` and `assigns` map attribute -> kind -> `path:line` of the first
+    such use or assignment in the class or a subclass; `objects` maps an
+    attribute to the class instantiated into it, and `maybe_pytree` names
+    those whose class is outside the tree (it may be a pytree node); `helpers`
+    maps an attribute to the function whose list of ints it is assigned
+    (`SHAPE_VALUE`). `init_from_args`: no `__init__` in the MRO. `from_equinox`:
+    it derives from equinox's Module not through `af.ArrayModule`. `constants`:
+    its own fields that nothing in the project may give a value.
     """
 
     uses: dict[str, dict[str, str]]
@@ -128,21 +104,12 @@ class ClassContext(NamedTuple):
 class FileContext(NamedTuple):
     """The project's knowledge about one file, passed to `migrate_source`.
 
-    **Fields:**
-
-    - `classes`: qualname -> `ClassContext`, for every Module class in the file.
-    - `tree_at`: attribute -> `path:line` where some `eqx.tree_at` replaces it.
-    - `bases`: names bound in the file to Module classes (imported or not).
-    - `plain_classes`: names bound in the file (`WCS`, `wcs.WCS`) to classes of
-        the tree that are not Modules and compare by identity.
-    - `equinox_bases`: names, as written in the file (`Module` after
-        `from .core import Module`, `core.Module`), that are equinox's Module
-        reached through other modules of the tree.
-    - `exported`: names other files of the tree import from this module: their
-        imports stay even when this file stops using them.
-    - `lint`: the lint settings that apply to the file (`_lint`), with the
-        tree's own top-level packages among its first-party modules.
-    - `bindings`: the names the file's imports bind (`FileFacts.bindings`).
+    `tree_at`: attribute -> `path:line` where some `eqx.tree_at` replaces it.
+    `plain_classes`, `bases`: names bound in the file to the tree's classes
+    that are not Modules and compare by identity, and to Module classes.
+    `equinox_bases`: names as written (`core.Module`) that are equinox's
+    Module reached through other modules of the tree. `exported`: names other
+    files import from this module (their imports stay).
     """
 
     classes: dict[str, ClassContext]
@@ -157,35 +124,20 @@ class FileContext(NamedTuple):
 
 _Value = TypeVar("_Value")
 
-# How many directories without `__init__.py` above a package may be namespace
-# packages (`src/acme/` is one).
-_NAMESPACE_DEPTH = 2
-
-
-# Standard-library classes JAX registers as pytree nodes (other standard-library
-# classes are not pytrees, and are hashed by identity or by their __hash__).
-_STDLIB_PYTREES = frozenset({"collections.OrderedDict", "collections.defaultdict"})
-
-
-def _is_top(directory: Path) -> bool:
-    """A directory no package name reaches above: `src/`, a project's root."""
-    return directory.name == "src" or any(
-        (directory / marker).exists()
-        for marker in ("pyproject.toml", "setup.py", "setup.cfg", ".git")
-    )
-
 
 def _namespace_prefixes(root: Path) -> list[str]:
     """The names namespace packages may put before the modules under an import
-    root, nearest first: `acme` for `src/acme/`, then `src.acme` (up to
-    `_NAMESPACE_DEPTH` directories without `__init__.py`, below a top)."""
+    root, nearest first: `acme` for `src/acme/`, then `src.acme`."""
     prefixes: list[str] = []
-    prefix: list[str] = []
     for directory in [root, *root.parents][:_NAMESPACE_DEPTH]:
-        if (directory / "__init__.py").is_file() or _is_top(directory):
+        if (
+            (directory / "__init__.py").is_file()
+            or directory.name == "src"
+            or any((directory / marker).exists() for marker in _TOP_MARKERS)
+        ):
             break
-        prefix.insert(0, directory.name)
-        prefixes.append(".".join(prefix))
+        outer = directory.name
+        prefixes.append(f"{outer}.{prefixes[-1]}" if prefixes else outer)
     return prefixes
 
 
@@ -248,26 +200,18 @@ class ProjectIndex:
         # PEP 420 namespace packages: `src/acme/models/base.py` without
         # `src/acme/__init__.py` is `models.base` and also `acme.models.base`.
         self._namespace: dict[str, FileFacts] = {}
-        prefixes: dict[Path, list[str]] = {}
+        prefixes = cache(_namespace_prefixes)  # asked once per root
         for facts in self.files.values():
-            root = self._root[facts.path]
-            if root not in prefixes:
-                prefixes[root] = _namespace_prefixes(root)
-            for prefix in prefixes[root]:
+            for prefix in prefixes(self._root[facts.path]):
                 name = f"{prefix}.{facts.module}"
                 if name not in self.modules:
                     self._namespace.setdefault(name, facts)
-        self._lineages: dict[str, _Lineage] = {}
-        self._class_facts: dict[str, tuple[FileFacts, ClassFacts] | None] = {}
-        self._bases: dict[tuple[str, str], list[str]] = {}
-        self._tree_at: dict[str, str] | None = None
+        # Each class's bases and each field's types are asked for again and
+        # again (per class, per subclass, per round of the index).
         self._qualified: dict[tuple[str, str], str | None] = {}
-        self._children: dict[str, list[tuple[str, ClassFacts]]] | None = None
+        self._class_facts: dict[str, tuple[FileFacts, ClassFacts] | None] = {}
+        self._lineages: dict[str, _Lineage] = {}
         self._subtrees: dict[str, _SubtreeUses] = {}
-        self._imported: dict[str, set[str]] | None = None
-        self._registrations: frozenset[str] | None = None
-        self._set_names: frozenset[str] | None = None
-        self._positional: dict[str, float] | None = None
 
     def top_level_modules(self) -> frozenset[str]:
         """The first component of every indexed module name: the project's own
@@ -289,16 +233,19 @@ class ProjectIndex:
         chosen = root if root in roots else roots[0]
         return f"{top}#{roots.index(chosen)}{dot}{rest}"
 
-    def _module(self, name: str) -> FileFacts | None:
-        found = self.modules.get(name)
-        return self._namespace.get(name) if found is None else found
+    def _locate(self, qualified: str) -> tuple[FileFacts, str] | None:
+        """The indexed module that the longest prefix of a qualified name
+        names, and the rest of the name (`Outer.Inner`, `Base.attr`)."""
+        parts = qualified.split(".")
+        for cut in range(len(parts) - 1, 0, -1):
+            module = ".".join(parts[:cut])
+            facts = self.modules.get(module) or self._namespace.get(module)
+            if facts is not None:
+                return facts, ".".join(parts[cut:])
+        return None
 
-    def qualify(self, facts: FileFacts, name: str, depth: int = 0) -> str | None:
+    def qualify(self, facts: FileFacts, name: str) -> str | None:
         """The qualified name a dotted name written in `facts`'s file refers to."""
-        if depth:
-            return self._qualify(facts, name, depth)
-        # Each class's bases and each field's types are asked for again and
-        # again (per class, per subclass, per round of the index).
         key = (facts.path, name)
         if key not in self._qualified:
             self._qualified[key] = self._qualify(facts, name, 0)
@@ -311,86 +258,51 @@ class ProjectIndex:
         elif head in facts.imports:
             target = self._rooted(facts.imports[head], self._root[facts.path])
         elif head in facts.aliases and depth < 20 and facts.aliases[head] != name:
-            target = self.qualify(facts, facts.aliases[head], depth + 1)
+            target = self._qualify(facts, facts.aliases[head], depth + 1)
         else:
             return None
         if target is None:
             return None
-        return self.canonical(f"{target}.{rest}" if rest else target, depth + 1)
+        return self._canonical(f"{target}.{rest}" if rest else target, depth + 1)
 
-    def canonical(self, qualified: str, depth: int = 0) -> str:
+    def _canonical(self, qualified: str, depth: int) -> str:
         """Follow re-exports: `pkg.Base` -> `pkg.base.Base` when `pkg/__init__.py`
         imports it from `.base`. Names outside the tree come back as they are."""
-        if depth > 20:
+        found = None if depth > 20 else self._locate(qualified)
+        if found is None:
             return qualified
-        parts = qualified.split(".")
-        for cut in range(len(parts) - 1, 0, -1):
-            facts = self._module(".".join(parts[:cut]))
-            if facts is None:
-                continue
-            rest = ".".join(parts[cut:])
-            if (
-                rest in facts.classes
-                or parts[cut] in facts.classes
-                or rest in facts.int_list_functions
-            ):
-                # A class, or an attribute of one: nothing to follow. Named by
-                # the module's key, whichever namespace spelling reached it.
-                return f"{self.key(facts)}.{rest}"
-            resolved = self.qualify(facts, rest, depth + 1)
-            return qualified if resolved is None else resolved
-        return qualified
+        facts, rest = found
+        if rest.partition(".")[0] in facts.classes or rest in facts.int_list_functions:
+            # A class, or an attribute of one: nothing to follow. Named by the
+            # module's key, whichever namespace spelling reached it.
+            return f"{self.key(facts)}.{rest}"
+        return self._qualify(facts, rest, depth + 1) or qualified
 
     def class_facts(self, qualified: str) -> tuple[FileFacts, ClassFacts] | None:
-        """The file and class statement of a qualified name, None for a name
-        that is not a class of the tree (asked for every base of every class,
-        from several walks up the bases)."""
+        """The file and class statement of a class of the tree."""
         if qualified in self._class_facts:
             return self._class_facts[qualified]
-        found = None
-        parts = qualified.split(".")
-        for cut in range(len(parts) - 1, 0, -1):
-            facts = self._module(".".join(parts[:cut]))
-            if facts is not None:
-                cls = facts.classes.get(".".join(parts[cut:]))
-                found = None if cls is None else (facts, cls)
-                break
-        self._class_facts[qualified] = found
-        return found
+        found = self._locate(qualified)
+        cls = None if found is None else found[0].classes.get(found[1])
+        result = None if found is None or cls is None else (found[0], cls)
+        self._class_facts[qualified] = result
+        return result
 
-    def base_names(self, facts: FileFacts, cls: ClassFacts) -> list[str]:
+    def _base_names(self, facts: FileFacts, cls: ClassFacts) -> list[str]:
         """The qualified names of a class's bases (as written, outside the tree)."""
-        key = (facts.path, cls.qualname)
-        found = self._bases.get(key)
-        if found is None:
-            found = [self.qualify(facts, base) or base for base in cls.bases]
-            self._bases[key] = found
-        return found
-
-    def is_module(self, qualified: str) -> bool:
-        """Whether `qualified` is `eqx.Module` or a class of the tree deriving it."""
-        return self._lineage(qualified).module
-
-    def _by_value(self, qualified: str) -> bool:
-        """Whether instances of a class of the tree compare by value (a
-        dataclass, `__eq__`, a NamedTuple, an Enum...), not by identity."""
-        return self._lineage(qualified).by_value
+        return [self.qualify(facts, base) or base for base in cls.bases]
 
     def _lineage(self, qualified: str) -> _Lineage:
-        """What a class inherits (`_Lineage`), found once per class from its
-        bases'."""
+        """What a class inherits, found once per class from its bases'."""
 
         def bases(name: str) -> list[str]:
             found = self.class_facts(name)
-            return [] if found is None else self.base_names(*found)
+            return [] if found is None else self._base_names(*found)
 
         def lineage(name: str, inherited: list[_Lineage]) -> _Lineage:
             found = self.class_facts(name)
-            if found is None:
-                return _Lineage(
-                    module=name in ROOTS, from_equinox=name in _EQUINOX_MODULE
-                )
-            cls = found[1]
+            # A class outside the tree has no bases, `__init__` or `__eq__` here.
+            cls = ClassFacts(name, []) if found is None else found[1]
             return _Lineage(
                 module=name in ROOTS or any(b.module for b in inherited),
                 from_equinox=name in _EQUINOX_MODULE
@@ -410,7 +322,7 @@ class ProjectIndex:
         return [
             cls
             for cls in facts.classes.values()
-            if self.is_module(f"{self.key(facts)}.{cls.qualname}")
+            if self._lineage(f"{self.key(facts)}.{cls.qualname}").module
         ]
 
     def exported_module_classes(self) -> set[str]:
@@ -424,58 +336,54 @@ class ProjectIndex:
             names.update(self._bound_classes(facts)[1])
         return names
 
-    def _child_map(self) -> dict[str, list[tuple[str, ClassFacts]]]:
-        if self._children is None:
-            children: dict[str, list[tuple[str, ClassFacts]]] = {}
-            for facts in self.files.values():
-                for cls in facts.classes.values():
-                    for base in self.base_names(facts, cls):
-                        children.setdefault(base, []).append((facts.path, cls))
-            self._children = children
-        return self._children
+    @cached_property
+    def _children(self) -> dict[str, list[str]]:
+        """Qualified name -> the tree's classes with it among their bases."""
+        children: dict[str, list[str]] = {}
+        for facts in self.files.values():
+            for cls in facts.classes.values():
+                child = f"{self.key(facts)}.{cls.qualname}"
+                for base in self._base_names(facts, cls):
+                    children.setdefault(base, []).append(child)
+        return children
 
-    def _subtree_uses(self, qualified: str) -> _SubtreeUses | None:
-        """What a class and all its descendants do with their attributes
-        (None for a class outside the tree). Built once per class from its own
-        facts and its children's (a class's, then each child's in order: the
-        first place found is the one cited), so that a deep hierarchy costs
-        its size, not the sum of every class's subtree (the square of the
-        depth: a generated chain of 15,000 subclasses)."""
+    def _subtree_uses(self, qualified: str) -> _SubtreeUses:
+        """What a class and all its descendants do with their attributes,
+        built once per class from its own and then each child's in order (the
+        first place found is the one cited): a deep hierarchy costs its size,
+        not the square of its depth (a generated chain of 15,000 subclasses)."""
         if self.class_facts(qualified) is None:
-            return None
-
-        def children(name: str) -> list[str]:
-            return [
-                f"{self.key(self.files[path])}.{child.qualname}"
-                for path, child in self._child_map().get(name, [])
-            ]
+            return _SubtreeUses()
 
         def merged(name: str, subtrees: list[_SubtreeUses]) -> _SubtreeUses:
-            facts, cls = self.class_facts(name)  # type: ignore[misc]
-            out = self._own_uses(facts.path, cls)
+            out = self._own_uses(self.class_facts(name))
             for subtree in subtrees:
                 out.absorb(subtree)
             return out
 
-        return _fold(qualified, self._subtrees, children, merged)
+        children = self._children
+        return _fold(qualified, self._subtrees, lambda n: children.get(n, []), merged)
 
-    def _own_uses(self, where: str, member: ClassFacts) -> _SubtreeUses:
+    def _own_uses(self, found: tuple[FileFacts, ClassFacts] | None) -> _SubtreeUses:
         """What one class's own code does with its attributes."""
         out = _SubtreeUses()
-        out.reached = self._positional_calls().get(
-            member.qualname.rpartition(".")[2], 0
-        )
+        if found is None:
+            return out
+        facts, member = found
+        where = facts.path
+        out.reached = self._positional.get(member.qualname.rpartition(".")[2], 0)
         for table, mine in ((out.uses, member.uses), (out.assigns, member.assigns)):
             for attr, kinds in mine.items():
                 for kind, line in kinds.items():
                     table.setdefault(attr, {}).setdefault(kind, f"{where}:{line}")
         for attr, called in member.objects.items():
-            resolved = self.qualify(self.files[where], called) or called
+            resolved = self.qualify(facts, called) or called
+            lineage = self._lineage(resolved)
             if not (
-                self.is_module(resolved)
+                lineage.module
                 or resolved.split(".")[0] in _PYTREE_PACKAGES
-                or self._by_value(resolved)
-                or resolved in self._registered()
+                or lineage.by_value
+                or resolved in self._registered
                 or resolved in _STDLIB_PYTREES
             ):
                 out.objects.setdefault(attr, called)
@@ -485,8 +393,9 @@ class ProjectIndex:
                 ):
                     out.maybe_pytree.add(attr)
         for attr, (called, line) in member.calls.items():
-            resolved = self.qualify(self.files[where], called)
-            if resolved is not None and self._is_int_list_function(resolved):
+            resolved = self.qualify(facts, called)
+            located = None if resolved is None else self._locate(resolved)
+            if located is not None and located[1] in located[0].int_list_functions:
                 kinds = out.assigns.setdefault(attr, {})
                 kinds.setdefault(SHAPE_VALUE, f"{where}:{line}")
                 out.helpers.setdefault(attr, called)
@@ -495,16 +404,9 @@ class ProjectIndex:
     def context(self, path: str) -> FileContext:
         facts = self.files[path]
         classes: dict[str, ClassContext] = {}
-        if self._tree_at is None:
-            self._tree_at = {
-                attr: f"{other.path}:{line}"
-                for other in self.files.values()
-                for attr, line in other.tree_at.items()
-            }
-        tree_at = self._tree_at
         for cls in self.module_classes(facts):
             qualified = f"{self.key(facts)}.{cls.qualname}"
-            merged = self._subtree_uses(qualified) or _SubtreeUses()
+            merged = self._subtree_uses(qualified)
             # An instance assigned that is not in `objects` was a Module's.
             assigns = {
                 attr: {k: v for k, v in kinds.items() if k != OBJECT}
@@ -522,7 +424,7 @@ class ProjectIndex:
                 frozenset(merged.maybe_pytree & merged.objects.keys()),
                 merged.helpers,
                 lineage.from_equinox,
-                self._constants(qualified, cls, merged, tree_at),
+                self._constants(cls, merged),
             )
         plain, bases = self._bound_classes(facts)
         written = [
@@ -530,51 +432,45 @@ class ProjectIndex:
             *facts.aliases.values(),
             *(base for cls in facts.classes.values() for base in cls.bases),
         ]
-        equinox_bases = frozenset(
-            name for name in written if self._imported_equinox_module(facts, name)
-        )
-        exported = frozenset(self._imported_names().get(self.key(facts), ()))
         return FileContext(
             classes,
-            tree_at,
+            self._tree_at,
             plain,
             bases,
-            equinox_bases,
-            exported,
+            frozenset(n for n in written if self._imported_equinox_module(facts, n)),
+            frozenset(self._imported_names.get(self.key(facts), ())),
             bindings=facts.bindings,
         )
 
-    def _positional_calls(self) -> dict[str, float]:
-        """Callee -> the most positional arguments a call of it passes, in any
-        file (`FileFacts.positional`)."""
-        if self._positional is None:
-            most: dict[str, float] = {}
-            for facts in self.files.values():
-                for callee, count in facts.positional.items():
-                    most[callee] = max(most.get(callee, 0), count)
-            self._positional = most
-        return self._positional
+    @cached_property
+    def _tree_at(self) -> dict[str, str]:
+        return {
+            attr: f"{facts.path}:{line}"
+            for facts in self.files.values()
+            for attr, line in facts.tree_at.items()
+        }
 
-    def _constants(
-        self,
-        qualified: str,
-        cls: ClassFacts,
-        subtree: _SubtreeUses,
-        tree_at: dict[str, str],
-    ) -> frozenset[str]:
+    @cached_property
+    def _positional(self) -> dict[str, float]:
+        """`FileFacts.positional`, over every file."""
+        most: dict[str, float] = {}
+        for facts in self.files.values():
+            for callee, count in facts.positional.items():
+                most[callee] = max(most.get(callee, 0), count)
+        return most
+
+    @cached_property
+    def _set_names(self) -> frozenset[str]:
+        return frozenset().union(*(facts.set_names for facts in self.files.values()))
+
+    def _constants(self, cls: ClassFacts, subtree: _SubtreeUses) -> frozenset[str]:
         """The class's own fields that nothing in the project may give a value:
-        no file names them before `=` or as a string (keyword arguments,
-        `replace`, attribute stores, `setattr`), no `eqx.tree_at` replaces
-        them, no method of the class or a subclass assigns them, and no call
-        of the class, of a subclass, of `cls`, of a call's result or of
-        `__init__` passes enough positional arguments to reach them (counted
-        from the class's own fields: its bases' come first, so the real
-        position is later, never earlier)."""
-        if self._set_names is None:
-            self._set_names = frozenset().union(
-                *(facts.set_names for facts in self.files.values())
-            )
-        calls = self._positional_calls()
+        no file names them before `=` or as a string, no `eqx.tree_at` or
+        method of the class or a subclass assigns them, and no call of the
+        class, a subclass, `cls`, a call's result or `__init__` passes enough
+        positional arguments to reach them (counted from the class's own
+        fields: its bases' come first, so the real position is never earlier)."""
+        calls = self._positional
         reached = max(
             subtree.reached, *(calls.get(n, 0) for n in ("cls", "__init__", "()"))
         )
@@ -584,25 +480,18 @@ class ProjectIndex:
             for index, name in enumerate(own)
             if index >= reached
             and name not in self._set_names
-            and name not in tree_at
+            and name not in self._tree_at
             and name not in subtree.assigns
         )
 
+    @cached_property
     def _registered(self) -> frozenset[str]:
-        """The qualified names of the tree's classes registered as pytree nodes,
-        wherever the registration is."""
-        if self._registrations is None:
-            self._registrations = frozenset(
-                self.qualify(facts, name) or name
-                for facts in self.files.values()
-                for name in facts.registered
-            )
-        return self._registrations
-
-    def _is_int_list_function(self, qualified: str) -> bool:
-        module, _, name = qualified.rpartition(".")
-        facts = self._module(module)
-        return facts is not None and name in facts.int_list_functions
+        """The qualified names of classes registered as pytree nodes."""
+        return frozenset(
+            self.qualify(facts, name) or name
+            for facts in self.files.values()
+            for name in facts.registered
+        )
 
     def _imported_equinox_module(
         self, facts: FileFacts, name: str, depth: int = 0
@@ -615,27 +504,22 @@ class ProjectIndex:
         target = f"{facts.imports[head]}.{rest}" if rest else facts.imports[head]
         if target in _EQUINOX_MODULE:
             return True
-        parts = self._rooted(target, self._root[facts.path]).split(".")
-        for cut in range(len(parts) - 1, 0, -1):
-            other = self._module(".".join(parts[:cut]))
-            if other is not None:
-                rest = ".".join(parts[cut:])
-                return self._imported_equinox_module(other, rest, depth + 1)
-        return False
+        found = self._locate(self._rooted(target, self._root[facts.path]))
+        return found is not None and self._imported_equinox_module(*found, depth + 1)
 
+    @cached_property
     def _imported_names(self) -> dict[str, set[str]]:
-        """Module name -> the names other files import from it by name."""
-        if self._imported is None:
-            imported: dict[str, set[str]] = {}
-            for facts in self.files.values():
-                root = self._root[facts.path]
-                for target in facts.imports.values():
-                    module, _, name = target.rpartition(".")
-                    other = self._module(self._rooted(module, root)) if module else None
-                    if other is not None and other is not facts:
-                        imported.setdefault(self.key(other), set()).add(name)
-            self._imported = imported
-        return self._imported
+        """Module key -> the names other files import from it by name."""
+        imported: dict[str, set[str]] = {}
+        for facts in self.files.values():
+            root = self._root[facts.path]
+            for target in facts.imports.values():
+                module, _, name = target.rpartition(".")
+                rooted = self._rooted(module, root)
+                other = self.modules.get(rooted) or self._namespace.get(rooted)
+                if module and other is not None and other is not facts:
+                    imported.setdefault(self.key(other), set()).add(name)
+        return imported
 
     def _bound_classes(self, facts: FileFacts) -> tuple[frozenset[str], frozenset[str]]:
         """The file's names for plain classes and for Module classes of the tree."""
@@ -644,13 +528,13 @@ class ProjectIndex:
             qualified = self.qualify(facts, local)
             if qualified is None:
                 continue
-            if self.is_module(qualified):
+            lineage = self._lineage(qualified)
+            if lineage.module:
                 modules.add(local)
-                continue
-            if (
+            elif (
                 self.class_facts(qualified) is not None
-                and not self._by_value(qualified)
-                and qualified not in self._registered()
+                and not lineage.by_value
+                and qualified not in self._registered
             ):
                 plain.add(local)
         return frozenset(plain), frozenset(modules)

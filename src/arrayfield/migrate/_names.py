@@ -8,8 +8,7 @@ from typing import Any
 
 def dotted_name(node: Any) -> str | None:
     """`a.b.c` for a name or a chain of attribute lookups on one, else None:
-    the one reading of what a base or a call is named, for the index and the
-    rewrite alike."""
+    the one reading of what a base or a call is named, for every module."""
     if isinstance(node, ast.Name):
         return node.id
     if isinstance(node, ast.Attribute):

@@ -1,32 +1,26 @@
 """Import statements: which names the rewritten file still uses, adding
-`import arrayfield as af` where isort puts it, and dropping the imports that
-only the replaced code used.
+`import arrayfield as af` where isort puts it, and dropping, at any depth, the
+imports only the replaced code used.
 
-A name counts as used where the code spells it as a name (an attribute's,
-a parameter's, a definition's too) or where a string literal holds it as a
-word (a string annotation, `__all__`): an import stays while anything may
-still need it. Imports are dropped at any depth, the comments above a dropped
-line kept; a block that would be left empty (`try: import equinox`) keeps its
-imports, marked `# noqa: F401`.
+A name counts as used where the code spells it as a name or a string holds it
+as a word (a string annotation, `__all__`): an import stays while anything may
+still need it.
 """
 
 from __future__ import annotations
 
 import ast
 import bisect
-import dataclasses
 import re
 from collections.abc import Iterable, Iterator, Sequence
+from typing import NamedTuple
 
 from ._bindings import NESTED_BODIES, bound_name, imports_in
 from ._lint import STDLIB
-from ._text import Edits, Source
+from ._text import Edits, Source, first_line
 
 # What reads as a name in a string literal.
 IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
-# isort's sections, in the order isort and ruff's `I` rules write them.
-_SECTIONS = ("future", "stdlib", "third-party", "first-party", "local")
-_NOQA_F401 = "  # noqa: F401"
 # Among the lines above a dropped import: the blank line the new import wrote
 # below itself as a section of its own (`_Insertion.gap`), not yet in the text.
 _GAP_WRITTEN = (-1, -1)
@@ -50,8 +44,7 @@ def _names_of(node: ast.AST) -> Iterable[str]:
 
 def _uses(tree: ast.AST, skipped: set[int], wanted: set[str]) -> set[str]:
     """Those of `wanted` that the tree uses as names or as words of its string
-    literals (outside f-strings), with imports and the `skipped` nodes left
-    out; stops once all are found."""
+    literals (outside f-strings), imports and the `skipped` nodes left out."""
     found: set[str] = set()
     in_fstrings: set[int] = set()  # the strings of an f-string, its fields' too
     stack: list[ast.AST] = [tree]
@@ -65,9 +58,7 @@ def _uses(tree: ast.AST, skipped: set[int], wanted: set[str]) -> set[str]:
         else:
             if isinstance(node, ast.JoinedStr):
                 in_fstrings.update(map(id, ast.walk(node)))
-            for name in _names_of(node):
-                if name in wanted:
-                    found.add(name)
+            found.update(name for name in _names_of(node) if name in wanted)
         if found == wanted:
             return found
         stack.extend(
@@ -104,33 +95,33 @@ def can_bind(tree: ast.Module, name: str, qualified: str) -> bool:
     return bound or not used
 
 
-# isort's order.
-
-
-def _module(statement: ast.Import | ast.ImportFrom) -> str:
-    """The module an import names, with a relative one's leading dots."""
-    if isinstance(statement, ast.Import):
-        return statement.names[0].name
-    return "." * statement.level + (statement.module or "")
-
-
-def _section(module: str, first_party: frozenset[str]) -> int:
+def _isort_key(
+    module: str, is_from: bool, first_party: frozenset[str]
+) -> tuple[int, bool, str]:
+    """isort's order (ruff's `I` rules too): by section (future, stdlib,
+    third-party, first-party, local), then `import x` before `from x import`,
+    then by module, ignoring case."""
     top = module.partition(".")[0]
     if module.startswith("."):
-        return _SECTIONS.index("local")
-    if top == "__future__":
-        return _SECTIONS.index("future")
-    if top in first_party:
-        return _SECTIONS.index("first-party")
-    if top in STDLIB:
-        return _SECTIONS.index("stdlib")
-    return _SECTIONS.index("third-party")
+        section = 4
+    elif top == "__future__":
+        section = 0
+    elif top in first_party:
+        section = 3
+    elif top in STDLIB:
+        section = 1
+    else:
+        section = 2
+    return section, is_from, module.lower()
 
 
-def _sort_key(statement: ast.Import | ast.ImportFrom) -> tuple[bool, str]:
-    """isort's order within a section: `import x` lines before `from x import`
-    lines, each by module name, ignoring case."""
-    return isinstance(statement, ast.ImportFrom), _module(statement).lower()
+def _key_of(
+    statement: ast.Import | ast.ImportFrom, first_party: frozenset[str]
+) -> tuple[int, bool, str]:
+    if isinstance(statement, ast.Import):
+        return _isort_key(statement.names[0].name, False, first_party)
+    module = "." * statement.level + (statement.module or "")
+    return _isort_key(module, True, first_party)
 
 
 def _is_docstring(statement: ast.stmt) -> bool:
@@ -155,15 +146,21 @@ def _blocks(body: list[ast.stmt]) -> Iterator[list[ast.stmt]]:
                         yield from _blocks(part.body)
 
 
+class _Insertion(NamedTuple):
+    """The new import: the statement it went above, its edit, its line, and
+    the blank line after it (a section of its own)."""
+
+    before: ast.stmt
+    edit: int
+    line: str
+    gap: str
+
+
 class ImportEditor:
     """The import edits of one file, made into `edits`."""
 
     def __init__(
-        self,
-        tree: ast.Module,
-        edits: Edits,
-        newline: str,
-        first_party: frozenset[str],
+        self, tree: ast.Module, edits: Edits, newline: str, first_party: frozenset[str]
     ) -> None:
         self.tree = tree
         self.edits = edits
@@ -171,105 +168,100 @@ class ImportEditor:
         self.newline = newline
         self.first_party = first_party
 
+    def add(self, code: str) -> _Insertion | None:
+        """Insert `code` as isort would: in the file's first block of imports,
+        before the first statement that sorts after it (taking over the
+        comments and blank lines above it) or after the last of its section,
+        else as a section of its own; right after the docstring in a file
+        without imports."""
+        body, source = self.tree.body, self.source
+        start = 1 if body and _is_docstring(body[0]) and source.alone(body[0]) else 0
+        block: list[ast.Import | ast.ImportFrom] = []
+        for statement in body[start:]:
+            if not (
+                isinstance(statement, ast.Import | ast.ImportFrom)
+                and source.alone(statement)
+            ):
+                break
+            block.append(statement)
+        line = code + self.newline
+        if not block and start:  # after the docstring, a blank line between
+            at = source.line_end(body[0])
+            self.edits.add(at, at, self.newline + line)
+            return None
+        if not block:  # above the first statement: below the file's header
+            return self._insert(body[0], line, "")
+        mine = _isort_key("arrayfield", False, self.first_party)
+        keys = [_key_of(statement, self.first_party) for statement in block]
+        same = [s for s, key in zip(block, keys, strict=True) if key[0] == mine[0]]
+        for statement, key in zip(block, keys, strict=True):
+            if key < mine:
+                continue
+            if key[0] == mine[0] or not same:
+                gap = "" if key[0] == mine[0] else self.newline
+                return self._insert(statement, line, gap)
+            break
+        at = source.line_end(same[-1] if same else block[-1])
+        self.edits.add(at, at, ("" if same else self.newline) + line)
+        return None
+
+    def _insert(self, before: ast.stmt, line: str, gap: str) -> _Insertion:
+        at = self.source.line_start(first_line(before))
+        return _Insertion(before, self.edits.add(at, at, line + gap), line, gap)
+
     def prune(self, removable: set[str], insertion: _Insertion | None) -> None:
         """Drop the imports binding a name of `removable`, at any depth."""
         if removable:
             for block in _blocks(self.tree.body):
                 self._prune_block(block, removable, insertion)
 
-    def add(self, code: str) -> _Insertion | None:
-        """Insert `code` as isort and ruff's `I` rules would: in the file's
-        first block of imports, in the section of `arrayfield`, before the
-        first statement of that section that sorts after it (taking over the
-        comments and blank lines above it), or as a section of its own; right
-        after the docstring in a file without imports."""
-        body, first_party = self.tree.body, self.first_party
-        start = (
-            1 if body and _is_docstring(body[0]) and self.source.alone(body[0]) else 0
-        )
-        block: list[tuple[ast.Import | ast.ImportFrom, int]] = []
-        for statement in body[start:]:
-            if not (
-                isinstance(statement, ast.Import | ast.ImportFrom)
-                and self.source.alone(statement)
-            ):
-                break
-            block.append((statement, _section(_module(statement), first_party)))
-        line = code + self.newline
-        if not block:
-            if start == 1:  # after the docstring, a blank line between
-                at = self.source.line_end(body[0].end_lineno)  # type: ignore[arg-type]
-                self.edits.add(at, at, self.newline + line)
-                return None
-            # Above the first statement: below the file's comment header.
-            return self._insert(body[0], line, "")
-        mine = _section("arrayfield", first_party)
-        key = (False, "arrayfield")
-        same = [statement for statement, section in block if section == mine]
-        for statement, section in block:
-            if section < mine or (section == mine and _sort_key(statement) < key):
-                continue
-            if section == mine or not same:
-                return self._insert(
-                    statement, line, "" if section == mine else self.newline
-                )
-            break
-        last = same[-1] if same else block[-1][0]
-        at = self.source.line_end(last.end_lineno)  # type: ignore[arg-type]
-        self.edits.add(at, at, ("" if same else self.newline) + line)
-        return None
-
-    def _insert(self, before: ast.stmt, line: str, gap: str) -> _Insertion:
-        at = self.source.first_line_start(before)
-        return _Insertion(before, self.edits.add(at, at, line + gap), line, gap)
-
     def _prune_block(
-        self,
-        block: list[ast.stmt],
-        removable: set[str],
-        insertion: _Insertion | None,
+        self, block: list[ast.stmt], removable: set[str], insertion: _Insertion | None
     ) -> None:
-        """Drop the imports of `removable` from one block of statements; the
-        blank and comment lines above a dropped line stay above the next
-        statement, less the blank lines if it has one of its own."""
-        if block is not self.tree.body and self.source.before(block[0]).strip():
+        """Drop the imports of `removable` from one block; the blank and
+        comment lines above a dropped line stay above the next statement, less
+        the blank lines if it has its own."""
+        source = self.source
+        if block is not self.tree.body and source.before(block[0]).strip():
             return  # `if x: import eqx`, on the line of its header
-        groups = _line_groups(self.source, block)
+        groups = _line_groups(source, block)
         kept = [[_kept_names(s, removable) for s in group] for group in groups]
         gone = [all(k == [] for k in names) for names in kept]
         if all(gone) and block is not self.tree.body:
             # A block of nothing but these imports (`try: import equinox`): they
             # stay, marked as unused on purpose for pyflakes and ruff (F401).
             for group in groups:
-                self._mark_kept(group[-1])
+                start, end, commented = source.line_tail(group[-1])
+                if not commented:
+                    self.edits.add(start, end, "  # noqa: F401")
             return
         orphans: list[tuple[int, int]] = []
         for group, names, dropped in zip(groups, kept, gone, strict=True):
             if dropped:
                 orphans += self._lines_above(group[0], insertion)
-                first = self.source.first_line_start(group[0])
-                end = self.source.line_end(group[-1].end_lineno)  # type: ignore[arg-type]
-                self.edits.add(first, end, "")
+                first = source.line_start(first_line(group[0]))
+                self.edits.add(first, source.line_end(group[-1]), "")
                 continue
             if any(n is not None for n in names):
                 self._rewrite_group(group, names)
-            if orphans:
-                own = self._lines_above(group[0], insertion)
-                if any(self._blank(span) for span in own):
-                    self._drop_blank(orphans, insertion)
-                orphans = []
-        if orphans:  # nothing follows in the block: they go with the imports
-            self._drop_blank(orphans, insertion, comments=True)
+            if orphans and any(
+                map(self._blank, self._lines_above(group[0], insertion))
+            ):
+                self._drop_lines(orphans, insertion)
+            orphans = []
+        # Nothing follows in the block: they go with the imports.
+        self._drop_lines(orphans, insertion, comments=True)
 
-    def _drop_blank(
+    def _drop_lines(
         self,
         spans: list[tuple[int, int]],
         insertion: _Insertion | None,
         comments: bool = False,
     ) -> None:
+        """Drop the blank ones of `spans` (the comments too if `comments`)."""
         for span in spans:
             if span == _GAP_WRITTEN:
-                assert insertion is not None  # the blank line it wrote
+                assert insertion is not None
                 self.edits.replace(insertion.edit, insertion.line)
             elif comments or self._blank(span):
                 self.edits.add(*span, "")
@@ -283,30 +275,17 @@ class ImportEditor:
         """The blank and comment lines right above a statement (none above the
         file's first: its header)."""
         if insertion is not None and insertion.before is statement:
-            # The new import took the lines above; the gap below it is the
-            # statement's own leading line now.
+            # The new import took the lines above; the blank line below it is
+            # the statement's own now.
             return [_GAP_WRITTEN] if insertion.gap else []
         if statement is self.tree.body[0]:
             return []
         spans = []
-        # The statement's first line, from 1.
-        line = bisect.bisect_right(
-            self.source.starts, self.source.first_line_start(statement)
-        )
-        while line > 1:
-            text = self.source.lines[line - 2].strip()
-            if text and not text.startswith(b"#"):
-                break
+        line = first_line(statement) - 1
+        while line >= 1 and self.source.lines[line - 1].strip()[:1] in (b"", b"#"):
+            spans.insert(0, (self.source.line_start(line), self.source.starts[line]))
             line -= 1
-            spans.append((self.source.line_start(line), self.source.line_end(line)))
-        return spans[::-1]
-
-    def _mark_kept(self, statement: ast.stmt) -> None:
-        """`# noqa: F401` at the end of the statement's line, unless it has
-        a comment already."""
-        start, end, commented = self.source.line_tail(statement)
-        if not commented:
-            self.edits.add(start, end, _NOQA_F401)
+        return spans
 
     def _rewrite_group(
         self, group: list[ast.stmt], names: list[list[ast.alias] | None]
@@ -319,8 +298,9 @@ class ImportEditor:
             if kept and isinstance(statement, ast.Import | ast.ImportFrom):
                 codes[index] = self._without_names(statement, kept)
         end = source.end(group[-1])
-        line_end = source.line_end(group[-1].end_lineno)  # type: ignore[arg-type]
-        semicolon = re.match(r"\s*;[ \t]*", source.text(end, line_end))
+        semicolon = re.match(
+            r"\s*;[ \t]*", source.text(end, source.line_end(group[-1]))
+        )
         if semicolon:
             end += len(semicolon.group().encode())
         keep = [kept != [] for kept in names]
@@ -367,9 +347,8 @@ class ImportEditor:
     def unused(
         self, candidates: set[str], new_code: list[str], replaced: list[ast.AST]
     ) -> set[str]:
-        """Those of `candidates` that the new text no longer uses as names or
-        in strings (a string annotation, `__all__`): `new_code` is what the
-        edits write, `replaced` the nodes whose code they replace."""
+        """Those of `candidates` that the new text no longer uses: `new_code`
+        is what the edits write, `replaced` the nodes whose code they replace."""
         if not candidates:
             return set()
         words = re.compile("|".join(rf"\b{re.escape(name)}\b" for name in candidates))
@@ -399,17 +378,6 @@ class ImportEditor:
             if index < 0 or not spans[index][0] <= found.start() < spans[index][1]:
                 return True
         return False
-
-
-@dataclasses.dataclass
-class _Insertion:
-    """The new import: the statement it went above, its edit, its line, and
-    the blank line after it (a section of its own)."""
-
-    before: ast.stmt
-    edit: int
-    line: str
-    gap: str
 
 
 def _kept_names(statement: ast.stmt, removable: set[str]) -> list[ast.alias] | None:

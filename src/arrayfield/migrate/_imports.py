@@ -291,58 +291,19 @@ class ImportEditor:
         self, group: list[ast.stmt], names: list[list[ast.alias] | None]
     ) -> None:
         """Statements that share a line (`import os; import equinox as eqx`),
-        some of which lose names or go."""
+        some of which lose names or go: one edit, rewriting the line."""
         source = self.source
-        codes = list(map(source.segment, group))
-        for index, (statement, kept) in enumerate(zip(group, names, strict=True)):
+        dropped = _dropped(source, group, [kept != [] for kept in names])
+        for statement, kept in zip(group, names, strict=True):
             if kept and isinstance(statement, ast.Import | ast.ImportFrom):
-                codes[index] = self._without_names(statement, kept)
-        end = source.end(group[-1])
-        semicolon = re.match(
-            r"\s*;[ \t]*", source.text(end, source.line_end(group[-1]))
-        )
-        if semicolon:
-            end += len(semicolon.group().encode())
-        keep = [kept != [] for kept in names]
-        self.edits.add(
-            source.start(group[0]), end, self._kept_text(group, codes, keep, end)
-        )
-
-    def _without_names(
-        self, statement: ast.Import | ast.ImportFrom, kept: list[ast.alias]
-    ) -> str:
-        """An import's text with only the `kept` names."""
-        source = self.source
-        start, end = source.start(statement), source.end(statement)
-        aliases = statement.names
-        names_end = source.end(aliases[-1])
-        if re.match(r"\s*,", source.text(names_end, end)):
-            names_end = end - 1  # up to the bracket: the spaces before it stay
-        keep = [alias in kept for alias in aliases]
-        codes = list(map(source.segment, aliases))
-        return (
-            source.text(start, source.start(aliases[0]))
-            + self._kept_text(aliases, codes, keep, names_end)
-            + source.text(names_end, end)
-        )
-
-    def _kept_text(
-        self, nodes: Sequence[ast.AST], codes: list[str], keep: list[bool], end: int
-    ) -> str:
-        """The `keep` ones of `nodes` (an import's names, or statements sharing
-        a line) written as `codes`, each followed by the text up to the next
-        (the last: up to `end`); the new last one takes the last one's, so no
-        stray comma or semicolon is left."""
-        source = self.source
-        stops = [*(source.start(node) for node in nodes[1:]), end]
-        pieces = [
-            [code, source.text(source.end(node), stop)]
-            for node, code, stop, flag in zip(nodes, codes, stops, keep, strict=True)
-            if flag
-        ]
-        if pieces and not keep[-1]:
-            pieces[-1][1] = source.text(source.end(nodes[-1]), end)
-        return "".join(code + separator for code, separator in pieces)
+                aliases = statement.names
+                dropped += _dropped(source, aliases, [a in kept for a in aliases])
+        start, end = source.start(group[0]), source.end(group[-1])
+        pieces, done = [], start
+        for first, stop in sorted(dropped):
+            pieces.append(source.text(done, first))
+            done = stop
+        self.edits.add(start, end, "".join(pieces) + source.text(done, end))
 
     def unused(
         self, candidates: set[str], new_code: list[str], replaced: list[ast.AST]
@@ -388,6 +349,24 @@ def _kept_names(statement: ast.stmt, removable: set[str]) -> list[ast.alias] | N
         return None
     kept = [a for a in statement.names if bound_name(a, statement) not in removable]
     return None if len(kept) == len(statement.names) else kept
+
+
+def _dropped(
+    source: Source, nodes: Sequence[ast.AST], keep: list[bool]
+) -> list[tuple[int, int]]:
+    """The spans of the nodes not to `keep` (an import's names, or statements
+    sharing a line), each with the comma or semicolon after it; those after
+    the last one kept take the one before them instead, so none is left
+    stray."""
+    last = max(index for index, flag in enumerate(keep) if flag)
+    spans = [
+        (source.start(nodes[index]), source.start(nodes[index + 1]))
+        for index in range(last)
+        if not keep[index]
+    ]
+    if last < len(nodes) - 1:
+        spans.append((source.end(nodes[last]), source.end(nodes[-1])))
+    return spans
 
 
 def _line_groups(source: Source, block: list[ast.stmt]) -> list[list[ast.stmt]]:

@@ -1,10 +1,8 @@
 """Import statements: which names the rewritten file still uses, adding
 `import arrayfield as af` where isort puts it, and dropping, at any depth, the
-imports only the replaced code used.
-
-A name counts as used where the code spells it as a name or a string holds it
-as a word (a string annotation, `__all__`): an import stays while anything may
-still need it.
+imports only the replaced code used. A name counts as used where the code
+spells it as a name or a string holds it as a word (`__all__`, an annotation):
+an import stays while anything may still need it.
 """
 
 from __future__ import annotations
@@ -58,7 +56,9 @@ def _uses(tree: ast.AST, skipped: set[int], wanted: set[str]) -> set[str]:
         else:
             if isinstance(node, ast.JoinedStr):
                 in_fstrings.update(map(id, ast.walk(node)))
-            found.update(name for name in _names_of(node) if name in wanted)
+            for name in _names_of(node):
+                if name in wanted:
+                    found.add(name)
         if found == wanted:
             return found
         stack.extend(
@@ -96,11 +96,15 @@ def can_bind(tree: ast.Module, name: str, qualified: str) -> bool:
 
 
 def _isort_key(
-    module: str, is_from: bool, first_party: frozenset[str]
+    statement: ast.Import | ast.ImportFrom, first_party: frozenset[str]
 ) -> tuple[int, bool, str]:
     """isort's order (ruff's `I` rules too): by section (future, stdlib,
     third-party, first-party, local), then `import x` before `from x import`,
     then by module, ignoring case."""
+    if isinstance(statement, ast.Import):
+        module = statement.names[0].name
+    else:
+        module = "." * statement.level + (statement.module or "")
     top = module.partition(".")[0]
     if module.startswith("."):
         section = 4
@@ -112,16 +116,7 @@ def _isort_key(
         section = 1
     else:
         section = 2
-    return section, is_from, module.lower()
-
-
-def _key_of(
-    statement: ast.Import | ast.ImportFrom, first_party: frozenset[str]
-) -> tuple[int, bool, str]:
-    if isinstance(statement, ast.Import):
-        return _isort_key(statement.names[0].name, False, first_party)
-    module = "." * statement.level + (statement.module or "")
-    return _isort_key(module, True, first_party)
+    return section, isinstance(statement, ast.ImportFrom), module.lower()
 
 
 def _is_docstring(statement: ast.stmt) -> bool:
@@ -191,8 +186,8 @@ class ImportEditor:
             return None
         if not block:  # above the first statement: below the file's header
             return self._insert(body[0], line, "")
-        mine = _isort_key("arrayfield", False, self.first_party)
-        keys = [_key_of(statement, self.first_party) for statement in block]
+        mine = _isort_key(ast.Import([ast.alias("arrayfield")]), self.first_party)
+        keys = [_isort_key(statement, self.first_party) for statement in block]
         same = [s for s, key in zip(block, keys, strict=True) if key[0] == mine[0]]
         for statement, key in zip(block, keys, strict=True):
             if key < mine:
@@ -211,8 +206,11 @@ class ImportEditor:
 
     def prune(self, removable: set[str], insertion: _Insertion | None) -> None:
         """Drop the imports binding a name of `removable`, at any depth."""
-        if removable:
-            for block in _blocks(self.tree.body):
+        if not removable:
+            return
+        for block in _blocks(self.tree.body):
+            # Most blocks (a class's body) hold no import: nothing to read.
+            if any(isinstance(s, ast.Import | ast.ImportFrom) for s in block):
                 self._prune_block(block, removable, insertion)
 
     def _prune_block(

@@ -53,8 +53,7 @@ class _Splice:
         found = re.search(r"\r\n?|\n", analysis.text)
         # The line break a new line gets: the file's first.
         self.newline = found.group() if found else "\n"
-        # The code the edits write and the `ast` nodes they replace: which
-        # names the new text uses (`_imports`).
+        # What the edits write and replace: which names the new text uses.
         self.new_code: list[str] = []
         self.replaced: list[ast.AST] = []
 
@@ -93,8 +92,8 @@ class _Splice:
             self._replace(expr, array_module)
 
     def field(self, statement: ast.AnnAssign, names: dict[str, str]) -> None:
-        """The new text of a field statement, `name: annotation = value`, in
-        the order of its edits: the call's, then the wraps."""
+        """The new text of a field statement, `name: annotation = value`: the
+        call's edit, then the wraps."""
         plan, source = self.analysis, self.source
         start = source.start(statement)
         text = source.text(start, source.end(statement))

@@ -29,10 +29,9 @@ class _Gap(NamedTuple):
 
     @property
     def first_comment(self) -> str | None:
+        """The comment ending the first line of a broken gap."""
         stripped = self.first.lstrip(" \t")
-        if self.broken and stripped.startswith("#"):
-            return stripped.rstrip("\r\n")
-        return None
+        return stripped.rstrip("\r\n") if stripped.startswith("#") else None
 
     @property
     def has_comment(self) -> bool:

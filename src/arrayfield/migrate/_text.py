@@ -39,9 +39,6 @@ class Source:
     def text(self, start: int, end: int) -> str:
         return self.data[start:end].decode("utf-8")
 
-    def segment(self, node: ast.AST) -> str:
-        return self.text(self.start(node), self.end(node))
-
     def before(self, statement: ast.stmt) -> bytes:
         """What comes before the statement on its first line."""
         return self.lines[statement.lineno - 1][: statement.col_offset]
@@ -116,15 +113,10 @@ def tokens(text: str) -> list[Token]:
     found = []
     try:
         for token in tokenize.generate_tokens(io.StringIO(text).readline):
-            if token.type not in (tokenize.ENDMARKER, tokenize.DEDENT, tokenize.INDENT):
-                found.append(
-                    Token(
-                        token.type,
-                        token.string,
-                        offset(*token.start),
-                        offset(*token.end),
-                    )
-                )
+            if token.type in (tokenize.ENDMARKER, tokenize.DEDENT, tokenize.INDENT):
+                continue
+            start, end = offset(*token.start), offset(*token.end)
+            found.append(Token(token.type, token.string, start, end))
     except (tokenize.TokenError, SyntaxError):
         pass  # the end of an unterminated piece: what came before is read
     return found

@@ -1,32 +1,24 @@
 """Import statements: which names the rewritten file still uses, adding
-`import arrayfield as af` where isort puts it, and dropping the imports that
-only the replaced code used.
-
-A name counts as used where the code spells it as a name (an attribute's,
-a parameter's, a definition's too) or where a string literal holds it as a
-word (a string annotation, `__all__`): an import stays while anything may
-still need it. Imports are dropped at any depth, the comments above a dropped
-line kept; a block that would be left empty (`try: import equinox`) keeps its
-imports, marked `# noqa: F401`.
+`import arrayfield as af` where isort puts it, and dropping, at any depth, the
+imports only the replaced code used. A name counts as used where the code
+spells it as a name or a string holds it as a word (`__all__`, an annotation):
+an import stays while anything may still need it.
 """
 
 from __future__ import annotations
 
 import ast
 import bisect
-import dataclasses
 import re
 from collections.abc import Iterable, Iterator, Sequence
+from typing import NamedTuple
 
 from ._bindings import NESTED_BODIES, bound_name, imports_in
 from ._lint import STDLIB
-from ._text import Edits, Source
+from ._text import Edits, Source, first_line
 
 # What reads as a name in a string literal.
 IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
-# isort's sections, in the order isort and ruff's `I` rules write them.
-_SECTIONS = ("future", "stdlib", "third-party", "first-party", "local")
-_NOQA_F401 = "  # noqa: F401"
 # Among the lines above a dropped import: the blank line the new import wrote
 # below itself as a section of its own (`_Insertion.gap`), not yet in the text.
 _GAP_WRITTEN = (-1, -1)
@@ -50,8 +42,7 @@ def _names_of(node: ast.AST) -> Iterable[str]:
 
 def _uses(tree: ast.AST, skipped: set[int], wanted: set[str]) -> set[str]:
     """Those of `wanted` that the tree uses as names or as words of its string
-    literals (outside f-strings), with imports and the `skipped` nodes left
-    out; stops once all are found."""
+    literals (outside f-strings), imports and the `skipped` nodes left out."""
     found: set[str] = set()
     in_fstrings: set[int] = set()  # the strings of an f-string, its fields' too
     stack: list[ast.AST] = [tree]
@@ -104,33 +95,28 @@ def can_bind(tree: ast.Module, name: str, qualified: str) -> bool:
     return bound or not used
 
 
-# isort's order.
-
-
-def _module(statement: ast.Import | ast.ImportFrom) -> str:
-    """The module an import names, with a relative one's leading dots."""
+def _isort_key(
+    statement: ast.Import | ast.ImportFrom, first_party: frozenset[str]
+) -> tuple[int, bool, str]:
+    """isort's order (ruff's `I` rules too): by section (future, stdlib,
+    third-party, first-party, local), then `import x` before `from x import`,
+    then by module, ignoring case."""
     if isinstance(statement, ast.Import):
-        return statement.names[0].name
-    return "." * statement.level + (statement.module or "")
-
-
-def _section(module: str, first_party: frozenset[str]) -> int:
+        module = statement.names[0].name
+    else:
+        module = "." * statement.level + (statement.module or "")
     top = module.partition(".")[0]
     if module.startswith("."):
-        return _SECTIONS.index("local")
-    if top == "__future__":
-        return _SECTIONS.index("future")
-    if top in first_party:
-        return _SECTIONS.index("first-party")
-    if top in STDLIB:
-        return _SECTIONS.index("stdlib")
-    return _SECTIONS.index("third-party")
-
-
-def _sort_key(statement: ast.Import | ast.ImportFrom) -> tuple[bool, str]:
-    """isort's order within a section: `import x` lines before `from x import`
-    lines, each by module name, ignoring case."""
-    return isinstance(statement, ast.ImportFrom), _module(statement).lower()
+        section = 4
+    elif top == "__future__":
+        section = 0
+    elif top in first_party:
+        section = 3
+    elif top in STDLIB:
+        section = 1
+    else:
+        section = 2
+    return section, isinstance(statement, ast.ImportFrom), module.lower()
 
 
 def _is_docstring(statement: ast.stmt) -> bool:
@@ -155,15 +141,21 @@ def _blocks(body: list[ast.stmt]) -> Iterator[list[ast.stmt]]:
                         yield from _blocks(part.body)
 
 
+class _Insertion(NamedTuple):
+    """The new import: the statement it went above, its edit, its line, and
+    the blank line after it (a section of its own)."""
+
+    before: ast.stmt
+    edit: int
+    line: str
+    gap: str
+
+
 class ImportEditor:
     """The import edits of one file, made into `edits`."""
 
     def __init__(
-        self,
-        tree: ast.Module,
-        edits: Edits,
-        newline: str,
-        first_party: frozenset[str],
+        self, tree: ast.Module, edits: Edits, newline: str, first_party: frozenset[str]
     ) -> None:
         self.tree = tree
         self.edits = edits
@@ -171,105 +163,103 @@ class ImportEditor:
         self.newline = newline
         self.first_party = first_party
 
-    def prune(self, removable: set[str], insertion: _Insertion | None) -> None:
-        """Drop the imports binding a name of `removable`, at any depth."""
-        if removable:
-            for block in _blocks(self.tree.body):
-                self._prune_block(block, removable, insertion)
-
     def add(self, code: str) -> _Insertion | None:
-        """Insert `code` as isort and ruff's `I` rules would: in the file's
-        first block of imports, in the section of `arrayfield`, before the
-        first statement of that section that sorts after it (taking over the
-        comments and blank lines above it), or as a section of its own; right
-        after the docstring in a file without imports."""
-        body, first_party = self.tree.body, self.first_party
-        start = (
-            1 if body and _is_docstring(body[0]) and self.source.alone(body[0]) else 0
-        )
-        block: list[tuple[ast.Import | ast.ImportFrom, int]] = []
+        """Insert `code` as isort would: in the file's first block of imports,
+        before the first statement that sorts after it (taking over the
+        comments and blank lines above it) or after the last of its section,
+        else as a section of its own; right after the docstring in a file
+        without imports."""
+        body, source = self.tree.body, self.source
+        start = 1 if body and _is_docstring(body[0]) and source.alone(body[0]) else 0
+        block: list[ast.Import | ast.ImportFrom] = []
         for statement in body[start:]:
             if not (
                 isinstance(statement, ast.Import | ast.ImportFrom)
-                and self.source.alone(statement)
+                and source.alone(statement)
             ):
                 break
-            block.append((statement, _section(_module(statement), first_party)))
+            block.append(statement)
         line = code + self.newline
-        if not block:
-            if start == 1:  # after the docstring, a blank line between
-                at = self.source.line_end(body[0].end_lineno)  # type: ignore[arg-type]
-                self.edits.add(at, at, self.newline + line)
-                return None
-            # Above the first statement: below the file's comment header.
+        if not block and start:  # after the docstring, a blank line between
+            at = source.line_end(body[0])
+            self.edits.add(at, at, self.newline + line)
+            return None
+        if not block:  # above the first statement: below the file's header
             return self._insert(body[0], line, "")
-        mine = _section("arrayfield", first_party)
-        key = (False, "arrayfield")
-        same = [statement for statement, section in block if section == mine]
-        for statement, section in block:
-            if section < mine or (section == mine and _sort_key(statement) < key):
+        mine = _isort_key(ast.Import([ast.alias("arrayfield")]), self.first_party)
+        keys = [_isort_key(statement, self.first_party) for statement in block]
+        same = [s for s, key in zip(block, keys, strict=True) if key[0] == mine[0]]
+        for statement, key in zip(block, keys, strict=True):
+            if key < mine:
                 continue
-            if section == mine or not same:
-                return self._insert(
-                    statement, line, "" if section == mine else self.newline
-                )
+            if key[0] == mine[0] or not same:
+                gap = "" if key[0] == mine[0] else self.newline
+                return self._insert(statement, line, gap)
             break
-        last = same[-1] if same else block[-1][0]
-        at = self.source.line_end(last.end_lineno)  # type: ignore[arg-type]
+        at = source.line_end(same[-1] if same else block[-1])
         self.edits.add(at, at, ("" if same else self.newline) + line)
         return None
 
     def _insert(self, before: ast.stmt, line: str, gap: str) -> _Insertion:
-        at = self.source.first_line_start(before)
+        at = self.source.line_start(first_line(before))
         return _Insertion(before, self.edits.add(at, at, line + gap), line, gap)
 
+    def prune(self, removable: set[str], insertion: _Insertion | None) -> None:
+        """Drop the imports binding a name of `removable`, at any depth."""
+        if not removable:
+            return
+        for block in _blocks(self.tree.body):
+            # Most blocks (a class's body) hold no import: nothing to read.
+            if any(isinstance(s, ast.Import | ast.ImportFrom) for s in block):
+                self._prune_block(block, removable, insertion)
+
     def _prune_block(
-        self,
-        block: list[ast.stmt],
-        removable: set[str],
-        insertion: _Insertion | None,
+        self, block: list[ast.stmt], removable: set[str], insertion: _Insertion | None
     ) -> None:
-        """Drop the imports of `removable` from one block of statements; the
-        blank and comment lines above a dropped line stay above the next
-        statement, less the blank lines if it has one of its own."""
-        if block is not self.tree.body and self.source.before(block[0]).strip():
+        """Drop the imports of `removable` from one block; the blank and
+        comment lines above a dropped line stay above the next statement, less
+        the blank lines if it has its own."""
+        source = self.source
+        if block is not self.tree.body and source.before(block[0]).strip():
             return  # `if x: import eqx`, on the line of its header
-        groups = _line_groups(self.source, block)
+        groups = _line_groups(source, block)
         kept = [[_kept_names(s, removable) for s in group] for group in groups]
         gone = [all(k == [] for k in names) for names in kept]
         if all(gone) and block is not self.tree.body:
             # A block of nothing but these imports (`try: import equinox`): they
             # stay, marked as unused on purpose for pyflakes and ruff (F401).
             for group in groups:
-                self._mark_kept(group[-1])
+                start, end, commented = source.line_tail(group[-1])
+                if not commented:
+                    self.edits.add(start, end, "  # noqa: F401")
             return
         orphans: list[tuple[int, int]] = []
         for group, names, dropped in zip(groups, kept, gone, strict=True):
             if dropped:
                 orphans += self._lines_above(group[0], insertion)
-                first = self.source.first_line_start(group[0])
-                end = self.source.line_end(group[-1].end_lineno)  # type: ignore[arg-type]
-                self.edits.add(first, end, "")
+                first = source.line_start(first_line(group[0]))
+                self.edits.add(first, source.line_end(group[-1]), "")
                 continue
             if any(n is not None for n in names):
                 self._rewrite_group(group, names)
-            if orphans:
-                own = self._lines_above(group[0], insertion)
-                if any(self._blank(span) for span in own):
-                    self._drop_blank(orphans, insertion)
-                orphans = []
-        if orphans:  # nothing follows in the block: they go with the imports
-            self._drop_blank(orphans, insertion, comments=True)
+            if orphans and any(
+                map(self._blank, self._lines_above(group[0], insertion))
+            ):
+                self._drop_lines(orphans, insertion)
+            orphans = []
+        # Nothing follows in the block: they go with the imports.
+        self._drop_lines(orphans, insertion, comments=True)
 
-    def _drop_blank(
+    def _drop_lines(
         self,
         spans: list[tuple[int, int]],
         insertion: _Insertion | None,
         comments: bool = False,
     ) -> None:
+        """Drop the blank ones of `spans` (the comments too if `comments`)."""
         for span in spans:
             if span == _GAP_WRITTEN:
-                assert insertion is not None  # the blank line it wrote
+                assert insertion is not None
                 self.edits.replace(insertion.edit, insertion.line)
             elif comments or self._blank(span):
                 self.edits.add(*span, "")
@@ -283,93 +273,41 @@ class ImportEditor:
         """The blank and comment lines right above a statement (none above the
         file's first: its header)."""
         if insertion is not None and insertion.before is statement:
-            # The new import took the lines above; the gap below it is the
-            # statement's own leading line now.
+            # The new import took the lines above; the blank line below it is
+            # the statement's own now.
             return [_GAP_WRITTEN] if insertion.gap else []
         if statement is self.tree.body[0]:
             return []
         spans = []
-        # The statement's first line, from 1.
-        line = bisect.bisect_right(
-            self.source.starts, self.source.first_line_start(statement)
-        )
-        while line > 1:
-            text = self.source.lines[line - 2].strip()
-            if text and not text.startswith(b"#"):
-                break
+        line = first_line(statement) - 1
+        while line >= 1 and self.source.lines[line - 1].strip()[:1] in (b"", b"#"):
+            spans.insert(0, (self.source.line_start(line), self.source.starts[line]))
             line -= 1
-            spans.append((self.source.line_start(line), self.source.line_end(line)))
-        return spans[::-1]
-
-    def _mark_kept(self, statement: ast.stmt) -> None:
-        """`# noqa: F401` at the end of the statement's line, unless it has
-        a comment already."""
-        start, end, commented = self.source.line_tail(statement)
-        if not commented:
-            self.edits.add(start, end, _NOQA_F401)
+        return spans
 
     def _rewrite_group(
         self, group: list[ast.stmt], names: list[list[ast.alias] | None]
     ) -> None:
         """Statements that share a line (`import os; import equinox as eqx`),
-        some of which lose names or go."""
+        some of which lose names or go: one edit, rewriting the line."""
         source = self.source
-        codes = list(map(source.segment, group))
-        for index, (statement, kept) in enumerate(zip(group, names, strict=True)):
+        dropped = _dropped(source, group, [kept != [] for kept in names])
+        for statement, kept in zip(group, names, strict=True):
             if kept and isinstance(statement, ast.Import | ast.ImportFrom):
-                codes[index] = self._without_names(statement, kept)
-        end = source.end(group[-1])
-        line_end = source.line_end(group[-1].end_lineno)  # type: ignore[arg-type]
-        semicolon = re.match(r"\s*;[ \t]*", source.text(end, line_end))
-        if semicolon:
-            end += len(semicolon.group().encode())
-        keep = [kept != [] for kept in names]
-        self.edits.add(
-            source.start(group[0]), end, self._kept_text(group, codes, keep, end)
-        )
-
-    def _without_names(
-        self, statement: ast.Import | ast.ImportFrom, kept: list[ast.alias]
-    ) -> str:
-        """An import's text with only the `kept` names."""
-        source = self.source
-        start, end = source.start(statement), source.end(statement)
-        aliases = statement.names
-        names_end = source.end(aliases[-1])
-        if re.match(r"\s*,", source.text(names_end, end)):
-            names_end = end - 1  # up to the bracket: the spaces before it stay
-        keep = [alias in kept for alias in aliases]
-        codes = list(map(source.segment, aliases))
-        return (
-            source.text(start, source.start(aliases[0]))
-            + self._kept_text(aliases, codes, keep, names_end)
-            + source.text(names_end, end)
-        )
-
-    def _kept_text(
-        self, nodes: Sequence[ast.AST], codes: list[str], keep: list[bool], end: int
-    ) -> str:
-        """The `keep` ones of `nodes` (an import's names, or statements sharing
-        a line) written as `codes`, each followed by the text up to the next
-        (the last: up to `end`); the new last one takes the last one's, so no
-        stray comma or semicolon is left."""
-        source = self.source
-        stops = [*(source.start(node) for node in nodes[1:]), end]
-        pieces = [
-            [code, source.text(source.end(node), stop)]
-            for node, code, stop, flag in zip(nodes, codes, stops, keep, strict=True)
-            if flag
-        ]
-        if pieces and not keep[-1]:
-            pieces[-1][1] = source.text(source.end(nodes[-1]), end)
-        return "".join(code + separator for code, separator in pieces)
+                aliases = statement.names
+                dropped += _dropped(source, aliases, [a in kept for a in aliases])
+        start, end = source.start(group[0]), source.end(group[-1])
+        pieces, done = [], start
+        for first, stop in sorted(dropped):
+            pieces.append(source.text(done, first))
+            done = stop
+        self.edits.add(start, end, "".join(pieces) + source.text(done, end))
 
     def unused(
         self, candidates: set[str], new_code: list[str], replaced: list[ast.AST]
     ) -> set[str]:
-        """Those of `candidates` that the new text no longer uses as names or
-        in strings (a string annotation, `__all__`): `new_code` is what the
-        edits write, `replaced` the nodes whose code they replace."""
+        """Those of `candidates` that the new text no longer uses: `new_code`
+        is what the edits write, `replaced` the nodes whose code they replace."""
         if not candidates:
             return set()
         words = re.compile("|".join(rf"\b{re.escape(name)}\b" for name in candidates))
@@ -401,17 +339,6 @@ class ImportEditor:
         return False
 
 
-@dataclasses.dataclass
-class _Insertion:
-    """The new import: the statement it went above, its edit, its line, and
-    the blank line after it (a section of its own)."""
-
-    before: ast.stmt
-    edit: int
-    line: str
-    gap: str
-
-
 def _kept_names(statement: ast.stmt, removable: set[str]) -> list[ast.alias] | None:
     """The names an import keeps, or None for a statement that stays whole."""
     if not isinstance(statement, ast.Import | ast.ImportFrom):
@@ -420,6 +347,24 @@ def _kept_names(statement: ast.stmt, removable: set[str]) -> list[ast.alias] | N
         return None
     kept = [a for a in statement.names if bound_name(a, statement) not in removable]
     return None if len(kept) == len(statement.names) else kept
+
+
+def _dropped(
+    source: Source, nodes: Sequence[ast.AST], keep: list[bool]
+) -> list[tuple[int, int]]:
+    """The spans of the nodes not to `keep` (an import's names, or statements
+    sharing a line), each with the comma or semicolon after it; those after
+    the last one kept take the one before them instead, so none is left
+    stray."""
+    last = max(index for index, flag in enumerate(keep) if flag)
+    spans = [
+        (source.start(nodes[index]), source.start(nodes[index + 1]))
+        for index in range(last)
+        if not keep[index]
+    ]
+    if last < len(nodes) - 1:
+        spans.append((source.end(nodes[last]), source.end(nodes[-1])))
+    return spans
 
 
 def _line_groups(source: Source, block: list[ast.stmt]) -> list[list[ast.stmt]]:

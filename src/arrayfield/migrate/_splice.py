@@ -1,11 +1,8 @@
 """The writer: a file's new text, its plan's edits spliced into the old one.
 
 Every edit is text put at `ast` positions (`_text`), so every byte the plan
-does not name stays as it was: a base or `Base = eqx.Module` replaced; an
-annotation wrapped in `af.Field[...]` and a default in `af.field(default=...)`;
-a field call with its converter argument dropped (`_arguments`: the comments
-around it kept), with `convert=False` added, or dropped whole (its comments
-moved above the field); then the imports (`_imports`).
+does not name stays as it was: bases, field statements (`_arguments` edits
+their calls), then the imports (`_imports`).
 """
 
 from __future__ import annotations
@@ -30,16 +27,9 @@ LEGACY_ANNOTATIONS = frozenset({"numpy.array", "jax.numpy.array"})
 
 @dataclasses.dataclass(frozen=True)
 class MigrationResult:
-    """The outcome of migrating one file.
-
-    **Fields:**
-
-    - `original`: the source text as read.
-    - `code`: the migrated source text; equal to `original` when nothing changed.
-    - `encoding`: the file's encoding, for writing `code` back as bytes.
-    - `diagnostics`: the places that need a human decision and no `# noqa`
-        silences, sorted by position.
-    """
+    """The outcome of migrating one file: its text as read and migrated, its
+    encoding (to write `code` back), and the diagnostics no `# noqa` silences,
+    sorted by position."""
 
     original: str
     code: str
@@ -63,8 +53,7 @@ class _Splice:
         found = re.search(r"\r\n?|\n", analysis.text)
         # The line break a new line gets: the file's first.
         self.newline = found.group() if found else "\n"
-        # The code the edits write and the `ast` nodes they replace: which
-        # names the new text uses (`_imports`).
+        # What the edits write and replace: which names the new text uses.
         self.new_code: list[str] = []
         self.replaced: list[ast.AST] = []
 
@@ -93,8 +82,6 @@ class _Splice:
         names = {name: text or f"{module}.{name}" for name, text in found.items()}
         return names, new_import
 
-    # Bases and aliases.
-
     def base_references(self, array_module: str) -> None:
         """`class A(eqx.Module)`, `Base = eqx.Module` and the base of
         `type("A", (eqx.Module,), {})` name `af.ArrayModule` instead."""
@@ -104,17 +91,9 @@ class _Splice:
         for expr in self.analysis.expression_edits:
             self._replace(expr, array_module)
 
-    # Fields.
-
-    def fields(self, names: dict[str, str]) -> None:
-        plan = self.analysis
-        statements = set(plan.field_edits) | plan.wrap_annotations | plan.wrap_defaults
-        for statement in statements:
-            self._field(statement, names)
-
-    def _field(self, statement: ast.AnnAssign, names: dict[str, str]) -> None:
-        """The new text of a field statement, `name: annotation = value`, in
-        the order of its edits: the call's, then the wraps."""
+    def field(self, statement: ast.AnnAssign, names: dict[str, str]) -> None:
+        """The new text of a field statement, `name: annotation = value`: the
+        call's edit, then the wraps."""
         plan, source = self.analysis, self.source
         start = source.start(statement)
         text = source.text(start, source.end(statement))
@@ -241,7 +220,9 @@ def splice_source(analysis: AstAnalysis) -> MigrationResult:
     splice = _Splice(analysis)
     names, new_import = splice.arrayfield_names()
     splice.base_references(names["ArrayModule"])
-    splice.fields(names)
+    fields = analysis.field_edits
+    for statement in set(fields) | analysis.wrap_annotations | analysis.wrap_defaults:
+        splice.field(statement, names)
     # The names the replaced code used, less those other files import from here.
     context = analysis.context
     released = analysis.released_names - (context.exported if context else set())
@@ -265,33 +246,11 @@ def migrate_source(
     fix: bool = False,
     typed: bool = False,
 ) -> MigrationResult:
-    """Rewrite the equinox Module classes of one file to use arrayfield.
-
-    **Arguments:**
-
-    - `source`: the file's contents. Bytes are decoded the way Python would
-        (PEP 263 coding line, else UTF-8) and `MigrationResult.encoding` says how.
-    - `context`: what the project index (`_index.ProjectIndex.context`) knows
-        about this file: its Module classes whose bases are in other files, and
-        how the class and its subclasses use each field. Without it, only
-        classes whose base is visibly equinox's Module are analysed.
-    - `fix`: also make the safe edits diagnostics ask for (`convert=False`
-        where AF002 or AF007 says so).
-    - `typed`: also wrap every converted array field's annotation in
-        `af.Field[...]` and write its bare default as `af.field(default=...)`,
-        so that type checkers accept the numbers arrayfield converts.
-
-    **Returns:**
-
-    A `MigrationResult`: classes whose base is equinox's `Module` (any
-    spelling) subclass `af.ArrayModule`; `eqx.field(converter=jnp.asarray)`
-    on array-annotated fields is dropped and the annotation wrapped in
-    `af.Field[...]`; `import arrayfield as af` is added and the imports only
-    the rewritten code used are dropped.
-
-    **Raises:**
-
-    `SyntaxError` if the source does not parse; `UnicodeDecodeError` or
-    `LookupError` (an unknown coding) if it does not decode.
+    """Rewrite the equinox Module classes of one file to use arrayfield, as
+    `analyse_source` plans it (see there for how `source` is decoded and what
+    it raises). `context` is what the project index knows about the file;
+    without it only classes whose base is visibly equinox's Module are read.
+    `fix` also makes the safe edits diagnostics ask for (`convert=False`),
+    `typed` also wraps array fields in `af.Field[...]`/`af.field(default=...)`.
     """
     return splice_source(analyse_source(source, context, fix=fix, typed=typed))

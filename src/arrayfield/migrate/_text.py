@@ -1,24 +1,22 @@
 """A file's text at `ast` positions, and edits to it.
 
-`ast` places a node by line and column, columns counted in UTF-8 bytes; the
-writers (`_splice`, `_imports`) edit the text between such positions, and the
-tokenizer tells them where commas, brackets and comments are inside a piece.
+`ast` columns count UTF-8 bytes, so the writers (`_splice`, `_imports`) edit
+bytes; the tokenizer tells them where commas, brackets and comments are.
 """
 
 from __future__ import annotations
 
 import ast
-import dataclasses
 import io
 import itertools
 import re
 import tokenize
+from typing import NamedTuple
 
 
 class Source:
     """A file's UTF-8 bytes, with the offsets of `ast`'s (line, column)
-    positions. `lines` are split as Python splits them (bytes.splitlines:
-    at `\\n`, `\\r\\n` and `\\r` only)."""
+    positions. `lines` are split as Python splits them (bytes.splitlines)."""
 
     def __init__(self, lines: list[bytes]) -> None:
         self.lines = lines
@@ -28,9 +26,9 @@ class Source:
     def line_start(self, line: int) -> int:
         return self.starts[line - 1]
 
-    def line_end(self, line: int) -> int:
-        """The offset after line `line`, its line break included."""
-        return self.starts[line]
+    def line_end(self, node: ast.AST) -> int:
+        """The offset after the node's last line, its line break included."""
+        return self.starts[node.end_lineno]  # type: ignore[attr-defined]
 
     def start(self, node: ast.AST) -> int:
         return self.starts[node.lineno - 1] + node.col_offset  # type: ignore[attr-defined]
@@ -41,18 +39,9 @@ class Source:
     def text(self, start: int, end: int) -> str:
         return self.data[start:end].decode("utf-8")
 
-    def segment(self, node: ast.AST) -> str:
-        """A node's text."""
-        return self.text(self.start(node), self.end(node))
-
     def before(self, statement: ast.stmt) -> bytes:
         """What comes before the statement on its first line."""
         return self.lines[statement.lineno - 1][: statement.col_offset]
-
-    def first_line_start(self, statement: ast.stmt) -> int:
-        """Where the statement's first line starts, decorators included."""
-        decorators = getattr(statement, "decorator_list", None) or []
-        return self.line_start(min([statement.lineno, *(d.lineno for d in decorators)]))
 
     def line_tail(self, statement: ast.stmt) -> tuple[int, int, bool]:
         """Where the statement ends, where the text of its last line ends
@@ -65,9 +54,13 @@ class Source:
         """Whether nothing but the statement (and a comment) is on its lines."""
         last = self.lines[statement.end_lineno - 1]  # type: ignore[index]
         after = last[statement.end_col_offset :].strip()  # type: ignore[misc]
-        return not self.before(statement).strip() and (
-            not after or after.startswith(b"#")
-        )
+        return not self.before(statement).strip() and after[:1] in (b"", b"#")
+
+
+def first_line(statement: ast.stmt) -> int:
+    """The statement's first line, its decorators' included."""
+    decorators = getattr(statement, "decorator_list", None) or []
+    return min([statement.lineno, *(d.lineno for d in decorators)])
 
 
 class Edits:
@@ -79,7 +72,7 @@ class Edits:
 
     def add(self, start: int, end: int, code: str) -> int:
         """Put `code` in place of the bytes from `start` to `end`; returns the
-        edit's index (`replace` changes its code later)."""
+        edit's index, for `replace`."""
         self.spans.append((start, end, code.encode("utf-8")))
         return len(self.spans) - 1
 
@@ -101,8 +94,7 @@ class Edits:
         return b"".join(out).decode("utf-8")
 
 
-@dataclasses.dataclass
-class Token:
+class Token(NamedTuple):
     kind: int
     string: str
     start: int  # offsets into the text tokenized

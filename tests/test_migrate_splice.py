@@ -7,6 +7,7 @@ input's tree except at the planned edits (`test_migrate_properties._check`).
 
 from __future__ import annotations
 
+import ast
 import itertools
 import textwrap
 from pathlib import Path
@@ -377,3 +378,14 @@ def test_imports_are_added_and_dropped_in_any_layout(head, expected):
     code = migrate_source(head.removesuffix("\n") + IMPORTS_BODY).code
     assert code.partition("\n\nclass A")[0] + "\n" == expected
     _check(head + IMPORTS_BODY)
+
+
+@pytest.mark.parametrize("after", ["x = 1", "def f(): pass", "import sys"])
+def test_a_trailing_semicolon_joins_nothing_on_a_later_line(after):
+    # `a;` ends its line: what follows on a later line stays a statement of its
+    # own when an import before the `;` is dropped.
+    head = f"import os; from equinox import Module;\n\n{after}\n"
+    source = head + "\n\nclass A(Module):\n    x: float = 1.0\n"
+    code = migrate_source(source).code
+    assert code.startswith(f"import arrayfield as af\nimport os;\n\n{after}\n"), code
+    ast.parse(code)

@@ -367,13 +367,19 @@ def _dropped(
     return spans
 
 
+# What lies between two statements a semicolon joins: blanks and backslash
+# continuations around one `;`, no newline of their own.
+_JOINED = re.compile(rb"(?:[ \t\f]|\\(?:\r\n|\r|\n))*;(?:[ \t\f]|\\(?:\r\n|\r|\n))*")
+
+
 def _line_groups(source: Source, block: list[ast.stmt]) -> list[list[ast.stmt]]:
-    """The statements of a block, grouped as semicolons join them (`a; b`)."""
+    """The statements of a block, grouped as semicolons join them (`a; b`) on
+    one logical line: a trailing `a;` joins nothing on a later line."""
     groups: list[list[ast.stmt]] = []
     for statement in block:
-        if groups and source.data[
-            source.end(groups[-1][-1]) : source.start(statement)
-        ].lstrip().startswith(b";"):
+        if groups and _JOINED.fullmatch(
+            source.data, source.end(groups[-1][-1]), source.start(statement)
+        ):
             groups[-1].append(statement)
         else:
             groups.append([statement])

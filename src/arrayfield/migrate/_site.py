@@ -25,7 +25,7 @@ class FieldEdit(enum.Enum):
 
 
 class CallContext(Protocol):
-    """What a call rule may ask of the file around a call (`_plan.Plan` answers)."""
+    """What a call rule may ask of the file around a call (`_read.AstAnalysis`)."""
 
     # Inside a function: whether a cache decorator wraps it; None outside any.
     cached_function: bool | None

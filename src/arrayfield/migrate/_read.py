@@ -9,14 +9,14 @@ from __future__ import annotations
 import ast
 import functools
 import tokenize
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from io import BytesIO
 from typing import Any, NamedTuple
 
 from . import _diagnostics as diag
 from . import _syntax as syntax
 from ._annotations import ArrayKind, array_kind, is_class_var, is_field_wrapped
-from ._bindings import ImportMap, has_block, nested_statements, statements_in
+from ._bindings import ImportMap, has_block, nested_statements
 from ._checks import CALL_RULES, FIELD_RULES, af004_converter_kind, calls_matter
 from ._diagnostics import Diagnostic
 from ._index import FileContext
@@ -68,8 +68,7 @@ def _self_assignments(
     `self` is the first parameter after any positional-only ones."""
     self_name = method.args.args[0].arg
     found: list[Assignment] = []
-    statements = [node for node in method.body if not isinstance(node, ast.ClassDef)]
-    for statement in statements_in(statements):
+    for statement in _outside_classes(method.body):
         if isinstance(statement, ast.Assign):
             targets = statement.targets
         elif isinstance(statement, ast.AnnAssign) and statement.value is not None:
@@ -84,6 +83,15 @@ def _self_assignments(
             and target.value.id == self_name
         ]
     return found
+
+
+def _outside_classes(body: Iterable[ast.AST]) -> Iterator[ast.AST]:
+    """The statements of a body at any depth, those of classes left out."""
+    for node in body:
+        if not isinstance(node, ast.ClassDef):
+            yield node
+            if has_block(node):
+                yield from _outside_classes(nested_statements(node))
 
 
 class AstAnalysis:

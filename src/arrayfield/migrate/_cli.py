@@ -19,6 +19,7 @@ from . import _runner
 from ._checks import CODES
 from ._read import CheckResult
 from ._runner import FileError
+from ._walk import find_files
 from ._write import ChangedSinceRead, write_atomically
 
 if TYPE_CHECKING:
@@ -221,11 +222,13 @@ def _stop_on_signals() -> list[int]:
 
 def _migrate(args: argparse.Namespace) -> int:
     report = _Report(args)
-    files, errors = _runner.find_files(args.paths, args.exclude)
+    files, missing = find_files(args.paths, args.exclude)
+    for path in missing:
+        report.error(FileError(path, "no such file or directory"))
     contents, read_errors = _runner.read_files(files)
     trees: dict[Path, ast.Module] = {}
     index, index_errors = _runner.index_project(contents, trees)
-    for error in [*errors, *read_errors, *index_errors]:
+    for error in [*read_errors, *index_errors]:
         report.error(error)
     work = _runner.files_to_rewrite(contents, index)
     results = _runner.rewrite_files(

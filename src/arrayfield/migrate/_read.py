@@ -21,7 +21,7 @@ from ._checks import CALL_RULES, FIELD_RULES, af004_converter_kind, calls_matter
 from ._diagnostics import Diagnostic
 from ._index import FileContext
 from ._names import dotted_name
-from ._site import Assignment, FieldEdit, FieldReading, FieldSite, is_name
+from ._site import Assignment, FieldEdit, FieldReading, FieldSite
 
 _FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
 _DEFINITIONS = (ast.ClassDef, *_FUNCTIONS)
@@ -61,27 +61,29 @@ def _unsubscripted(expr: Any) -> Any:
     return expr.value if isinstance(expr, ast.Subscript) else expr
 
 
-def _self_assignments(
-    method: ast.FunctionDef | ast.AsyncFunctionDef,
-) -> list[Assignment]:
-    """`self.<attr> = value` statements in a method, nested classes excluded.
-    `self` is the first parameter after any positional-only ones."""
-    self_name = method.args.args[0].arg
+def _self_assignments(cls: ast.ClassDef) -> list[Assignment]:
+    """`self.<attr> = value` statements in the methods of a class, nested
+    classes excluded. `self` is the first parameter after any positional-only
+    ones."""
     found: list[Assignment] = []
-    for statement in _outside_classes(method.body):
-        if isinstance(statement, ast.Assign):
-            targets = statement.targets
-        elif isinstance(statement, ast.AnnAssign) and statement.value is not None:
-            targets = [statement.target]
-        else:
+    for method in cls.body:
+        if not (isinstance(method, _FUNCTIONS) and method.args.args):
             continue
-        found += [
-            (target.attr, statement.value, statement)
-            for target in targets
-            if isinstance(target, ast.Attribute)
-            and isinstance(target.value, ast.Name)
-            and target.value.id == self_name
-        ]
+        self_name = method.args.args[0].arg
+        for statement in _outside_classes(method.body):
+            if isinstance(statement, ast.Assign):
+                targets = statement.targets
+            elif isinstance(statement, ast.AnnAssign) and statement.value is not None:
+                targets = [statement.target]
+            else:
+                continue
+            found += [
+                (target.attr, statement.value, statement)
+                for target in targets
+                if isinstance(target, ast.Attribute)
+                and isinstance(target.value, ast.Name)
+                and target.value.id == self_name
+            ]
     return found
 
 
@@ -243,10 +245,7 @@ class AstAnalysis:
             self.base_edits[node] = equinox_bases
             for index in equinox_bases:
                 self._release(bases[index])
-        assignments: list[Assignment] = []
-        for statement in node.body:
-            if isinstance(statement, _FUNCTIONS) and statement.args.args:
-                assignments.extend(_self_assignments(statement))
+        assignments = _self_assignments(node)
         for statement in node.body:
             if isinstance(statement, ast.AnnAssign) and isinstance(
                 statement.target, ast.Name
@@ -268,21 +267,18 @@ class AstAnalysis:
                 self._field(site, bool(equinox_bases or already_migrated))
 
     def _field(self, site: FieldSite, drop_converters: bool) -> None:
-        field, keywords, call = site.node, site.keywords, site.call
+        field, call = site.node, site.call
         if is_class_var(site.annotation, self.imports):
             return
         if site.context is not None and site.name in site.context.fields:
             self.known_positions[field.target] = site.context.fields[site.name]
-        static = "static" in keywords and is_name(keywords["static"].value, "True")
-        kind = array_kind(site.annotation, self.imports)
-        convert = keywords.get("convert")
-        converter = keywords.get("converter")
+        converter = site.argument("converter")
         reading = FieldReading(
-            kind=kind,
-            static=static,
-            opted_out=convert is not None and is_name(convert.value, "False"),
+            kind=array_kind(site.annotation, self.imports),
+            static=syntax.identifier(site.argument("static")) == "True",
+            opted_out=syntax.identifier(site.argument("convert")) == "False",
             # A converter that makes arrays already keeps new values traced.
-            makes_array=converter is not None and self._makes_array(converter.value),
+            makes_array=converter is not None and self._makes_array(converter),
             migrating=site.cls.rpartition(".")[2] in self.migrating_classes,
         )
         found: dict[str, Diagnostic] = {}
@@ -300,7 +296,7 @@ class AstAnalysis:
                 self.field_edits[field] = rule.FIX
                 if call is not None:
                     self._release(call.func)
-        if kind is None or static:
+        if reading.kind is None or reading.static:
             return
         if self.typed and not (reading.opted_out or field in self.field_edits):
             # (the one edit planned so far is --fix's opt-out)
@@ -315,14 +311,14 @@ class AstAnalysis:
             or self.imports.resolve(call.func) != "equinox.field"
         ):
             return
-        makes = CONVERTER_KINDS.get(self.imports.resolve(converter.value) or "")
+        makes = CONVERTER_KINDS.get(self.imports.resolve(converter) or "")
         if makes is None:
             return
-        mismatch = af004_converter_kind.check(site, converter, makes, kind)
+        mismatch = af004_converter_kind.check(site, makes, reading.kind)
         if mismatch is not None:
             self.diagnostics.append(mismatch)
             return
-        self._release(converter.value)
+        self._release(converter)
         # A type checker types the __init__ parameter from the converter: the
         # annotation that says the same thing takes its place.
         self._wrap(site)

@@ -7,7 +7,6 @@ import enum
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any, NamedTuple, Protocol
 
-from . import _syntax as syntax
 from ._bindings import ImportMap
 from ._diagnostics import Diagnostic
 from ._index import ClassContext, FileContext
@@ -89,10 +88,12 @@ class FieldSite(NamedTuple):
     @property
     def default(self) -> Any | None:
         """The class default: the value, or a specifier's `default=`."""
-        if self.call is None:
-            return self.node.value
-        arg = self.keywords.get("default")
-        return None if arg is None else arg.value
+        return self.node.value if self.call is None else self.argument("default")
+
+    def argument(self, name: str) -> Any | None:
+        """The value of the specifier's keyword `name`, if it is given."""
+        keyword = self.keywords.get(name)
+        return None if keyword is None else keyword.value
 
     def values(self) -> Iterator[tuple[Any, int | None]]:
         """The class default (with None), then each value a method assigns the
@@ -126,8 +127,3 @@ class FieldSite(NamedTuple):
         line, col = self.position(self.node.target if at is None else at)
         message = f"field '{self.cls}.{self.name}' {text}"
         return Diagnostic(line, col, code, message, fixable, undecided)
-
-
-def is_name(expr: Any | None, value: str) -> bool:
-    """Whether `expr` is the bare name `value` (`True`, `False`)."""
-    return syntax.identifier(expr) == value

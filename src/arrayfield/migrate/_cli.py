@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import ast
 import contextlib
+import functools
 import gc
 import io
 import os
@@ -111,20 +112,18 @@ def add_parser(subcommands: argparse._SubParsersAction) -> None:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("paths", nargs="+", metavar="PATH", help="files or directories")
-    parser.add_argument(
+    switch = functools.partial(parser.add_argument, action="store_true")
+    switch(
         "--check",
-        action="store_true",
         help="write nothing; list the files that would change and exit 1 if any",
     )
-    parser.add_argument(
+    switch(
         "--diff",
-        action="store_true",
         help="write nothing; print a unified diff of what the same command "
         "without --diff writes (with --fix: what --fix writes), for git apply",
     )
-    parser.add_argument(
+    switch(
         "--fix",
-        action="store_true",
         help="also make the safe edits diagnostics ask for: af.field(convert=False) "
         "on fields used as shapes (AF002) and on numbers that would start to "
         "train (AF007)",
@@ -136,19 +135,13 @@ def add_parser(subcommands: argparse._SubParsersAction) -> None:
         metavar="GLOB",
         help="skip files and directories matching GLOB (repeatable)",
     )
-    parser.add_argument(
+    switch(
         "--typed",
-        action="store_true",
         help="wrap every converted array field's annotation in af.Field[...] (and "
         "write bare defaults as af.field(default=...)), so pyright and mypy accept "
         "the numbers arrayfield converts",
     )
-    parser.add_argument(
-        "-q",
-        "--quiet",
-        action="store_true",
-        help="print only diagnostics, diffs and errors",
-    )
+    switch("-q", "--quiet", help="print only diagnostics, diffs and errors")
     parser.set_defaults(run=run)
 
 

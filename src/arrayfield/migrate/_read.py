@@ -251,6 +251,7 @@ class AstAnalysis:
                 statement.target, ast.Name
             ):
                 call = self.specifier_call(statement.value)
+                keywords = [] if call is None else call.keywords
                 site = FieldSite(
                     qualname,
                     statement,
@@ -262,7 +263,7 @@ class AstAnalysis:
                     self.position,
                     self.snippet,
                     self.module_values,
-                    {} if call is None else syntax.call_keywords(call),
+                    {kw.arg: kw for kw in keywords if kw.arg is not None},
                 )
                 self._field(site, bool(equinox_bases or already_migrated))
 

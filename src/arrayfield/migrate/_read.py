@@ -251,7 +251,9 @@ class AstAnalysis:
                 statement.target, ast.Name
             ):
                 call = self.specifier_call(statement.value)
-                keywords = [] if call is None else call.keywords
+                keywords = {}
+                if call is not None:  # (`kw.arg` is None for a `**kwargs`)
+                    keywords = {kw.arg: kw.value for kw in call.keywords if kw.arg}
                 site = FieldSite(
                     qualname,
                     statement,
@@ -263,7 +265,7 @@ class AstAnalysis:
                     self.position,
                     self.snippet,
                     self.module_values,
-                    {kw.arg: kw for kw in keywords if kw.arg is not None},
+                    keywords,
                 )
                 self._field(site, bool(equinox_bases or already_migrated))
 
@@ -273,11 +275,12 @@ class AstAnalysis:
             return
         if site.context is not None and site.name in site.context.fields:
             self.known_positions[field.target] = site.context.fields[site.name]
-        converter = site.argument("converter")
+        keywords = site.keywords
+        converter = keywords.get("converter")
         reading = FieldReading(
             kind=array_kind(site.annotation, self.imports),
-            static=syntax.identifier(site.argument("static")) == "True",
-            opted_out=syntax.identifier(site.argument("convert")) == "False",
+            static=syntax.identifier(keywords.get("static")) == "True",
+            opted_out=syntax.identifier(keywords.get("convert")) == "False",
             # A converter that makes arrays already keeps new values traced.
             makes_array=converter is not None and self._makes_array(converter),
             migrating=site.cls.rpartition(".")[2] in self.migrating_classes,
@@ -315,7 +318,8 @@ class AstAnalysis:
         makes = CONVERTER_KINDS.get(self.imports.resolve(converter) or "")
         if makes is None:
             return
-        mismatch = af004_converter_kind.check(site, makes, reading.kind)
+        keyword = next(kw for kw in call.keywords if kw.arg == "converter")
+        mismatch = af004_converter_kind.check(site, keyword, makes, reading.kind)
         if mismatch is not None:
             self.diagnostics.append(mismatch)
             return

@@ -75,7 +75,7 @@ class FieldSite(NamedTuple):
     snippet: Callable[[Any], str]  # a node's source on one line, cut to 40
     # Module-level names bound once, to the value (None: bound more than once).
     module_values: Mapping[str, Any]
-    keywords: dict[str, Any]  # of `call`, each with a `.value`
+    keywords: dict[str, Any]  # the values of `call`'s keyword arguments
 
     @property
     def name(self) -> str:
@@ -88,12 +88,7 @@ class FieldSite(NamedTuple):
     @property
     def default(self) -> Any | None:
         """The class default: the value, or a specifier's `default=`."""
-        return self.node.value if self.call is None else self.argument("default")
-
-    def argument(self, name: str) -> Any | None:
-        """The value of the specifier's keyword `name`, if it is given."""
-        keyword = self.keywords.get(name)
-        return None if keyword is None else keyword.value
+        return self.node.value if self.call is None else self.keywords.get("default")
 
     def values(self) -> Iterator[tuple[Any, int | None]]:
         """The class default (with None), then each value a method assigns the

@@ -4,6 +4,8 @@ rather than silently change the array type (`_read` runs this rule)."""
 
 from __future__ import annotations
 
+from typing import Any
+
 from .._annotations import ArrayKind
 from .._diagnostics import Diagnostic
 from .._site import FieldSite
@@ -15,11 +17,12 @@ SUMMARY = (
 )
 
 
-def check(site: FieldSite, makes: ArrayKind, kind: ArrayKind) -> Diagnostic | None:
+def check(
+    site: FieldSite, converter: Any, makes: ArrayKind, kind: ArrayKind
+) -> Diagnostic | None:
     """For a field of array kind `kind` whose `converter=` makes `makes` arrays."""
     if makes == kind:
         return None
-    converter = site.keywords["converter"]
     written = f"`converter={site.snippet(converter.value)}`"
     if kind == "jax":
         text = (

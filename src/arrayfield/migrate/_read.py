@@ -97,11 +97,8 @@ def _outside_classes(body: Iterable[ast.AST]) -> Iterator[ast.AST]:
 
 
 class AstAnalysis:
-    """What to rewrite in one file, and its diagnostics (`analyse_source`).
-
-    It is the `_site.CallContext` of the call rules: `cached_function`,
-    `position`, `snippet`, `module_base` and `migrated_class`.
-    """
+    """What to rewrite in one file, and its diagnostics (`analyse_source`);
+    what a call rule asks about the file around the call."""
 
     def __init__(
         self,

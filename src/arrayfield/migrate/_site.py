@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Callable, Iterator, Mapping
-from typing import Any, NamedTuple, Protocol
+from typing import Any, NamedTuple
 
 from ._bindings import ImportMap
 from ._diagnostics import Diagnostic
@@ -21,23 +21,6 @@ class FieldEdit(enum.Enum):
     DROP_CONVERTER = enum.auto()  # eqx.field(converter=jnp.asarray, static=False)
     DROP_DEFAULT = enum.auto()  # = eqx.field(converter=jnp.asarray)
     NO_CONVERT = enum.auto()  # a rule's fix: `= af.field(convert=False)`
-
-
-class CallContext(Protocol):
-    """What a call rule may ask of the file around a call (`_read.AstAnalysis`)."""
-
-    # Inside a function: whether a cache decorator wraps it; None outside any.
-    cached_function: bool | None
-
-    def position(self, node: Any) -> tuple[int, int]: ...
-
-    def snippet(self, node: Any) -> str: ...
-
-    # Whether a base expression is a Module class or equinox's Module.
-    def module_base(self, expr: Any) -> bool: ...
-
-    # Whether a name, as written, is a Module class this run migrates.
-    def migrated_class(self, name: str) -> bool: ...
 
 
 class FieldReading(NamedTuple):

@@ -53,9 +53,7 @@ def check_call(node: Any, known: AstAnalysis) -> list[Diagnostic]:
     for keyword in [kw for kw in node.keywords if kw.arg in AXIS_KEYWORDS]:
         for spec in calls_in(keyword.value):
             name = dotted_name(spec.func)
-            if name is None or not known.migrated_class(name):
-                continue
-            if not _gives_an_axis(spec):
+            if not (known.migrated_class(name) and _gives_an_axis(spec)):
                 continue
             message = (
                 f"{name}(...) is built as an axis spec ({keyword.arg}=): as an "

@@ -218,15 +218,13 @@ class AstAnalysis:
             index for index, base in enumerate(bases) if self._is_equinox_module(base)
         ]
         written = [_unsubscripted(base) for base in bases]
-        base_names = [dotted_name(base) for base in written]
-        already_migrated = any(
-            name in self.module_classes for name in base_names
-        ) or any(
+        base_names = {dotted_name(base) for base in written}
+        already_migrated = bool(base_names & self.module_classes) or any(
             self.imports.resolve(base) == "arrayfield.ArrayModule" for base in written
         )
         # A subclass of an alias such as `Base = eqx.Module`, or (known from the
         # project index) of a Module class defined in another module.
-        aliased = any(base in self.module_aliases for base in base_names)
+        aliased = bool(base_names & self.module_aliases)
         context = None if self.context is None else self.context.classes.get(qualname)
         if not (equinox_bases or already_migrated or aliased or context is not None):
             return
@@ -234,7 +232,7 @@ class AstAnalysis:
         if (
             equinox_bases
             or aliased
-            or any(base in self.migrating_classes for base in base_names)
+            or base_names & self.migrating_classes
             or (context is not None and context.from_equinox)
         ):
             self.migrating_classes.add(node.name)

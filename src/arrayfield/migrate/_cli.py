@@ -18,8 +18,7 @@ from typing import TYPE_CHECKING
 
 from . import _runner
 from ._checks import CODES
-from ._read import CheckResult
-from ._runner import FileError
+from ._runner import CheckResult, FileError
 from ._walk import find_files
 from ._write import ChangedSinceRead, write_atomically
 

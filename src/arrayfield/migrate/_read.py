@@ -11,7 +11,7 @@ import functools
 import tokenize
 from collections.abc import Iterable, Iterator
 from io import BytesIO
-from typing import Any, NamedTuple
+from typing import Any
 
 from . import _diagnostics as diag
 from . import _syntax as syntax
@@ -39,14 +39,6 @@ CONVERTER_KINDS: dict[str, ArrayKind] = {
 }
 # Field specifiers: their call, as a field's value, is not the field's default.
 SPECIFIERS = frozenset({"equinox.field", "arrayfield.field", "dataclasses.field"})
-
-
-class CheckResult(NamedTuple):
-    """The outcome of checking one file without rewriting it: the diagnostics
-    no `# noqa` silences, by position, and whether the rewrite changes it."""
-
-    diagnostics: tuple[Diagnostic, ...]
-    changed: bool
 
 
 def _is_cache(expr: Any) -> bool:
@@ -146,9 +138,6 @@ class AstAnalysis:
         self._scope: str | None = None
         # Inside a function: whether a cache decorator wraps it; None outside any.
         self.cached_function: bool | None = None
-
-    def result(self) -> CheckResult:
-        return CheckResult(self.reported(), self.changes)
 
     # The walk.
 

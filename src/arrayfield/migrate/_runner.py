@@ -16,9 +16,10 @@ from ._checks import calls_matter
 from ._facts import FileFacts, forget_directories, module_name, read_file, resolved_path
 from ._index import ProjectIndex
 from ._lint import config_for
-from ._read import CheckResult, analyse_source
+from ._read import analyse_source
 
 if TYPE_CHECKING:
+    from ._diagnostics import Diagnostic
     from ._splice import MigrationResult
 
 # A file that mentions none of these cannot hold a Module class unless it
@@ -32,6 +33,14 @@ _IDENTIFIER_BYTES = frozenset(
 ) | frozenset(range(0x80, 0x100))
 # Up to this many initials, a scan per initial is the faster name search.
 _FEW_INITIALS = 8
+
+
+class CheckResult(NamedTuple):
+    """The outcome of checking one file without rewriting it: the diagnostics
+    no `# noqa` silences, by position, and whether the rewrite changes it."""
+
+    diagnostics: tuple[Diagnostic, ...]
+    changed: bool
 
 
 class FileError(NamedTuple):
@@ -228,4 +237,4 @@ def rewrite_files(
 
                 yield splice_source(analysis)
             else:
-                yield analysis.result()
+                yield CheckResult(analysis.reported(), analysis.changes)

@@ -104,6 +104,26 @@ def test_diagnostics_name_nested_classes_as_runtime_errors_do():
 
 
 @pytest.mark.parametrize(
+    "helper",
+    [
+        "class Helper:\n    def __init__(self):\n        self.x = 1.0\n",
+        "if True:\n    class Helper:\n        def __init__(self):\n"
+        "            self.x = 1.0\n",
+    ],
+)
+def test_a_class_defined_in_a_method_assigns_its_own_self(helper):
+    # Its `self.x = 1.0` is not the Module's, at any depth of the method.
+    source = (
+        "import equinox as eqx\nimport jax\nimport jax.numpy as jnp\n\n\n"
+        "class A(eqx.Module):\n"
+        "    x: jax.Array\n\n"
+        "    def __init__(self):\n"
+        "        self.x = jnp.zeros(3)\n"
+    ) + "".join(f"        {line}\n" for line in helper.splitlines())
+    assert migrate_source(source).diagnostics == ()
+
+
+@pytest.mark.parametrize(
     "converter",
     [
         "jnp.asarray",

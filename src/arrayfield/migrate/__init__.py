@@ -3,7 +3,7 @@
 The command line (`_cli`) hands the paths to the runner (`_runner`), which
 finds the files (`_walk`), reads each one's facts with `ast` (`_facts`),
 resolves them across the tree (`_index`), then rewrites and checks each file
-with what the index knows: `_read` walks a file's `ast` tree, `_plan`
+with what the index knows: `_read` walks a file's `ast` tree and
 runs the rules of `_checks` (one module per AF code) over it, and `_splice`
 writes the planned edits into the file's text. Nothing here imports anything
 but the standard library (no JAX, no equinox), so the tool starts fast and can

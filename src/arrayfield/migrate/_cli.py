@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import ast
 import contextlib
+import functools
 import gc
 import io
 import os
@@ -17,8 +18,8 @@ from typing import TYPE_CHECKING
 
 from . import _runner
 from ._checks import CODES
-from ._read import CheckResult
-from ._runner import FileError
+from ._runner import CheckResult, FileError
+from ._walk import find_files
 from ._write import ChangedSinceRead, write_atomically
 
 if TYPE_CHECKING:
@@ -110,20 +111,18 @@ def add_parser(subcommands: argparse._SubParsersAction) -> None:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("paths", nargs="+", metavar="PATH", help="files or directories")
-    parser.add_argument(
+    switch = functools.partial(parser.add_argument, action="store_true")
+    switch(
         "--check",
-        action="store_true",
         help="write nothing; list the files that would change and exit 1 if any",
     )
-    parser.add_argument(
+    switch(
         "--diff",
-        action="store_true",
         help="write nothing; print a unified diff of what the same command "
         "without --diff writes (with --fix: what --fix writes), for git apply",
     )
-    parser.add_argument(
+    switch(
         "--fix",
-        action="store_true",
         help="also make the safe edits diagnostics ask for: af.field(convert=False) "
         "on fields used as shapes (AF002) and on numbers that would start to "
         "train (AF007)",
@@ -135,19 +134,13 @@ def add_parser(subcommands: argparse._SubParsersAction) -> None:
         metavar="GLOB",
         help="skip files and directories matching GLOB (repeatable)",
     )
-    parser.add_argument(
+    switch(
         "--typed",
-        action="store_true",
         help="wrap every converted array field's annotation in af.Field[...] (and "
         "write bare defaults as af.field(default=...)), so pyright and mypy accept "
         "the numbers arrayfield converts",
     )
-    parser.add_argument(
-        "-q",
-        "--quiet",
-        action="store_true",
-        help="print only diagnostics, diffs and errors",
-    )
+    switch("-q", "--quiet", help="print only diagnostics, diffs and errors")
     parser.set_defaults(run=run)
 
 
@@ -221,11 +214,13 @@ def _stop_on_signals() -> list[int]:
 
 def _migrate(args: argparse.Namespace) -> int:
     report = _Report(args)
-    files, errors = _runner.find_files(args.paths, args.exclude)
+    files, missing = find_files(args.paths, args.exclude)
+    for path in missing:
+        report.error(FileError(path, "no such file or directory"))
     contents, read_errors = _runner.read_files(files)
     trees: dict[Path, ast.Module] = {}
     index, index_errors = _runner.index_project(contents, trees)
-    for error in [*errors, *read_errors, *index_errors]:
+    for error in [*read_errors, *index_errors]:
         report.error(error)
     work = _runner.files_to_rewrite(contents, index)
     results = _runner.rewrite_files(

@@ -9,19 +9,19 @@ from __future__ import annotations
 import ast
 import functools
 import tokenize
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from io import BytesIO
-from typing import Any, NamedTuple
+from typing import Any
 
 from . import _diagnostics as diag
 from . import _syntax as syntax
 from ._annotations import ArrayKind, array_kind, is_class_var, is_field_wrapped
-from ._bindings import ImportMap, has_block, nested_statements, statements_in
+from ._bindings import ImportMap, has_block, nested_statements
 from ._checks import CALL_RULES, FIELD_RULES, af004_converter_kind, calls_matter
 from ._diagnostics import Diagnostic
 from ._index import FileContext
 from ._names import dotted_name
-from ._site import Assignment, FieldEdit, FieldReading, FieldSite, is_name
+from ._site import Assignment, FieldEdit, FieldReading, FieldSite
 
 _FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
 _DEFINITIONS = (ast.ClassDef, *_FUNCTIONS)
@@ -41,14 +41,6 @@ CONVERTER_KINDS: dict[str, ArrayKind] = {
 SPECIFIERS = frozenset({"equinox.field", "arrayfield.field", "dataclasses.field"})
 
 
-class CheckResult(NamedTuple):
-    """The outcome of checking one file without rewriting it: the diagnostics
-    no `# noqa` silences, by position, and whether the rewrite changes it."""
-
-    diagnostics: tuple[Diagnostic, ...]
-    changed: bool
-
-
 def _is_cache(expr: Any) -> bool:
     """`@functools.cache`, `@lru_cache(maxsize=None)` and the like."""
     if isinstance(expr, ast.Call):
@@ -61,37 +53,44 @@ def _unsubscripted(expr: Any) -> Any:
     return expr.value if isinstance(expr, ast.Subscript) else expr
 
 
-def _self_assignments(
-    method: ast.FunctionDef | ast.AsyncFunctionDef,
-) -> list[Assignment]:
-    """`self.<attr> = value` statements in a method, nested classes excluded.
-    `self` is the first parameter after any positional-only ones."""
-    self_name = method.args.args[0].arg
+def _self_assignments(cls: ast.ClassDef) -> list[Assignment]:
+    """`self.<attr> = value` statements in the methods of a class, nested
+    classes excluded. `self` is the first parameter after any positional-only
+    ones."""
     found: list[Assignment] = []
-    statements = [node for node in method.body if not isinstance(node, ast.ClassDef)]
-    for statement in statements_in(statements):
-        if isinstance(statement, ast.Assign):
-            targets = statement.targets
-        elif isinstance(statement, ast.AnnAssign) and statement.value is not None:
-            targets = [statement.target]
-        else:
+    for method in cls.body:
+        if not (isinstance(method, _FUNCTIONS) and method.args.args):
             continue
-        found += [
-            (target.attr, statement.value, statement)
-            for target in targets
-            if isinstance(target, ast.Attribute)
-            and isinstance(target.value, ast.Name)
-            and target.value.id == self_name
-        ]
+        self_name = method.args.args[0].arg
+        for statement in _outside_classes(method.body):
+            if isinstance(statement, ast.Assign):
+                targets = statement.targets
+            elif isinstance(statement, ast.AnnAssign) and statement.value is not None:
+                targets = [statement.target]
+            else:
+                continue
+            found += [
+                (target.attr, statement.value, statement)
+                for target in targets
+                if isinstance(target, ast.Attribute)
+                and isinstance(target.value, ast.Name)
+                and target.value.id == self_name
+            ]
     return found
 
 
-class AstAnalysis:
-    """What to rewrite in one file, and its diagnostics (`analyse_source`).
+def _outside_classes(body: Iterable[ast.AST]) -> Iterator[ast.AST]:
+    """The statements of a body at any depth, those of classes left out."""
+    for node in body:
+        if not isinstance(node, ast.ClassDef):
+            yield node
+            if has_block(node):
+                yield from _outside_classes(nested_statements(node))
 
-    It is the `_site.CallContext` of the call rules: `cached_function`,
-    `position`, `snippet`, `module_base` and `migrated_class`.
-    """
+
+class AstAnalysis:
+    """What to rewrite in one file, and its diagnostics (`analyse_source`);
+    what a call rule asks about the file around the call."""
 
     def __init__(
         self,
@@ -139,9 +138,6 @@ class AstAnalysis:
         self._scope: str | None = None
         # Inside a function: whether a cache decorator wraps it; None outside any.
         self.cached_function: bool | None = None
-
-    def result(self) -> CheckResult:
-        return CheckResult(self.reported(), self.changes)
 
     # The walk.
 
@@ -211,15 +207,13 @@ class AstAnalysis:
             index for index, base in enumerate(bases) if self._is_equinox_module(base)
         ]
         written = [_unsubscripted(base) for base in bases]
-        base_names = [dotted_name(base) for base in written]
-        already_migrated = any(
-            name in self.module_classes for name in base_names
-        ) or any(
+        base_names = {dotted_name(base) for base in written}
+        already_migrated = bool(base_names & self.module_classes) or any(
             self.imports.resolve(base) == "arrayfield.ArrayModule" for base in written
         )
         # A subclass of an alias such as `Base = eqx.Module`, or (known from the
         # project index) of a Module class defined in another module.
-        aliased = any(base in self.module_aliases for base in base_names)
+        aliased = bool(base_names & self.module_aliases)
         context = None if self.context is None else self.context.classes.get(qualname)
         if not (equinox_bases or already_migrated or aliased or context is not None):
             return
@@ -227,7 +221,7 @@ class AstAnalysis:
         if (
             equinox_bases
             or aliased
-            or any(base in self.migrating_classes for base in base_names)
+            or base_names & self.migrating_classes
             or (context is not None and context.from_equinox)
         ):
             self.migrating_classes.add(node.name)
@@ -235,15 +229,15 @@ class AstAnalysis:
             self.base_edits[node] = equinox_bases
             for index in equinox_bases:
                 self._release(bases[index])
-        assignments: list[Assignment] = []
-        for statement in node.body:
-            if isinstance(statement, _FUNCTIONS) and statement.args.args:
-                assignments.extend(_self_assignments(statement))
+        assignments = _self_assignments(node)
         for statement in node.body:
             if isinstance(statement, ast.AnnAssign) and isinstance(
                 statement.target, ast.Name
             ):
                 call = self.specifier_call(statement.value)
+                keywords = {}
+                if call is not None:  # (`kw.arg` is None for a `**kwargs`)
+                    keywords = {kw.arg: kw.value for kw in call.keywords if kw.arg}
                 site = FieldSite(
                     qualname,
                     statement,
@@ -255,26 +249,24 @@ class AstAnalysis:
                     self.position,
                     self.snippet,
                     self.module_values,
-                    {} if call is None else syntax.call_keywords(call),
+                    keywords,
                 )
                 self._field(site, bool(equinox_bases or already_migrated))
 
     def _field(self, site: FieldSite, drop_converters: bool) -> None:
-        field, keywords, call = site.node, site.keywords, site.call
+        field, call = site.node, site.call
         if is_class_var(site.annotation, self.imports):
             return
         if site.context is not None and site.name in site.context.fields:
             self.known_positions[field.target] = site.context.fields[site.name]
-        static = "static" in keywords and is_name(keywords["static"].value, "True")
-        kind = array_kind(site.annotation, self.imports)
-        convert = keywords.get("convert")
+        keywords = site.keywords
         converter = keywords.get("converter")
         reading = FieldReading(
-            kind=kind,
-            static=static,
-            opted_out=convert is not None and is_name(convert.value, "False"),
+            kind=array_kind(site.annotation, self.imports),
+            static=syntax.identifier(keywords.get("static")) == "True",
+            opted_out=syntax.identifier(keywords.get("convert")) == "False",
             # A converter that makes arrays already keeps new values traced.
-            makes_array=converter is not None and self._makes_array(converter.value),
+            makes_array=converter is not None and self._makes_array(converter),
             migrating=site.cls.rpartition(".")[2] in self.migrating_classes,
         )
         found: dict[str, Diagnostic] = {}
@@ -292,7 +284,7 @@ class AstAnalysis:
                 self.field_edits[field] = rule.FIX
                 if call is not None:
                     self._release(call.func)
-        if kind is None or static:
+        if reading.kind is None or reading.static:
             return
         if self.typed and not (reading.opted_out or field in self.field_edits):
             # (the one edit planned so far is --fix's opt-out)
@@ -307,14 +299,15 @@ class AstAnalysis:
             or self.imports.resolve(call.func) != "equinox.field"
         ):
             return
-        makes = CONVERTER_KINDS.get(self.imports.resolve(converter.value) or "")
+        makes = CONVERTER_KINDS.get(self.imports.resolve(converter) or "")
         if makes is None:
             return
-        mismatch = af004_converter_kind.check(site, converter, makes, kind)
+        keyword = next(kw for kw in call.keywords if kw.arg == "converter")
+        mismatch = af004_converter_kind.check(site, keyword, makes, reading.kind)
         if mismatch is not None:
             self.diagnostics.append(mismatch)
             return
-        self._release(converter.value)
+        self._release(converter)
         # A type checker types the __init__ parameter from the converter: the
         # annotation that says the same thing takes its place.
         self._wrap(site)

@@ -1,4 +1,4 @@
-"""Running the codemod over a tree: finding and reading the files, indexing
+"""Running the codemod over a tree: reading the files `_walk` found, indexing
 them (phase 1), then analysing each file that may change (phase 2, `_read`)
 and splicing its new text when one is needed (`_splice`). Nothing here
 prints: errors come back as `FileError`s, in the order found, for `_cli`.
@@ -7,7 +7,6 @@ prints: errors come back as `FileError`s, in the order found, for `_cli`.
 from __future__ import annotations
 
 import ast
-import os
 import re
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
@@ -17,10 +16,10 @@ from ._checks import calls_matter
 from ._facts import FileFacts, forget_directories, module_name, read_file, resolved_path
 from ._index import ProjectIndex
 from ._lint import config_for
-from ._read import CheckResult, analyse_source
-from ._walk import python_files
+from ._read import analyse_source
 
 if TYPE_CHECKING:
+    from ._diagnostics import Diagnostic
     from ._splice import MigrationResult
 
 # A file that mentions none of these cannot hold a Module class unless it
@@ -36,6 +35,14 @@ _IDENTIFIER_BYTES = frozenset(
 _FEW_INITIALS = 8
 
 
+class CheckResult(NamedTuple):
+    """The outcome of checking one file without rewriting it: the diagnostics
+    no `# noqa` silences, by position, and whether the rewrite changes it."""
+
+    diagnostics: tuple[Diagnostic, ...]
+    changed: bool
+
+
 class FileError(NamedTuple):
     """Why a path could not be processed, and where (1:1 when nowhere in it)."""
 
@@ -43,37 +50,6 @@ class FileError(NamedTuple):
     message: str
     line: int = 1
     col: int = 1
-
-
-def find_files(
-    paths: Sequence[str], excludes: Sequence[str]
-) -> tuple[list[Path], list[FileError]]:
-    """The Python files under `paths`, each once however it was reached
-    (`pkg ./pkg`, a link): under the first name found, or its own name rather
-    than a link's."""
-    errors: list[FileError] = []
-    files: dict[tuple[int, int] | Path, Path] = {}
-    for given in paths:
-        path = Path(given)
-        if not path.exists():
-            errors.append(FileError(given, "no such file or directory"))
-            continue
-        for found in python_files(path, excludes):
-            key = _identity(found)
-            kept = files.get(key)
-            if kept is None or (kept.is_symlink() and not found.is_symlink()):
-                files[key] = found
-    return list(files.values()), errors
-
-
-def _identity(path: Path) -> tuple[int, int] | Path:
-    """The file a path reaches: its device and inode (one `stat`, where
-    resolving reads every directory above it), else its resolved path."""
-    try:
-        stat = os.stat(path)
-    except OSError:  # reading it reports the error
-        return path.resolve()
-    return (stat.st_dev, stat.st_ino) if stat.st_ino else path.resolve()
 
 
 def read_files(files: Iterable[Path]) -> tuple[dict[Path, bytes], list[FileError]]:
@@ -261,4 +237,4 @@ def rewrite_files(
 
                 yield splice_source(analysis)
             else:
-                yield analysis.result()
+                yield CheckResult(analysis.reported(), analysis.changes)

@@ -5,9 +5,8 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Callable, Iterator, Mapping
-from typing import Any, NamedTuple, Protocol
+from typing import Any, NamedTuple
 
-from . import _syntax as syntax
 from ._bindings import ImportMap
 from ._diagnostics import Diagnostic
 from ._index import ClassContext, FileContext
@@ -22,23 +21,6 @@ class FieldEdit(enum.Enum):
     DROP_CONVERTER = enum.auto()  # eqx.field(converter=jnp.asarray, static=False)
     DROP_DEFAULT = enum.auto()  # = eqx.field(converter=jnp.asarray)
     NO_CONVERT = enum.auto()  # a rule's fix: `= af.field(convert=False)`
-
-
-class CallContext(Protocol):
-    """What a call rule may ask of the file around a call (`_plan.Plan` answers)."""
-
-    # Inside a function: whether a cache decorator wraps it; None outside any.
-    cached_function: bool | None
-
-    def position(self, node: Any) -> tuple[int, int]: ...
-
-    def snippet(self, node: Any) -> str: ...
-
-    # Whether a base expression is a Module class or equinox's Module.
-    def module_base(self, expr: Any) -> bool: ...
-
-    # Whether a name, as written, is a Module class this run migrates.
-    def migrated_class(self, name: str) -> bool: ...
 
 
 class FieldReading(NamedTuple):
@@ -76,7 +58,7 @@ class FieldSite(NamedTuple):
     snippet: Callable[[Any], str]  # a node's source on one line, cut to 40
     # Module-level names bound once, to the value (None: bound more than once).
     module_values: Mapping[str, Any]
-    keywords: dict[str, Any]  # of `call`, each with a `.value`
+    keywords: dict[str, Any]  # the values of `call`'s keyword arguments
 
     @property
     def name(self) -> str:
@@ -89,10 +71,7 @@ class FieldSite(NamedTuple):
     @property
     def default(self) -> Any | None:
         """The class default: the value, or a specifier's `default=`."""
-        if self.call is None:
-            return self.node.value
-        arg = self.keywords.get("default")
-        return None if arg is None else arg.value
+        return self.node.value if self.call is None else self.keywords.get("default")
 
     def values(self) -> Iterator[tuple[Any, int | None]]:
         """The class default (with None), then each value a method assigns the
@@ -126,8 +105,3 @@ class FieldSite(NamedTuple):
         line, col = self.position(self.node.target if at is None else at)
         message = f"field '{self.cls}.{self.name}' {text}"
         return Diagnostic(line, col, code, message, fixable, undecided)
-
-
-def is_name(expr: Any | None, value: str) -> bool:
-    """Whether `expr` is the bare name `value` (`True`, `False`)."""
-    return syntax.identifier(expr) == value

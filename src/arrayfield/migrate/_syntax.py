@@ -47,11 +47,6 @@ def argument_value(argument: Any) -> Any:
     return argument
 
 
-def call_keywords(node: ast.Call) -> dict[str, Any]:
-    """Keyword name -> its argument (with a `.value`) for a call."""
-    return {kw.arg: kw for kw in node.keywords if kw.arg is not None}
-
-
 def class_made_by_type(node: ast.Call) -> tuple[Any, list[Any]] | None:
     """`(name, [Base, ...])` for `type(name, (Base, ...), namespace)`, else None."""
     if identifier(node.func) != "type":

@@ -114,14 +114,42 @@ class _Excludes:
         )
 
 
-def python_files(path: Path, excludes: Sequence[str] = ()) -> Iterator[Path]:
-    """`path` itself if it is a file, else the `*.py` files under it, sorted,
-    minus hidden ones (editor lock files such as `.#model.py`), links to
-    nothing, build directories, virtual environments (holding `pyvenv.cfg`),
-    `.gitignore`d paths and `excludes` globs."""
-    if not path.is_dir():
-        yield path
-        return
+def find_files(
+    paths: Sequence[str], excludes: Sequence[str]
+) -> tuple[list[Path], list[str]]:
+    """The Python files under `paths`, each once however it was reached
+    (`pkg ./pkg`, a link): under the first name found, or its own name rather
+    than a link's; and the paths that do not exist."""
+    missing: list[str] = []
+    files: dict[tuple[int, int] | Path, Path] = {}
+    for given in paths:
+        path = Path(given)
+        if not path.exists():
+            missing.append(given)
+            continue
+        for found in _python_files(path, excludes) if path.is_dir() else [path]:
+            key = _identity(found)
+            kept = files.get(key)
+            if kept is None or (kept.is_symlink() and not found.is_symlink()):
+                files[key] = found
+    return list(files.values()), missing
+
+
+def _identity(path: Path) -> tuple[int, int] | Path:
+    """The file a path reaches: its device and inode (one `stat`, where
+    resolving reads every directory above it), else its resolved path."""
+    try:
+        stat = os.stat(path)
+    except OSError:  # reading it reports the error
+        return path.resolve()
+    return (stat.st_dev, stat.st_ino) if stat.st_ino else path.resolve()
+
+
+def _python_files(path: Path, excludes: Sequence[str]) -> Iterator[Path]:
+    """The `*.py` files under a directory, sorted, minus hidden ones (editor
+    lock files such as `.#model.py`), links to nothing, build directories,
+    virtual environments (holding `pyvenv.cfg`), `.gitignore`d paths and
+    `excludes` globs."""
     excluded = _Excludes(excludes)
     gitignore = GitIgnore()
     absolute = path.resolve()

@@ -1,6 +1,6 @@
 """AF004: a converter that makes the other kind of array than the annotation.
 Under `af.ArrayModule` the annotation wins, so the codemod keeps the converter
-rather than silently change the array type (`_plan` runs this rule)."""
+rather than silently change the array type (`_read` runs this rule)."""
 
 from __future__ import annotations
 

@@ -3,11 +3,13 @@ instances of different class objects never share a compilation."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .. import _syntax as syntax
 from .._diagnostics import Diagnostic
-from .._site import CallContext
+
+if TYPE_CHECKING:
+    from .._read import AstAnalysis
 
 CODE = "AF006"
 NEEDLES = ("type(",)
@@ -17,7 +19,7 @@ SUMMARY = (
 )
 
 
-def check_call(node: Any, known: CallContext) -> list[Diagnostic]:
+def check_call(node: Any, known: AstAnalysis) -> list[Diagnostic]:
     """For `type(name, (Module, ...), namespace)` in a function not cached."""
     made = syntax.class_made_by_type(node)
     if made is None or known.cached_function is not False:

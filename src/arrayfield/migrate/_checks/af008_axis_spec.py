@@ -6,12 +6,14 @@ data, so the codemod says it where it sees the call."""
 from __future__ import annotations
 
 import ast
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .. import _syntax as syntax
 from .._diagnostics import Diagnostic
 from .._names import dotted_name
-from .._site import CallContext
+
+if TYPE_CHECKING:
+    from .._read import AstAnalysis
 
 CODE = "AF008"
 SUMMARY = (
@@ -44,16 +46,14 @@ def _gives_an_axis(spec: Any) -> bool:
     return any(syntax.number_type(syntax.argument_value(a)) is int for a in arguments)
 
 
-def check_call(node: Any, known: CallContext) -> list[Diagnostic]:
+def check_call(node: Any, known: AstAnalysis) -> list[Diagnostic]:
     """For each call of a Module class this run migrates that passes an axis,
     in an axis keyword of the call."""
     found = []
     for keyword in [kw for kw in node.keywords if kw.arg in AXIS_KEYWORDS]:
         for spec in calls_in(keyword.value):
             name = dotted_name(spec.func)
-            if name is None or not known.migrated_class(name):
-                continue
-            if not _gives_an_axis(spec):
+            if not (known.migrated_class(name) and _gives_an_axis(spec)):
                 continue
             message = (
                 f"{name}(...) is built as an axis spec ({keyword.arg}=): as an "

@@ -72,7 +72,8 @@ class ClassFacts:
     assigning it so; `objects` maps one to the class instantiated into it,
     `calls` to the function whose result is assigned (`_get_shape(...)`) and
     its line. `fields`: annotated names -> (line, column), 1-based, the column
-    in characters as editors count it.
+    in characters as editors count it; `class_vars`: those annotated
+    `ClassVar` (no `__init__` parameter).
     """
 
     def __init__(self, qualname: str, bases: list[str]) -> None:
@@ -96,11 +97,12 @@ class FileFacts:
     (`ImportMap.bindings`); `aliases` are module-level `Name = dotted.name`.
     `tree_at` and `registered` map an attribute replaced through
     `eqx.tree_at(lambda m: m.x, ...)`, and a class registered as a pytree
-    node, to the first line doing so. `int_list_functions`: module-level
-    functions returning a list of ints (`_returns_int_list`). `set_names`:
-    every name the file may give a field a value through: before `=` or as a
-    string (`setattr(m, "name", v)`). `positional`: callee -> the most
-    positional arguments a call of it passes (`_positional_counts`).
+    node (named as written), to the first line doing so.
+    `int_list_functions`: module-level functions returning a list of ints
+    (`_returns_int_list`). `set_names`: every name the file may give a field
+    a value through: before `=` or as a string (`setattr(m, "name", v)`).
+    `positional`: callee -> the most positional arguments a call of it passes
+    (`_positional_counts`).
     """
 
     def __init__(self, path: str, module: str, is_package: bool) -> None:

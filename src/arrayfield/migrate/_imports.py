@@ -59,7 +59,7 @@ def _uses(tree: ast.AST, skipped: set[int], wanted: set[str]) -> set[str]:
             for name in _names_of(node):
                 if name in wanted:
                     found.add(name)
-        if found == wanted:
+        if found == wanted:  # the rest of the tree cannot add to it
             return found
         stack.extend(
             child for child in ast.iter_child_nodes(node) if id(child) not in skipped
@@ -105,18 +105,28 @@ def _isort_key(
         module = statement.names[0].name
     else:
         module = "." * statement.level + (statement.module or "")
+    return _sort_key(module, isinstance(statement, ast.ImportFrom), first_party)
+
+
+# isort's sections, in order.
+_SECTIONS = ("future", "stdlib", "third-party", "first-party", "local")
+
+
+def _sort_key(
+    module: str, is_from: bool, first_party: frozenset[str]
+) -> tuple[int, bool, str]:
     top = module.partition(".")[0]
     if module.startswith("."):
-        section = 4
+        section = "local"
     elif top == "__future__":
-        section = 0
+        section = "future"
     elif top in first_party:
-        section = 3
+        section = "first-party"
     elif top in STDLIB:
-        section = 1
+        section = "stdlib"
     else:
-        section = 2
-    return section, isinstance(statement, ast.ImportFrom), module.lower()
+        section = "third-party"
+    return _SECTIONS.index(section), is_from, module.lower()
 
 
 def _is_docstring(statement: ast.stmt) -> bool:
@@ -181,12 +191,12 @@ class ImportEditor:
             block.append(statement)
         line = code + self.newline
         if not block and start:  # after the docstring, a blank line between
-            at = source.line_end(body[0])
+            at = source.after_last_line(body[0])
             self.edits.add(at, at, self.newline + line)
             return None
         if not block:  # above the first statement: below the file's header
             return self._insert(body[0], line, "")
-        mine = _isort_key(ast.Import([ast.alias("arrayfield")]), self.first_party)
+        mine = _sort_key("arrayfield", False, self.first_party)
         keys = [_isort_key(statement, self.first_party) for statement in block]
         same = [s for s, key in zip(block, keys, strict=True) if key[0] == mine[0]]
         for statement, key in zip(block, keys, strict=True):
@@ -196,7 +206,7 @@ class ImportEditor:
                 gap = "" if key[0] == mine[0] else self.newline
                 return self._insert(statement, line, gap)
             break
-        at = source.line_end(same[-1] if same else block[-1])
+        at = source.after_last_line(same[-1] if same else block[-1])
         self.edits.add(at, at, ("" if same else self.newline) + line)
         return None
 
@@ -238,7 +248,7 @@ class ImportEditor:
             if dropped:
                 orphans += self._lines_above(group[0], insertion)
                 first = source.line_start(first_line(group[0]))
-                self.edits.add(first, source.line_end(group[-1]), "")
+                self.edits.add(first, source.after_last_line(group[-1]), "")
                 continue
             if any(n is not None for n in names):
                 self._rewrite_group(group, names)
@@ -281,7 +291,9 @@ class ImportEditor:
         spans = []
         line = first_line(statement) - 1
         while line >= 1 and self.source.lines[line - 1].strip()[:1] in (b"", b"#"):
-            spans.insert(0, (self.source.line_start(line), self.source.starts[line]))
+            spans.insert(
+                0, (self.source.line_start(line), self.source.line_start(line + 1))
+            )
             line -= 1
         return spans
 

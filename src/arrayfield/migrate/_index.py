@@ -109,7 +109,9 @@ class FileContext(NamedTuple):
     that are not Modules and compare by identity, and to Module classes.
     `equinox_bases`: names as written (`core.Module`) that are equinox's
     Module reached through other modules of the tree. `exported`: names other
-    files import from this module (their imports stay).
+    files import from this module (their imports stay). `lint`: the lint
+    settings for the file, the tree's own packages among its first-party
+    modules. `bindings`: the names its imports bind (`FileFacts.bindings`).
     """
 
     classes: dict[str, ClassContext]
@@ -239,10 +241,14 @@ class ProjectIndex:
         parts = qualified.split(".")
         for cut in range(len(parts) - 1, 0, -1):
             module = ".".join(parts[:cut])
-            facts = self.modules.get(module) or self._namespace.get(module)
+            facts = self._module(module)
             if facts is not None:
                 return facts, ".".join(parts[cut:])
         return None
+
+    def _module(self, name: str) -> FileFacts | None:
+        """The file of a module name, or of its namespace-package spelling."""
+        return self.modules.get(name) or self._namespace.get(name)
 
     def qualify(self, facts: FileFacts, name: str) -> str | None:
         """The qualified name a dotted name written in `facts`'s file refers to."""
@@ -515,9 +521,8 @@ class ProjectIndex:
             root = self._root[facts.path]
             for target in facts.imports.values():
                 module, _, name = target.rpartition(".")
-                rooted = self._rooted(module, root)
-                other = self.modules.get(rooted) or self._namespace.get(rooted)
-                if module and other is not None and other is not facts:
+                other = self._module(self._rooted(module, root)) if module else None
+                if other is not None and other is not facts:
                     imported.setdefault(self.key(other), set()).add(name)
         return imported
 

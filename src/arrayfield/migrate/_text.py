@@ -26,7 +26,7 @@ class Source:
     def line_start(self, line: int) -> int:
         return self.starts[line - 1]
 
-    def line_end(self, node: ast.AST) -> int:
+    def after_last_line(self, node: ast.AST) -> int:
         """The offset after the node's last line, its line break included."""
         return self.starts[node.end_lineno]  # type: ignore[attr-defined]
 

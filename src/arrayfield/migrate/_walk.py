@@ -137,7 +137,8 @@ def find_files(
 
 def _identity(path: Path) -> tuple[int, int] | Path:
     """The file a path reaches: its device and inode (one `stat`, where
-    resolving reads every directory above it), else its resolved path."""
+    resolving reads every directory above it), else (a broken link, a file
+    system without inode numbers) its resolved path."""
     try:
         stat = os.stat(path)
     except OSError:  # reading it reports the error

@@ -83,6 +83,14 @@ class FieldSite(NamedTuple):
             if attr == self.name:
                 yield value, statement.lineno
 
+    def given(self, value: Any, line: int | None, verb: str) -> str:
+        """How the field gets a value of `values()`, for a message: "defaults
+        to `1.0`", or "<verb> `1.0` on line 12"."""
+        written = self.snippet(value)
+        if line is None:
+            return f"defaults to `{written}`"
+        return f"{verb} `{written}` on line {line}"
+
     def uses(self) -> dict[str, str]:
         """Kind of use -> `path:line` of its first, in the class or a subclass."""
         return {} if self.context is None else self.context.uses.get(self.name, {})

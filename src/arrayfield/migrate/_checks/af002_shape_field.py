@@ -53,11 +53,7 @@ def check_field(
         return site.report(CODE, text, fixable=True)
     for value, line in site.values():
         if looks_like_shape(value):
-            written = site.snippet(value)
-            if line is None:
-                where = f"defaults to `{written}`"
-            else:
-                where = f"is assigned `{written}` on line {line}"
+            where = site.given(value, line, "is assigned")
             text = (
                 f"is annotated as an array but {where}. If it holds a shape or "
                 "indices, declare it `af.field(convert=False)` so it stays a "

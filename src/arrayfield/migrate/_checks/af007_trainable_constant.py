@@ -74,11 +74,7 @@ def check_field(
             kind = syntax.number_type(_bound(site, value))
         if kind is None or (kind is int and dtype not in _FLOATING):
             continue
-        written = site.snippet(value)
-        if line is None:
-            where = f"defaults to `{written}`"
-        else:
-            where = f"is set to `{written}` on line {line}"
+        where = site.given(value, line, "is set to")
         text = (
             f"is annotated as an array and {where}: under eqx.Module it stayed a "
             "Python number, which eqx.filter(model, eqx.is_inexact_array) leaves "

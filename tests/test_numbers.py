@@ -30,7 +30,7 @@ import pytest
 from hypothesis import given, note, settings
 
 import arrayfield as af
-from arrayfield import _internals, _numbers
+from arrayfield import _internals, _jit, _numbers, _program
 from boxed_fields import BOX, build_scene, fit_fields, loss, observed
 from helpers import assert_bitwise, compiles_of
 
@@ -563,3 +563,34 @@ def test_donation_consumes_what_eqx_consumes(donate):
         seen[name] = (calls, len(compiled))
     assert seen["af"][0] == seen["eqx"][0]
     assert (seen["eqx"][1], seen["af"][1]) == (3, 1)
+
+
+# -- a JAX that writes its programs otherwise ------------------------------------------
+
+
+def test_the_probe_finds_numbers_shared_on_this_jax():
+    # JAX 0.11 stores `inline` as an enum and inlines `True` late: read as
+    # before, every program looked unshareable and nothing was shared, silently.
+    assert _program.numbers_unshared() is None
+
+
+def test_a_jax_whose_programs_cannot_share_says_so_once(monkeypatch):
+    # What a JAX that traces plain jits with new options would look like.
+    monkeypatch.setattr(_internals, "plain_jit_options", lambda params: False)
+    _jit._can_share_numbers.cache_clear()
+    try:
+        with pytest.warns(af.CompatibilityWarning) as caught:
+            first = af.filter_jit(share_numbers=True)(lambda x: x + 1)
+            second = af.filter_jit(share_numbers=True)(lambda x: x * 2)
+        assert len(caught) == 1
+        message = str(caught[0].message)
+        assert f"jax {jax.__version__}" in message and "share_numbers" in message
+        assert caught[0].filename == __file__  # the user's line, not ours
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            assert float(first(jnp.float32(1))) == 2.0
+            assert float(second(jnp.float32(1))) == 2.0
+        _, traces, compiles = fits(SHARING, fields=4)
+        assert (traces, compiles) == (4, 4)  # each field's own program, as equinox
+    finally:
+        _jit._can_share_numbers.cache_clear()

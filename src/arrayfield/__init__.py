@@ -24,6 +24,7 @@ _PUBLIC = {
     "AnnotationWarning": "._errors",
     "ArrayModule": "._module",
     "AuditError": "._errors",
+    "CompatibilityWarning": "._errors",
     "CompileCount": "._compiles",
     "ConversionError": "._errors",
     "Field": "._typing",
@@ -46,6 +47,7 @@ if TYPE_CHECKING:
     from ._compiles import count_compiles as count_compiles
     from ._errors import AnnotationWarning as AnnotationWarning
     from ._errors import AuditError as AuditError
+    from ._errors import CompatibilityWarning as CompatibilityWarning
     from ._errors import ConversionError as ConversionError
     from ._errors import RetraceWarning as RetraceWarning
     from ._errors import TraceReuseWarning as TraceReuseWarning

@@ -166,6 +166,19 @@ class RetraceWarning(UserWarning):
     __module__ = "arrayfield"  # tracebacks and reprs show the public name
 
 
+class CompatibilityWarning(UserWarning):
+    """A capability of arrayfield's is off because this JAX or equinox moved
+    something it relies on.
+
+    Given once per capability and process, naming the JAX and equinox versions
+    and what the check found. What is off falls back to what equinox does (no
+    value changes): `share_numbers=True` compiles each field's program alone,
+    for example. Upgrading arrayfield, or pinning the JAX named, brings it back.
+    """
+
+    __module__ = "arrayfield"  # tracebacks and reprs show the public name
+
+
 class TraceReuseWarning(RetraceWarning):
     """A call reused a trace compiled for arguments of another type.
 

@@ -368,9 +368,26 @@ def plain_jit_options(params: dict[str, Any]) -> bool:
         unspecified
         and no_layouts
         and (mesh is None or bool(getattr(mesh, "empty", False)))
-        and not params.get("inline", False)
+        and not inlines(params.get("inline", False))
         and not params.get("compiler_options_kvs", ())
     )
+
+
+# `jax.jit(f, inline=...)`. JAX 0.11 stores the option as a `jax.Inline` member
+# (`False` becomes `Inline.AUTO`, and every member is truthy), and from 0.11.2
+# `True` means `Inline.JAX_LATE`: inlined at lowering, so the trace keeps a
+# nested jit equation with the inner constants and residuals. `marked_program`
+# needs the inner function's equations in the outer trace, as `True` gave before.
+_INLINE = getattr(jax, "Inline", None)
+EARLY_INLINE: Any = True if _INLINE is None else _INLINE.JAX_EARLY
+
+
+def inlines(option: Any) -> bool:
+    """Whether a traced jit's `inline` parameter asks for any inlining (`False`
+    on JAX < 0.11, `jax.Inline.AUTO` after, is the default of a plain jit)."""
+    if _INLINE is not None and isinstance(option, _INLINE):
+        return option is not _INLINE.AUTO
+    return bool(option)
 
 
 def new_var(aval: Any) -> Any:

@@ -39,6 +39,7 @@ import jax.tree_util as jtu
 
 from . import _hooks, _internals, _program
 from ._env import DEFAULT_RETRACE_LIMIT, RETRACE_LIMIT, env_count
+from ._errors import CompatibilityWarning, warn_in_user_code
 from ._program import (
     Compiled,
     Marked,
@@ -235,6 +236,22 @@ _internals.register_cache_clear(_layouts.clear)
 def _can_share() -> bool:
     # Asked at the first wrapper, not at import: it compiles a tiny program.
     return _internals.can_share_compiles()
+
+
+@functools.cache
+def _can_share_numbers() -> bool:
+    # Asked at the first wrapper that shares numbers; a JAX on which the probe
+    # fails is named once, where a silent fallback would compile every field.
+    unshared = _program.numbers_unshared()
+    if unshared is not None:
+        warn_in_user_code(
+            CompatibilityWarning(
+                f"af.filter_jit(share_numbers=True) shares nothing on jax "
+                f"{jax.__version__} with equinox {eqx.__version__}: {unshared}. "
+                "Each program compiles alone, as without the option."
+            )
+        )
+    return unshared is None
 
 
 def _layout_for(
@@ -703,12 +720,13 @@ def filter_jit(
             pass  # equinox raises when called: every call goes to it
         else:
             share = share_compiles and _can_share()
+            share_numbers = share and share_numbers and _can_share_numbers()
             layout = _layout_for(
                 fun,
                 names,
                 static_fun,
                 (donate_first, donate_rest),
-                (share, share and share_numbers),
+                (share, share_numbers),
             )
     wrapper = _FilterJit(
         _fallback=fallback,

@@ -305,6 +305,36 @@ def _generalised_for(
     return family.executable, inputs
 
 
+def numbers_unshared() -> str | None:
+    """What keeps two programs that differ only in a number from sharing one on
+    this JAX, or None where they share (the probe `af.filter_jit` runs before
+    it first shares numbers: a JAX that writes its programs otherwise shows it
+    here, not as a silent compile per field)."""
+
+    def traced_with(number: float) -> Any:
+        def run(x: Any) -> tuple[Any, None]:
+            return x * number, None
+
+        flat = marked_program(run, always_wait=False)
+        return jax.jit(flat).trace(np.float32(1))
+
+    try:
+        keys = []
+        for number in (2.0, 3.0):
+            closed, params = _internals.traced_program(traced_with(number))
+            if not _internals.plain_jit_options(params):
+                return "a plain jax.jit reads as one with shardings, layouts, inlining or compiler options"
+            at = _numbers.sites(closed.jaxpr)
+            if not at:
+                return "the number a function multiplies by is not in its program"
+            keys.append(_numbers.family_key(closed, at, params))
+    except Exception as error:
+        return f"reading a traced program raised {type(error).__name__}: {error}"
+    if keys[0] != keys[1]:
+        return "programs that differ only in a number have different shapes"
+    return None
+
+
 def _compile_general(
     closed: Any,
     at: tuple,
@@ -483,7 +513,7 @@ def marked_program(
     # of the user's function an output of the outer one under `jax.grad` (a
     # residual), and a donated argument of that shape would back it, deleted
     # where `eqx.filter_jit` leaves it (tests/test_jit_differential.py).
-    inner = jax.jit(run, inline=True)
+    inner = jax.jit(run, inline=_internals.EARLY_INLINE)
 
     def flat(*call_args: Any) -> Any:
         if _internals.jit_disabled():  # runs eagerly: nothing to trace

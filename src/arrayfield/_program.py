@@ -323,7 +323,10 @@ def numbers_unshared() -> str | None:
         for number in (2.0, 3.0):
             closed, params = _internals.traced_program(traced_with(number))
             if not _internals.plain_jit_options(params):
-                return "a plain jax.jit reads as one with shardings, layouts, inlining or compiler options"
+                return (
+                    "a plain jax.jit reads as one with shardings, layouts, "
+                    "inlining or compiler options"
+                )
             at = _numbers.sites(closed.jaxpr)
             if not at:
                 return "the number a function multiplies by is not in its program"

@@ -174,6 +174,27 @@ class CompatibilityWarning(UserWarning):
     and what the check found. What is off falls back to what equinox does (no
     value changes): `share_numbers=True` compiles each field's program alone,
     for example. Upgrading arrayfield, or pinning the JAX named, brings it back.
+
+    !!! example
+
+        ```python
+        import warnings
+
+        import jax.numpy as jnp
+
+        import arrayfield as af
+
+        with warnings.catch_warnings():
+            # A test run that should fail, not slow down, when an upgrade turns
+            # a capability off:
+            warnings.simplefilter("error", af.CompatibilityWarning)
+
+            @af.filter_jit(share_numbers=True)
+            def scale(x, factor):
+                return x * factor
+
+            assert scale(jnp.ones(2), 3.0).tolist() == [3.0, 3.0]
+        ```
     """
 
     __module__ = "arrayfield"  # tracebacks and reprs show the public name

@@ -36,6 +36,7 @@ from typing import Any
 
 import equinox
 import jax
+import jax.extend
 import numpy as np
 
 # -- equinox's jit wrapper --------------------------------------------------------
@@ -388,6 +389,22 @@ def inlines(option: Any) -> bool:
     if _INLINE is not None and isinstance(option, _INLINE):
         return option is not _INLINE.AUTO
     return bool(option)
+
+
+# JAX 0.11 merged `ClosedJaxpr` into `Jaxpr` (a jaxpr carries its constants);
+# `jax.extend.core` keeps the old name as an alias of the new class, which type
+# checkers do not see as exported. Both are read here, once.
+JAXPR: type = jax.extend.core.Jaxpr
+CLOSED_JAXPR: type = getattr(jax.extend.core, "ClosedJaxpr", JAXPR)
+JAXPR_TYPES: tuple[type, ...] = tuple({JAXPR, CLOSED_JAXPR})
+
+
+def closed_jaxpr(jaxpr: Any) -> Any:
+    """`jaxpr`, whose constants are all inputs now, as jit's `jaxpr` parameter
+    holds a program: itself where the two classes are one (JAX 0.11+; replacing
+    its constvars dropped any constants it carried), wrapped with no constants
+    before."""
+    return jaxpr if CLOSED_JAXPR is JAXPR else CLOSED_JAXPR(jaxpr, [])
 
 
 def new_var(aval: Any) -> Any:

@@ -99,7 +99,7 @@ def _nests(eqn: Any) -> bool:
     """Whether an equation holds a jaxpr in its parameters."""
     for value in eqn.params.values():
         for v in value if isinstance(value, (tuple, list)) else (value,):
-            if isinstance(v, (jcore.Jaxpr, jcore.ClosedJaxpr)):
+            if isinstance(v, _internals.JAXPR_TYPES):
                 return True
     return False
 
@@ -300,7 +300,7 @@ def _dynamic(eqn: Any, starts: list[Any]) -> list[Any]:
     ).jaxpr
     if not traced.eqns or traced.outvars[0] in traced.invars:
         raise ValueError("jax.lax placed the block without an equation")
-    renamed = dict(zip(traced.invars, inputs, strict=True))
+    renamed: dict[Any, Any] = dict(zip(traced.invars, inputs, strict=True))
     renamed[traced.outvars[0]] = eqn.outvars[0]
 
     def wired(x: Any) -> Any:
@@ -350,7 +350,7 @@ def blanked(closed: Any, at: Sequence[Site]) -> Any:
     new = jaxpr.replace(
         constvars=[], invars=[*jaxpr.constvars, *jaxpr.invars, *added], eqns=eqns
     )
-    return jcore.ClosedJaxpr(new, [])
+    return _internals.closed_jaxpr(new)
 
 
 def family_key(closed: Any, at: Sequence[Site], params: dict[str, Any]) -> tuple:
@@ -403,4 +403,4 @@ def generalised(closed: Any, at: Sequence[Site]) -> Any:
         debug_info=debug_info,
     )
     _internals.check_jaxpr(new)
-    return jcore.ClosedJaxpr(new, [])
+    return _internals.closed_jaxpr(new)

@@ -407,8 +407,8 @@ def call_checks_on() -> bool:
     )
 
 
-_CLOSED_JAXPR = jax.extend.core.ClosedJaxpr
-_JAXPR = jax.extend.core.Jaxpr
+_CLOSED_JAXPR = _internals.CLOSED_JAXPR
+_JAXPR = _internals.JAXPR
 
 
 def has_host_work(closed: Any) -> bool:

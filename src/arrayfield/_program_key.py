@@ -46,8 +46,8 @@ import numpy as np
 
 from . import _internals
 
-_CLOSED_JAXPR = jax.extend.core.ClosedJaxpr
-_JAXPR = jax.extend.core.Jaxpr
+_CLOSED_JAXPR = _internals.CLOSED_JAXPR
+_JAXPR = _internals.JAXPR
 _LITERAL = jax.extend.core.Literal
 _DROP_VAR = _internals.DROP_VAR
 _PRIMITIVE = jax.extend.core.Primitive

@@ -6,6 +6,7 @@ os.environ.setdefault("JAX_PLATFORMS", "cpu")
 
 # Property tests: the same examples on every run and machine, so CI is reproducible.
 # HYPOTHESIS_PROFILE=explore draws fresh random examples locally.
+import jax
 import pytest
 from hypothesis import settings
 
@@ -23,3 +24,18 @@ def _decorated_functions_compared_within_one_test():
     record = sys.modules.get("arrayfield.diagnostics._record")
     if record is not None:
         record.DECORATED.by_code.clear()
+
+
+@pytest.fixture(params=[False, True], ids=["constants", "simplified-constants"])
+def jaxpr_constants(request):
+    """Each test twice: JAX's default, and `jax_use_simplified_jaxpr_constants`
+    (its planned default), under which a captured array is written into the
+    equations that read it instead of being a constant of the program."""
+    before = jax.config.jax_use_simplified_jaxpr_constants  # pyright: ignore[reportAttributeAccessIssue]
+    jax.config.update("jax_use_simplified_jaxpr_constants", request.param)
+    jax.clear_caches()
+    try:
+        yield request.param
+    finally:
+        jax.config.update("jax_use_simplified_jaxpr_constants", before)
+        jax.clear_caches()

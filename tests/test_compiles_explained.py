@@ -53,7 +53,7 @@ def _fit_each(jit, datas, steps=2):
 
 
 @needs_sharing
-def test_four_galaxies_closing_over_their_data_are_told_to_pass_it():
+def test_four_galaxies_closing_over_their_data_are_told_to_pass_it(jaxpr_constants):
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         with af.count_compiles() as compiles, af.explain_retraces():
@@ -88,7 +88,7 @@ def test_passing_the_data_as_an_argument_compiles_once_and_says_nothing():
 
 
 @needs_sharing
-def test_the_decorator_explains_a_new_wrapper_per_data_set_too():
+def test_the_decorator_explains_a_new_wrapper_per_data_set_too(jaxpr_constants):
     def jit(fn):
         return af.explain_retraces(af.filter_jit(fn))
 
@@ -150,7 +150,7 @@ def test_eqx_filter_jit_wrappers_are_told_what_they_capture():
 
 
 @needs_sharing
-def test_a_global_array_and_a_numpy_array_are_named_as_captured():
+def test_a_global_array_and_a_numpy_array_are_named_as_captured(jaxpr_constants):
     def make(scale):
         local = np.full(4, scale, np.float32)  # NumPy: JAX copies it
 

@@ -250,15 +250,18 @@ def test_a_family_compiles_once_wherever_its_numbers_differ():
     assert _count(window, calls) == (6, 1)
 
 
-def test_constants_are_lifted():
+def test_constants_are_lifted(jaxpr_constants):
     def offset(x, origin):  # a constant array, not a literal
         return x - jnp.array(origin, jnp.float32)
 
     x = jnp.ones(2)
+    # Under simplified constants JAX writes the array into the `sub`: no constant.
+    traced = jax.jit(offset, static_argnums=1).trace(x, (1, 2))
+    assert bool(traced.jaxpr.consts) is not jaxpr_constants
     assert _count(offset, [(x, o) for o in [(1, 2), (3, 4), (5, 6)]]) == (3, 1)
 
 
-def test_fresh_steps_closing_over_each_fields_data_share_one_program():
+def test_fresh_steps_closing_over_each_fields_data_share_one_program(jaxpr_constants):
     def fit(jit, data):
         @jit
         def step(x):  # `data` is a constant of the program

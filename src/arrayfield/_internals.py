@@ -345,11 +345,70 @@ def jit_disabled() -> bool:
     return bool(DISABLE_JIT.value)
 
 
+# JAX 0.11 merged `ClosedJaxpr` into `Jaxpr` (a jaxpr carries its constants);
+# `jax.extend.core` keeps the old name as an alias of the new class, which type
+# checkers do not see as exported. Both are read here, once.
+JAXPR: type = jax.extend.core.Jaxpr
+CLOSED_JAXPR: type = getattr(jax.extend.core, "ClosedJaxpr", JAXPR)
+JAXPR_TYPES: tuple[type, ...] = tuple({JAXPR, CLOSED_JAXPR})
+LITERAL: type = jax.extend.core.Literal
+
+
+def closed_jaxpr(jaxpr: Any) -> Any:
+    """`jaxpr`, whose constants are all inputs now, as jit's `jaxpr` parameter
+    holds a program: itself where the two classes are one (JAX 0.11+; replacing
+    its constvars dropped any constants it carried), wrapped with no constants
+    before."""
+    return jaxpr if CLOSED_JAXPR is JAXPR else CLOSED_JAXPR(jaxpr, [])
+
+
 def traced_program(traced: Any) -> tuple[Any, dict[str, Any]]:
-    """`(closed jaxpr, the jit's parameters)` of a `jax.jit(...).trace(...)`."""
+    """`(closed jaxpr, the jit's parameters)` of a `jax.jit(...).trace(...)`,
+    its captured arrays as constants (`hoisted_constants`)."""
     if traced._consts:  # constants that are tracers: not a top-level program
         raise ValueError("a trace inside another trace")
-    return traced.jaxpr, traced._params
+    return hoisted_constants(traced.jaxpr), traced._params
+
+
+def hoisted_constants(closed: Any) -> Any:
+    """`closed` with every array its equations or outputs read as a literal made
+    a constant. Under `jax_use_simplified_jaxpr_constants` (JAX's planned
+    default) a captured array is written into the equations that read it; by
+    default it is a constant, which keys, number sharing and diagnostics read as
+    one. One form for both: scalars stay literals, as they always were."""
+    jaxpr = closed.jaxpr
+    constvars: list[Any] = []
+    consts: list[Any] = []
+
+    def an_array(x: Any) -> bool:
+        return type(x) is LITERAL and getattr(x.aval, "shape", ()) != ()
+
+    def hoisted(x: Any) -> Any:
+        if not an_array(x):
+            return x
+        var = new_var(x.aval)
+        constvars.append(var)
+        consts.append(x.val)
+        return var
+
+    eqns = [
+        eqn.replace(invars=list(map(hoisted, eqn.invars)))
+        if any(map(an_array, eqn.invars))
+        else eqn
+        for eqn in jaxpr.eqns
+    ]
+    outvars = list(map(hoisted, jaxpr.outvars))
+    if not constvars:
+        return closed
+    changes = {
+        "constvars": [*jaxpr.constvars, *constvars],
+        "outvars": outvars,
+        "eqns": eqns,
+    }
+    consts = [*closed.consts, *consts]
+    if CLOSED_JAXPR is JAXPR:  # constvars with no values would be plain inputs
+        return jaxpr.replace(**changes, consts=consts)
+    return CLOSED_JAXPR(jaxpr.replace(**changes), consts)
 
 
 def plain_jit_options(params: dict[str, Any]) -> bool:
@@ -389,22 +448,6 @@ def inlines(option: Any) -> bool:
     if _INLINE is not None and isinstance(option, _INLINE):
         return option is not _INLINE.AUTO
     return bool(option)
-
-
-# JAX 0.11 merged `ClosedJaxpr` into `Jaxpr` (a jaxpr carries its constants);
-# `jax.extend.core` keeps the old name as an alias of the new class, which type
-# checkers do not see as exported. Both are read here, once.
-JAXPR: type = jax.extend.core.Jaxpr
-CLOSED_JAXPR: type = getattr(jax.extend.core, "ClosedJaxpr", JAXPR)
-JAXPR_TYPES: tuple[type, ...] = tuple({JAXPR, CLOSED_JAXPR})
-
-
-def closed_jaxpr(jaxpr: Any) -> Any:
-    """`jaxpr`, whose constants are all inputs now, as jit's `jaxpr` parameter
-    holds a program: itself where the two classes are one (JAX 0.11+; replacing
-    its constvars dropped any constants it carried), wrapped with no constants
-    before."""
-    return jaxpr if CLOSED_JAXPR is JAXPR else CLOSED_JAXPR(jaxpr, [])
 
 
 def new_var(aval: Any) -> Any:

@@ -8,7 +8,11 @@ A page marks where a table goes with a pair of comments:
     <!-- /results -->
 
 `NAME` is a table of the results file (`summary`, `seed`, `dispatch`, ...) or
-`run`, a sentence saying where and when the run ran. The plots
+`run`, a sentence saying where and when the run ran. `FILE/NAME` reads another
+run's file, `benchmarks/results/FILE.json`: `newest-jax/seed` is the seed table
+of the run on the newest JAX, which needs a newer Python than the main run's
+(`run.py --results benchmarks/results/newest-jax.json`). Each figure still
+comes from one file, named beside it by its run sentence. The plots
 (`docs/assets/seed_loop.png`, `dispatch.png`, `many_fields.png`) carry the
 results file's SHA-256 in their PNG metadata, so a stale plot is found without
 redrawing it.
@@ -33,10 +37,11 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
-RESULTS_FILE = ROOT / "benchmarks" / "results" / "results.json"
+RESULTS_DIR = ROOT / "benchmarks" / "results"
+RESULTS_FILE = RESULTS_DIR / "results.json"
 ASSETS = ROOT / "docs" / "assets"
 BLOCK = re.compile(
-    r"(?P<open><!-- results:(?P<name>[\w-]+) -->\n)"
+    r"(?P<open><!-- results:(?P<name>(?:[\w-]+/)?[\w-]+) -->\n)"
     r"(?P<body>.*?)"
     r"(?P<close><!-- /results -->)",
     re.S,
@@ -51,6 +56,14 @@ def pages() -> list[Path]:
 
 def load(path: Path = RESULTS_FILE) -> dict[str, Any]:
     return json.loads(path.read_text())
+
+
+def other_run(stem: str) -> dict[str, Any]:
+    """The results file `benchmarks/results/STEM.json`, for blocks `STEM/NAME`."""
+    path = RESULTS_DIR / f"{stem}.json"
+    if not path.exists():
+        raise KeyError(f"no results file {path.relative_to(ROOT)}")
+    return load(path)
 
 
 def digest(path: Path = RESULTS_FILE) -> str:
@@ -91,14 +104,27 @@ def render(name: str, results: dict[str, Any]) -> str:
     return table_markdown(results["tables"][name]) + "\n"
 
 
-def rewrite(text: str, results: dict[str, Any]) -> str:
-    """`text` with every marked block rendered afresh from `results`."""
+def rewrite(
+    text: str,
+    results: dict[str, Any],
+    others: Callable[[str], dict[str, Any]] = other_run,
+) -> str:
+    """`text` with every marked block rendered afresh from `results` (a block
+    `FILE/NAME` from `others(FILE)`)."""
 
     def block(match: re.Match[str]) -> str:
-        body = render(match["name"], results)
-        return f"{match['open']}{body}{match['close']}"
+        return (
+            f"{match['open']}{expected(match['name'], results, others)}{match['close']}"
+        )
 
     return BLOCK.sub(block, text)
+
+
+def expected(
+    name: str, results: dict[str, Any], others: Callable[[str], dict[str, Any]]
+) -> str:
+    stem, _, table = name.rpartition("/")
+    return render(table, others(stem) if stem else results)
 
 
 def published_names() -> set[str]:
@@ -244,15 +270,25 @@ def stale(path: Path = RESULTS_FILE) -> list[str]:
         for match in BLOCK.finditer(text):
             where = f"{page.relative_to(ROOT)}, block {match['name']!r}"
             try:
-                expected = render(match["name"], results)
+                body = expected(match["name"], results, other_run)
             except KeyError as error:
                 problems.append(f"{where}: {error.args[0]}")
                 continue
-            if match["body"] != expected:
+            if match["body"] != body:
                 problems.append(f"{where} differs from the results file")
-    for name in results["tables"]:
-        if name not in published_names():
-            problems.append(f"table {name!r} is published on no page")
+    # Every table of every run is published: the main run's, and each other
+    # run's that a page reads (a missing file is reported at its block above).
+    published = published_names()
+    runs = {"": results}
+    for name in published:
+        stem = name.rpartition("/")[0]
+        if stem and (RESULTS_DIR / f"{stem}.json").exists():
+            runs[stem] = other_run(stem)
+    for stem, run in runs.items():
+        for table in run["tables"]:
+            name = f"{stem}/{table}" if stem else table
+            if name not in published:
+                problems.append(f"table {name!r} is published on no page")
     for name in PLOTS:
         plot = ASSETS / f"{name}.png"
         if not plot.exists():

@@ -93,6 +93,10 @@ class Results:
 CASES: list[Callable[[Results], None]] = []
 
 
+def _case_name(measure: Callable[[Results], None]) -> str:
+    return measure.__name__.removesuffix("_case")
+
+
 def case(measure: Callable[[Results], None]) -> Callable[[Results], None]:
     """Register a benchmark case; cases run in the order they are defined."""
     CASES.append(measure)
@@ -920,20 +924,36 @@ def main(argv: list[str] | None = None) -> int:
         action="store_true",
         help="write results.json only; leave the README, the docs and the plots",
     )
+    parser.add_argument(
+        "--results",
+        type=Path,
+        help="the file a full run writes (default results/results.json); "
+        "results/newest-jax.json holds the run on the newest JAX (Python 3.12+)",
+    )
+    parser.add_argument(
+        "--skip",
+        action="append",
+        default=[],
+        choices=[_case_name(measure) for measure in CASES],
+        help="a case not to run (repeatable): the newest JAX's run skips the "
+        "codemod's, which imports no JAX",
+    )
     args = parser.parse_args(argv)
     results = Results(quick=args.quick)
     started = time.perf_counter()
     for measure in CASES:
-        measure(results)
+        if _case_name(measure) not in args.skip:
+            measure(results)
     elapsed = time.perf_counter() - started
 
     print(markdown(summary_table(results.rows)))
     print(f"\n{'quick' if args.quick else 'full'} run, {elapsed:.0f} s")
     # A quick run never replaces the full run's file, which the docs publish.
-    path = QUICK_RESULTS_FILE if args.quick else RESULTS_FILE
+    path = QUICK_RESULTS_FILE if args.quick else args.results or RESULTS_FILE
+    path = path.resolve()
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(dumps(to_json(results, elapsed)))
-    print(f"wrote {path.relative_to(HERE.parent)}")
+    print(f"wrote {path}")
     if not args.quick and not args.no_publish:
         publish = _sibling("publish")
         publish.main([])

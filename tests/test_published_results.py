@@ -101,3 +101,19 @@ def test_a_new_case_reaches_a_page_through_the_results_file(publish, tmp_path):
         "<!-- results:many_fields -->\n| fields | us |\n|---|---|\n| 100 | 1.5 |\n"
         "<!-- /results -->\n"
     )
+
+
+def test_a_block_of_another_run_reads_that_runs_file(publish):
+    # `FILE/NAME`: the table NAME of benchmarks/results/FILE.json, the run on the
+    # newest JAX beside the main run's; never the main file's table of that name.
+    main = json.loads(publish.RESULTS_FILE.read_text())
+    other = json.loads(json.dumps(main))
+    other["tables"]["seed"]["rows"][2][-1] = "9.9 us"
+    page = "<!-- results:newest-jax/seed -->\n<!-- /results -->\n"
+    rewritten = publish.rewrite(page, main, others={"newest-jax": other}.__getitem__)
+    assert "| 9.9 us |" in rewritten
+    assert publish.rewrite(page.replace("newest-jax/", ""), main) != rewritten
+    with pytest.raises(
+        KeyError, match=r"no results file benchmarks/results/nope\.json"
+    ):
+        publish.rewrite("<!-- results:nope/seed -->\n<!-- /results -->", main)

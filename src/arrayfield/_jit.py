@@ -146,6 +146,7 @@ class _Layout:
         "donate_rest",
         "fun_at",
         "jits",
+        "latest",
         "mixed",
         "number_retraces",
         "numbers",
@@ -170,6 +171,10 @@ class _Layout:
             1 if donate_first else 0 if fun_has_arrays or donate_rest else None
         )
         self.jits: dict[tuple, Compiled] = {}
+        # The static leaves of the newest key of each tree structure: what a new
+        # key is compared with (`_count_number_retrace`), without a pass over
+        # `jits`, which grows with every key a survey makes.
+        self.latest: dict[Any, tuple] = {}
         # Whether calls run executables shared by program (`share_compiles`),
         # and by programs that differ only in numbers (`share_numbers`).
         self.share = share
@@ -182,12 +187,27 @@ class _Layout:
         self.number_retraces = 0
         self.warned = False
 
-    def compile(self, treedef: Any, static: tuple, names: tuple[str, str]) -> Compiled:
-        """The `jax.jit` for a call structure not in `jits` (under `_lock`)."""
-        key = (treedef, static)
-        found = self.jits.get(key)  # another thread may have made it meanwhile
-        if found is not None:
-            return found
+    def add(
+        self, treedef: Any, static: tuple, names: tuple[str, str]
+    ) -> tuple[Compiled, tuple | None]:
+        """`(the jax.jit for a call structure not in jits, the static leaves of
+        the newest earlier key of its tree structure)`; None for those where
+        another thread added the key first.
+
+        No lock: making a `jax.jit` traces nothing, and `setdefault` keeps the
+        first of two threads' (a static leaf's `__eq__` may be user code, which
+        must not run under a lock that a trace can need)."""
+        made = self._compiled(treedef, static, names)
+        compiled = self.jits.setdefault((treedef, static), made)
+        if compiled is not made:
+            return compiled, None
+        previous = self.latest.get(treedef)
+        self.latest[treedef] = static
+        return compiled, previous
+
+    def _compiled(
+        self, treedef: Any, static: tuple, names: tuple[str, str]
+    ) -> Compiled:
         traced = tuple(i for i, x in enumerate(static) if x is None)
         mixed = len(traced) != len(static)
         compiled = Compiled(traced if mixed else None, self.share, self.numbers)
@@ -207,7 +227,6 @@ class _Layout:
         else:  # flat(fun, leaves)
             donate = ()
         compiled.jitted = jax.jit(flat, donate_argnums=donate)
-        self.jits[key] = compiled
         return compiled
 
 
@@ -218,8 +237,8 @@ class _Layout:
 _layouts: weakref.WeakKeyDictionary[Any, dict[Any, _Layout]] = (
     weakref.WeakKeyDictionary()
 )
-# Reentrant: a static leaf's __hash__ or __eq__ (user code, run under it by the
-# key lookup) may call another filter_jit function.
+# Only for finding a new wrapper's layout. Reentrant: a static part's __hash__
+# or __eq__ (user code, run under it) may make another filter_jit wrapper.
 _lock = threading.RLock()
 
 
@@ -369,11 +388,10 @@ def _call(wrapper: _FilterJit, /, *args: Any, **kwargs: Any) -> Any:
             "its cache key and compares them with ==, so both must work."
         ) from error
     if compiled is None:
-        with _lock:  # one jax.jit per key, also when threads race to the first call
-            compiled = layout.compile(treedef, static, plan.names)
-        if _RETRACE_LIMIT and not layout.warned:
+        compiled, previous = layout.add(treedef, static, plan.names)
+        if previous is not None and _RETRACE_LIMIT and not layout.warned:
             _count_number_retrace(
-                wrapper, layout, (treedef, static), leaves, (args, kwargs)
+                wrapper, layout, treedef, previous, static, leaves, (args, kwargs)
             )
     traced = compiled.traced
     if traced is not None:
@@ -460,34 +478,39 @@ def _call(wrapper: _FilterJit, /, *args: Any, **kwargs: Any) -> Any:
 
 
 def _count_number_retrace(
-    wrapper: _FilterJit, layout: _Layout, key: tuple, leaves: list, call: tuple
+    wrapper: _FilterJit,
+    layout: _Layout,
+    treedef: Any,
+    previous: tuple,
+    static: tuple,
+    leaves: list,
+    call: tuple,
 ) -> None:
-    """A new key: count it if a Python number made it (it differs from the latest
-    earlier key of the same structure where either holds one); at the
-    `_RETRACE_LIMIT`-th, warn once for the layout, explained by the diagnostics
-    (`_hooks`) from this call and the one before. Not while an `explain_retraces`
-    block (or ARRAYFIELD_EXPLAIN_RETRACES=1) watches every call: it explains
-    each retrace already. Callables and objects compared
-    by identity do not count: a jitted function of functions traces per function
-    by design, and `af.filter_jit` shares the compiles of such traces."""
-    treedef, static = key
-    earlier = [s for t, s in layout.jits if t == treedef and s is not static]
-    if not earlier or not any(
+    """A new key: count it if a Python number made it (it differs from
+    `previous`, the newest earlier key of the same structure, where either holds
+    one); from the `_RETRACE_LIMIT`-th on, warn once for the layout, explained
+    by the diagnostics (`_hooks`) from this call and the one before. Not for a
+    call an `explain_retraces` block or decorator (or
+    ARRAYFIELD_EXPLAIN_RETRACES=1) watches, in this thread: it explains each
+    retrace already; another thread's unwatched call still warns. Callables and
+    objects compared by identity do not count: a jitted function of functions
+    traces per function by design, and `af.filter_jit` shares the compiles of
+    such traces."""
+    if not any(
         (type(a) in _NUMBERS or type(b) in _NUMBERS) and (type(a), a) != (type(b), b)
-        for a, b in zip(earlier[-1], static, strict=True)
+        for a, b in zip(previous, static, strict=True)
     ):
         return
     layout.number_retraces += 1
-    if layout.number_retraces < _RETRACE_LIMIT:
+    if layout.number_retraces < _RETRACE_LIMIT or _static_now.watched:
         return
     layout.warned = True
     explain = _hooks.explain_static_retraces
-    if explain is None or _internals.call_hook_installed():
+    if explain is None:
         return
     # The call before: this call's arrays, the earlier key's other leaves.
     tree = jtu.tree_unflatten(
-        treedef,
-        [x if s is None else s for x, s in zip(leaves, earlier[-1], strict=True)],
+        treedef, [x if s is None else s for x, s in zip(leaves, previous, strict=True)]
     )
     old = tree.parts if type(tree) is WithKeywords else (tree, {})
     explain(wrapper, old, call, layout.number_retraces)
@@ -504,17 +527,17 @@ def _runner(
     """What runs a signature new to `compiled`: traced now, with this call's own
     static parts (see `_program.static_now`), then shared or compiled."""
     __tracebackhide__ = True
-    with _lock:  # one trace per signature, also when threads race to it
-        run = compiled.runs.get(signature)  # pyright: ignore[reportOptionalMemberAccess]
-        if run is not None:
-            return run
-        _static_now.leaves = static
-        _static_now.fun = (layout.static_fun, plan.static_fun)
-        if not plan.filter_warning:
-            return compiled.runner(call_args, signature)
-        with warnings.catch_warnings():  # JAX warns as it compiles
-            warnings.filterwarnings("ignore", message=_UNUSED_DONATION)
-            return compiled.runner(call_args, signature)
+    # No lock: a trace runs user code, which may wait on another thread's trace
+    # (JAX traces a jitted function once for given argument types). Threads that
+    # meet a new signature at once may each trace it, as `jax.jit`'s may; its
+    # program compiles once (`_program.executable_for`).
+    _static_now.leaves = static
+    _static_now.fun = (layout.static_fun, plan.static_fun)
+    if not plan.filter_warning:
+        return compiled.runner(call_args, signature)
+    with warnings.catch_warnings():  # JAX warns as it compiles
+        warnings.filterwarnings("ignore", message=_UNUSED_DONATION)
+        return compiled.runner(call_args, signature)
 
 
 def _call_equinox(fallback: Any, args: tuple, kwargs: dict) -> Any:

@@ -13,6 +13,7 @@ import functools
 import itertools
 import operator
 import threading
+import weakref
 from collections.abc import Callable
 from typing import Any
 
@@ -147,7 +148,7 @@ class Compiled:
         if share:
             self.runs = {}
             # `jax.clear_caches()` makes `jax.jit` trace again: so do these calls.
-            _internals.register_jax_cache(self)
+            _sharing.add(self)
         # Where the traced leaves are, when some leaves are static (calls pass only
         # the traced ones); None when every leaf is traced.
         self.traced = traced
@@ -180,7 +181,9 @@ class Compiled:
         else:
             run = functools.partial(_with_numbers, executable, numbers, out_tree)
             static_now.number_runs += 1
-        self.runs[signature] = run
+        # Threads that met this signature at once each traced it (as `jax.jit`
+        # lets them); the first to get here decides what later calls run.
+        run = self.runs.setdefault(signature, run)
         self.last = (signature, run)
         return run
 
@@ -198,38 +201,116 @@ def _with_numbers(
     return out_tree.unflatten(executable(*call_args, numbers))
 
 
+class _Once:
+    """A value one thread computes while others that need it wait: an XLA
+    compile, which runs no user code and waits on nothing, so a thread waiting
+    for another's compile can never close a cycle (no lock is held meanwhile)."""
+
+    __slots__ = ("done", "failed", "value")
+
+    def __init__(self) -> None:
+        self.done = threading.Event()
+        self.failed = False
+        self.value: Any = None
+
+
+def _computed_once(
+    table: dict[Any, _Once], key: Any, compute: Callable[[], Any]
+) -> tuple[Any, bool]:
+    """`(table[key]'s value, whether this thread computed it)`: the first thread
+    to need `key` runs `compute()`, the others wait for its result. If it
+    raises, the waiters compute it themselves (and meet the error where it is
+    one)."""
+    cell = table.get(key)
+    if cell is None:
+        mine = _Once()
+        cell = table.setdefault(key, mine)
+        if cell is mine:
+            try:
+                mine.value = compute()
+            except BaseException:
+                mine.failed = True
+                if table.get(key) is mine:
+                    del table[key]
+                raise
+            finally:
+                mine.done.set()
+            return mine.value, True
+    cell.done.wait()
+    if cell.failed:
+        return compute(), True
+    return cell.value, False
+
+
 class _Family:
     """Programs that differ only in the numbers they embed (`_numbers`): the
     family's number in this process (diagnostics name it), and the generalised
-    program that runs them all: None until a wrapper that shares numbers meets
-    the family, `_REFUSED` where JAX would not generalise it."""
+    program that runs them all, compiled once by the first wrapper that shares
+    numbers to meet the family (None where JAX would not generalise it)."""
 
     __slots__ = ("executable", "number")
 
     def __init__(self, number: int):
         self.number = number
-        self.executable: Any = None
+        self.executable: dict[None, _Once] = {}  # `_computed_once`'s table
 
 
 class _Executables:
     """Every program compiled in this process with sharing on, by `program_key`,
-    and every family of programs seen, by its key (used under `_jit`'s lock);
-    cleared with JAX's and equinox's caches."""
+    and every family of programs seen, by its key; cleared with JAX's and
+    equinox's caches. Threads read and add without a lock, except to number a
+    new family (`family_for`)."""
 
-    __slots__ = ("__weakref__", "by_key", "families")
+    __slots__ = ("__weakref__", "by_key", "families", "lock")
 
     def __init__(self) -> None:
-        self.by_key: dict[tuple, Any] = {}
+        self.by_key: dict[tuple, _Once] = {}
         self.families: dict[tuple, _Family] = {}
+        self.lock = threading.Lock()
+
+    def family_for(self, key: tuple) -> tuple[_Family, bool]:
+        """`(the family of this key, whether it is new)`, numbered in order."""
+        family = self.families.get(key)
+        if family is not None:
+            return family, False
+        with self.lock:  # hashing a family key runs no user code
+            family = self.families.get(key)
+            if family is not None:
+                return family, False
+            family = self.families[key] = _Family(len(self.families) + 1)
+            return family, True
 
     def cache_clear(self) -> None:
         self.by_key.clear()
         self.families.clear()
 
 
-_REFUSED = object()
+class _SharingCompiled:
+    """Every `Compiled` that shares executables, to clear when JAX clears its
+    caches. Registered with JAX once: its registry is not locked, and a
+    registration per structure would grow with every key a survey makes."""
+
+    __slots__ = ("__weakref__", "lock", "members")
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.members: weakref.WeakSet[Compiled] = weakref.WeakSet()
+
+    def add(self, compiled: Compiled) -> None:
+        with self.lock:
+            self.members.add(compiled)
+
+    def cache_clear(self) -> None:
+        with self.lock:
+            members = list(self.members)
+        for compiled in members:
+            compiled.cache_clear()
+
+
 _executables = _Executables()
+_sharing = _SharingCompiled()
 _internals.register_jax_cache(_executables)
+_internals.register_jax_cache(_sharing)
 _internals.register_cache_clear(_executables.cache_clear)
 
 
@@ -248,17 +329,20 @@ def executable_for(
     in_tree = _internals.traced_in_tree(traced)
     key = (program_key(traced), in_tree, placement)
     found = _executables.by_key.get(key)
-    if found is not None:
-        return found, False, None
+    if found is not None and found.done.is_set() and not found.failed:
+        return found.value, False, None
     general = None
-    if share_numbers or _tracing.counting_traces():  # explain_retraces reads families
+    if share_numbers or static_now.watched:  # explain_retraces reads families
         general = _generalised_for(
             traced, (in_tree, placement), call_args, share_numbers
         )
     if general is not None:
         return general[0], False, general[1]
-    executable = _executables.by_key[key] = traced.lower().compile()
-    return executable, True, None
+    # One compile per program, also when threads traced it at once.
+    executable, own = _computed_once(
+        _executables.by_key, key, lambda: traced.lower().compile()
+    )
+    return executable, own, None
 
 
 def _generalised_for(
@@ -280,29 +364,24 @@ def _generalised_for(
         family_key = (_numbers.family_key(closed, at, params), *where)
     except Exception:  # a program this JAX writes otherwise: its own compile
         return None
-    families = _executables.families
-    family = families.get(family_key)
-    new = family is None
-    if family is None:
-        family = families[family_key] = _Family(len(families) + 1)
+    family, new = _executables.family_for(family_key)
     if not share:
         if not new:
             static_now.number_families += 1
-        return None
-    if family.executable is _REFUSED:
         return None
     inputs = (
         tuple(map(jax.device_put, _numbers.packed(found))),
         tuple(map(jax.device_put, closed.consts)),
     )
-    started = family.executable is None
-    if started:
-        executable = _compile_general(closed, at, found, params, call_args, inputs)
-        family.executable = _REFUSED if executable is None else executable
-        if executable is None:  # JAX would not have it: a program of its own
-            return None
+    executable, started = _computed_once(
+        family.executable,
+        None,
+        lambda: _compile_general(closed, at, found, params, call_args, inputs),
+    )
+    if executable is None:  # JAX would not have it: a program of its own
+        return None
     static_now.family = (family.number, started)
-    return family.executable, inputs
+    return executable, inputs
 
 
 def numbers_unshared() -> str | None:
@@ -439,10 +518,12 @@ class _StaticNow(threading.local):
     reads both around a call, and `family`, the number of the family the latest
     such trace joined and whether it started it; and `program`, the latest
     traced program (`(closed jaxpr, jit parameters)`) with the trace count when
-    it was traced, kept only while it counts traces."""
+    it was traced, kept only while this thread's call is `watched` (by an
+    `explain_retraces` block or decorator: a depth, set around the call)."""
 
     leaves: tuple
     fun: Any
+    watched: int = 0
     number_runs: int = 0
     number_families: int = 0
     family: tuple[int, bool] = (0, False)
@@ -523,7 +604,7 @@ def marked_program(
             return Marked((jax.numpy.array(0), *run(*call_args)))
         # The one trace of the user's function; the call below reuses it.
         traced = inner.trace(*call_args)
-        if _tracing.counting_traces():  # explain_retraces says what is new in it
+        if static_now.watched:  # explain_retraces says what is new in it
             # This jaxpr, not the outer one: inlining drops the user's lines.
             # (A trace inside another, or a JAX whose traced jits show no
             # program: then no explanation says what is new in it.)

@@ -130,11 +130,6 @@ def release_trace_counter() -> None:
         _release()
 
 
-def counting_traces() -> bool:
-    """Whether a diagnostic counts traces now (`explain_retraces` watches a call)."""
-    return _trace_users > 0
-
-
 def add_compile_sink(sink: Callable[[str, bool], None]) -> None:
     """Call `sink(program name, read from the persistent cache)` on every compile
     event from now on, in any thread, until `remove_compile_sink(sink)`."""

@@ -86,6 +86,20 @@ def _program_traced(before: int) -> tuple | None:
     return recorded[1]
 
 
+def _watched(fn: Callable[..., Any], args: tuple, kwargs: dict) -> Any:
+    """`fn(*args, **kwargs)`, marked in this thread as a watched call: what it
+    traces keeps its program and family for the explanation (`_program`),
+    and an unasked warning leaves it to the explanation. Other threads' calls
+    are not marked, so nothing is kept for them."""
+    __tracebackhide__ = True
+    now = _program.static_now
+    now.watched += 1
+    try:
+        return fn(*args, **kwargs)
+    finally:
+        now.watched -= 1
+
+
 def _wrap(fn: Function) -> Function:
     if _internals.is_filter_jit(fn) or hasattr(fn, "lower"):
         return _wrap_jitted(fn)
@@ -110,7 +124,7 @@ def _wrap_jitted(fn: Any) -> Any:
         __tracebackhide__ = True
         before, compiles = counter.traces, counter.compiles
         shared = _numbers_seen()
-        out = fn(*args, **kwargs)
+        out = _watched(fn, args, kwargs)
         if counter.traces != before:
             program = _program_traced(before)
             if _thread.explained < before:  # else a `with` block's hook did
@@ -201,7 +215,7 @@ def _watching_call(original: Callable[..., Any]) -> Callable[..., Any]:
         site = session.sites.get(id(cache_of(self))) or session.site_for(self)
         before, compiles = counter.traces, counter.compiles
         shared = _numbers_seen()
-        out = original(self, *args, **kwargs)
+        out = _watched(original, (self, *args), kwargs)
         if counter.traces != before:
             program = _program_traced(before)
             # The jitted callable is hashed into the key too: show it as an argument

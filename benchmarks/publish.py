@@ -26,6 +26,8 @@ matplotlib (the `bench` extra).
 from __future__ import annotations
 
 import argparse
+import contextlib
+import functools
 import hashlib
 import json
 import re
@@ -264,13 +266,14 @@ def draw(results: dict[str, Any], sha: str) -> list[Path]:
 def stale(path: Path = RESULTS_FILE) -> list[str]:
     """Every published figure that differs from the results file, as a sentence."""
     results, sha = load(path), digest(path)
+    others = functools.cache(other_run)  # each other run's file read once
     problems = []
     for page in pages():
         text = page.read_text()
         for match in BLOCK.finditer(text):
             where = f"{page.relative_to(ROOT)}, block {match['name']!r}"
             try:
-                body = expected(match["name"], results, other_run)
+                body = expected(match["name"], results, others)
             except KeyError as error:
                 problems.append(f"{where}: {error.args[0]}")
                 continue
@@ -282,8 +285,9 @@ def stale(path: Path = RESULTS_FILE) -> list[str]:
     runs = {"": results}
     for name in published:
         stem = name.rpartition("/")[0]
-        if stem and (RESULTS_DIR / f"{stem}.json").exists():
-            runs[stem] = other_run(stem)
+        if stem:
+            with contextlib.suppress(KeyError):
+                runs[stem] = others(stem)
     for stem, run in runs.items():
         for table in run["tables"]:
             name = f"{stem}/{table}" if stem else table
@@ -311,9 +315,10 @@ def main(argv: list[str] | None = None) -> int:
             print(problem, file=sys.stderr)
         return 1 if problems else 0
     results = load(args.results)
+    others = functools.cache(other_run)
     for page in pages():
         text = page.read_text()
-        updated = rewrite(text, results)
+        updated = rewrite(text, results, others)
         if updated != text:
             page.write_text(updated)
             print(f"rewrote {page.relative_to(ROOT)}")

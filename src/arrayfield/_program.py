@@ -244,28 +244,27 @@ def _computed_once(
 
 class _Family:
     """Programs that differ only in the numbers they embed (`_numbers`): the
-    family's number in this process (diagnostics name it), and the generalised
-    program that runs them all, compiled once by the first wrapper that shares
-    numbers to meet the family (None where JAX would not generalise it)."""
+    family's number in this process (diagnostics name it)."""
 
-    __slots__ = ("executable", "number")
+    __slots__ = ("number",)
 
     def __init__(self, number: int):
         self.number = number
-        self.executable: dict[None, _Once] = {}  # `_computed_once`'s table
 
 
 class _Executables:
     """Every program compiled in this process with sharing on, by `program_key`,
-    and every family of programs seen, by its key; cleared with JAX's and
-    equinox's caches. Threads read and add without a lock, except to number a
-    new family (`family_for`)."""
+    every family of programs seen, and the generalised program that runs a
+    family (None where JAX would not generalise it), by the family's key;
+    cleared with JAX's and equinox's caches. Threads read and add without a
+    lock, except to number a new family (`family_for`)."""
 
-    __slots__ = ("__weakref__", "by_key", "families", "lock")
+    __slots__ = ("__weakref__", "by_key", "families", "general", "lock")
 
     def __init__(self) -> None:
         self.by_key: dict[tuple, _Once] = {}
         self.families: dict[tuple, _Family] = {}
+        self.general: dict[tuple, _Once] = {}
         self.lock = threading.Lock()
 
     def family_for(self, key: tuple) -> tuple[_Family, bool]:
@@ -283,6 +282,7 @@ class _Executables:
     def cache_clear(self) -> None:
         self.by_key.clear()
         self.families.clear()
+        self.general.clear()
 
 
 class _SharingCompiled:
@@ -374,8 +374,8 @@ def _generalised_for(
         tuple(map(jax.device_put, closed.consts)),
     )
     executable, started = _computed_once(
-        family.executable,
-        None,
+        _executables.general,
+        family_key,
         lambda: _compile_general(closed, at, found, params, call_args, inputs),
     )
     if executable is None:  # JAX would not have it: a program of its own

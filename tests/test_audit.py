@@ -12,7 +12,7 @@ import pytest
 from jaxtyping import Array, Float, Int
 
 import arrayfield as af
-from arrayfield import _internals
+from arrayfield import _jax_private
 from arrayfield._spec import field_spec, resolve_annotation
 from arrayfield.diagnostics import _annotations
 from helpers import run_cli, script_module
@@ -21,7 +21,7 @@ from helpers import run_cli, script_module
 # jax.jit's parts readable); elsewhere the audit's af.filter_jit column equals
 # eqx.filter_jit's, which the agreement tests check on every version.
 needs_sharing = pytest.mark.skipif(
-    not _internals.can_share_compiles(),
+    _jax_private.sharing_problem() is not None,
     reason="callable sharing needs equinox >= 0.13 and jax.jit's parts readable",
 )
 

@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from arrayfield import _internals
+from arrayfield import _jax_private
 from helpers import script_module
 
 RUN_PY = Path(__file__).resolve().parent.parent / "benchmarks" / "run.py"
@@ -63,7 +63,7 @@ def test_dispatch_benchmark_traces_each_jit_once():
 
 
 @pytest.mark.skipif(
-    not _internals.can_share_compiles(),
+    _jax_private.sharing_problem() is not None,
     reason="callable sharing needs equinox >= 0.13 and jax.jit's parts readable",
 )
 def test_field_compiles_counts_one_compile_under_af_and_one_per_field_else():

@@ -18,11 +18,11 @@ import pytest
 from jaxtyping import Array, Float, Int
 
 import arrayfield as af
-from arrayfield import _internals
+from arrayfield import _jax_private
 from arrayfield.diagnostics import _record
 
 needs_sharing = pytest.mark.skipif(
-    not _internals.can_share_compiles(), reason="this JAX cannot share compiles"
+    _jax_private.sharing_problem() is not None, reason="this JAX cannot share compiles"
 )
 
 DATA = [np.full((4, 4), float(i), np.float32) for i in range(4)]

@@ -27,7 +27,7 @@ from pathlib import Path
 import pytest
 
 import arrayfield
-from arrayfield import _internals
+from arrayfield import _jax_private
 from helpers import run_code
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -173,7 +173,7 @@ def test_the_examples_that_need_sharing_are_where_the_list_says():
 
 @pytest.mark.parametrize("chain", _page_chains(), ids=lambda chain: chain[0].where)
 def test_markdown_python_block_runs(chain: list[Block]):
-    if chain[0].where in NEEDS_SHARING and not _internals.can_share_compiles():
+    if chain[0].where in NEEDS_SHARING and _jax_private.sharing_problem() is not None:
         pytest.skip("shows af.filter_jit sharing callables: needs equinox >= 0.13")
     if chain[0].marker == SUBPROCESS:
         run_in_subprocess(chain[0])
@@ -204,7 +204,7 @@ def test_public_name_has_equinox_style_docstring_with_example(name: str):
 
 @pytest.mark.parametrize("name", public_names())
 def test_public_docstring_examples_run(name: str):
-    if f"af.{name}" in NEEDS_SHARING and not _internals.can_share_compiles():
+    if f"af.{name}" in NEEDS_SHARING and _jax_private.sharing_problem() is not None:
         pytest.skip("shows af.filter_jit sharing callables: needs equinox >= 0.13")
     doc = inspect.getdoc(getattr(arrayfield, name)) or ""
     blocks = python_blocks(doc, f"af.{name}")

@@ -29,7 +29,7 @@ from hypothesis import HealthCheck, given, settings
 from jaxtyping import Array, Float, Int
 
 import arrayfield as af
-from arrayfield import _internals, _jit, _program
+from arrayfield import _eqx_private, _jax_private, _jit, _program
 from helpers import run_code
 
 JITS = {"af": af.filter_jit, "eqx": eqx.filter_jit}
@@ -247,7 +247,7 @@ def test_filter_jit_traces_exactly_the_leaf_types_eqx_is_array_accepts():
     ]
     for leaf in leaves:
         expected = eqx.is_array(leaf)
-        assert isinstance(leaf, _internals.EQX_ARRAY_TYPES) == expected, leaf
+        assert isinstance(leaf, _eqx_private.EQX_ARRAY_TYPES) == expected, leaf
         assert is_array(leaf) == expected, leaf
 
 
@@ -578,7 +578,11 @@ def test_decorator_with_and_without_arguments():
 
 
 def test_hooks_still_find_what_filter_jit_reads():
-    _internals.check_compatible()  # raises naming what moved in equinox or JAX
+    # On every supported pair dispatch stands on its own (no fallback): each
+    # problem names what moved in equinox or JAX.
+    assert _eqx_private.MOVED == [] and _jax_private.MOVED == []
+    assert _eqx_private.dispatch_problem() is None
+    assert _jax_private.dispatch_problem() is None
 
 
 # -- the loops -----------------------------------------------------------------------
@@ -776,7 +780,7 @@ def test_explain_retraces_reports_af_filter_jit_as_eqx_filter_jit(mode, options)
     )
     assert normal == eqx_messages
     assert "scene.flux: 1.0 -> 2.0" in af_messages[0]
-    sharing = not options and mode != "inner" and _internals.can_share_compiles()
+    sharing = not options and mode != "inner" and _jax_private.sharing_problem() is None
     assert said_shared[0] == sharing
     assert not any(said_shared[1:])  # 2.0 -> 2: another program, compiled
 

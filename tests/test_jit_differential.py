@@ -22,12 +22,12 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 
-from arrayfield import _internals
+from arrayfield import _jax_private
 from differential import JITS, Scenario, check, check_numbers, normalise, scenarios
 from helpers import compiles_of
 
 needs_sharing = pytest.mark.skipif(
-    not _internals.can_share_compiles(),
+    _jax_private.sharing_problem() is not None,
     reason="sharing compiles needs a JAX whose traced jits show their program",
 )
 

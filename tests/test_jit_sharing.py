@@ -22,11 +22,11 @@ import numpy as np
 import pytest
 
 import arrayfield as af
-from arrayfield import _internals
+from arrayfield import _jax_private
 from helpers import ENV, assert_bitwise, compiles_of
 
 needs_sharing = pytest.mark.skipif(
-    not _internals.can_share_compiles(),
+    _jax_private.sharing_problem() is not None,
     reason="sharing compiles needs a JAX whose traced jits show their program",
 )
 

@@ -21,8 +21,11 @@ SOURCE = Path(arrayfield.__file__).parent
 # before it; the ground floor imports no arrayfield module at all, and dispatch
 # (`_jit`, with its program keys) only the ground floor and the dispatch modules
 # before it. A new module must be given its place here.
-GROUND = ("_env", "_errors", "_hooks", "_internals", "_tracing", "_typing")
+GROUND = ("_env", "_errors", "_hooks", "_facts", "_typing")
 FIELDS = ("_spec", "_convert", "_field", "_validate", "_module", "_normalize")
+# JAX's and equinox's private names, read for dispatch and diagnostics alone:
+# the fields stand below them and never reach them.
+PRIVATE = ("_jax_private", "_eqx_private", "_tracing")
 DISPATCH = ("_program_key", "_numbers", "_program", "_jit")
 DIAGNOSTICS = tuple(
     f"diagnostics.{name}"
@@ -42,7 +45,8 @@ DIAGNOSTICS = tuple(
 )
 # Operating many fields at scale (af.count_compiles): reads JAX's events only.
 SCALE = ("_compiles",)
-ORDER = (*GROUND, *FIELDS, *DISPATCH, *DIAGNOSTICS, *SCALE)
+BELOW_DISPATCH = (*GROUND, *PRIVATE, *DISPATCH)
+ORDER = (*GROUND, *FIELDS, *PRIVATE, *DISPATCH, *DIAGNOSTICS, *SCALE)
 # Entry points: the public table loads any module lazily; the command line reaches
 # only the version and the codemod.
 ENTRY_POINTS = {"__init__", "__main__", "diagnostics.__init__"}
@@ -146,6 +150,16 @@ def _reached(module: str, node: ast.Import | ast.ImportFrom, modules: set[str]):
     return ours - {module}, others
 
 
+def _third_party_names(module: str, node: ast.Import | ast.ImportFrom) -> list[str]:
+    """The full names an import statement reads outside arrayfield."""
+    if isinstance(node, ast.Import):
+        names = [alias.name for alias in node.names]
+    else:
+        base = _absolute(module, node)
+        names = [base, *(f"{base}.{alias.name}" for alias in node.names)]
+    return [name for name in names if not name.startswith("arrayfield")]
+
+
 def _own(name: str, modules: set[str], exact: bool = False) -> str | None:
     """The arrayfield module an absolute name refers to, if any (`exact`: only a
     name that is itself a module)."""
@@ -214,6 +228,12 @@ def layer_violations(root: Path) -> list[str]:
                 ]
                 problems += _migrate_floor_problems(module, where, targets)
                 continue
+            if module not in PRIVATE:
+                problems += [
+                    f"{where}: reads the private {name} outside {PRIVATE}"
+                    for name in _third_party_names(module, node)
+                    if name.startswith(("jax._src", "jaxlib", "equinox._"))
+                ]
             if module in ENTRY_POINTS:
                 continue
             rank = ORDER.index(module)
@@ -222,7 +242,11 @@ def layer_violations(root: Path) -> list[str]:
                     problems.append(f"{where}: imports {target}")
                 elif module in GROUND:
                     problems.append(f"{where}: the ground floor imports {target}")
-                elif module in DISPATCH and target not in (*GROUND, *DISPATCH):
+                elif module in DISPATCH and target not in (
+                    *GROUND,
+                    *PRIVATE,
+                    *DISPATCH,
+                ):
                     problems.append(f"{where}: dispatch imports {target}")
                 elif ORDER.index(target) >= rank:
                     problems.append(f"{where}: imports {target}, above or beside it")
@@ -247,7 +271,17 @@ def _copy_of_source(tmp_path: Path) -> Path:
             "def later():\n    from ._module import ArrayModule\n",
             "_convert:",
         ),
-        ("_internals.py", "from . import _jit\n", "the ground floor imports _jit"),
+        ("_facts.py", "from . import _jit\n", "the ground floor imports _jit"),
+        (
+            "_convert.py",
+            "from jax._src import core\n",
+            "reads the private jax._src.core outside",
+        ),
+        (
+            "diagnostics/_audit.py",
+            "from equinox import _jit\n",
+            "reads the private equinox._jit outside",
+        ),
         ("_jit.py", "from ._module import ArrayModule\n", "dispatch imports _module"),
         (
             "_program_key.py",

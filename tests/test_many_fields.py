@@ -23,13 +23,13 @@ import numpy as np
 import pytest
 
 import arrayfield as af
-from arrayfield import _internals
+from arrayfield import _jax_private
 from many_fields import ALL_FIXES, NO_FIXES, Fixes, fit_fields
 
 # Where JAX does not show a traced jit's program, af.filter_jit compiles every
 # trace, as equinox does (test_jit.py covers that).
 pytestmark = pytest.mark.skipif(
-    not _internals.can_share_compiles(),
+    _jax_private.sharing_problem() is not None,
     reason="sharing compiles needs a JAX whose traced jits show their program",
 )
 

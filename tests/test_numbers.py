@@ -30,12 +30,12 @@ import pytest
 from hypothesis import given, note, settings
 
 import arrayfield as af
-from arrayfield import _internals, _jit, _numbers, _program
+from arrayfield import _jax_private, _jit, _numbers, _program
 from boxed_fields import BOX, build_scene, fit_fields, loss, observed
 from helpers import assert_bitwise, compiles_of
 
 pytestmark = pytest.mark.skipif(
-    not _internals.can_share_compiles(),
+    _jax_private.sharing_problem() is not None,
     reason="sharing compiles needs a JAX whose traced jits show their program",
 )
 
@@ -579,7 +579,7 @@ def test_the_probe_finds_numbers_shared_on_this_jax():
 
 def test_a_jax_whose_programs_cannot_share_says_so_once(monkeypatch):
     # What a JAX that traces plain jits with new options would look like.
-    monkeypatch.setattr(_internals, "plain_jit_options", lambda params: False)
+    monkeypatch.setattr(_jax_private, "plain_jit_options", lambda params: False)
     _jit._can_share_numbers.cache_clear()
     try:
         with pytest.warns(af.CompatibilityWarning) as caught:

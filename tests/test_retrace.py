@@ -14,7 +14,7 @@ from jax._src import monitoring as jax_monitoring  # the listener list, to compa
 from jaxtyping import Array, Float, Int
 
 import arrayfield as af
-from arrayfield import _internals, _tracing
+from arrayfield import _eqx_private, _jax_private, _tracing
 from arrayfield.diagnostics import _record, _retrace
 from helpers import python
 
@@ -22,7 +22,7 @@ from helpers import python
 # jax.jit's parts readable); elsewhere the audit's af.filter_jit column equals
 # eqx.filter_jit's, which the agreement tests check on every version.
 needs_sharing = pytest.mark.skipif(
-    not _internals.can_share_compiles(),
+    _jax_private.sharing_problem() is not None,
     reason="callable sharing needs equinox >= 0.13 and jax.jit's parts readable",
 )
 
@@ -70,7 +70,7 @@ def _add_one(tree, x):
 
 
 def test_hooks_match_this_jax_and_equinox():
-    _internals.check_compatible()
+    assert _eqx_private.watch_problem() is None
     _tracing.check_compatible()
 
 
@@ -425,9 +425,9 @@ def test_clean_array_module_loop_traces_once_and_warns_never():
 
 def _global_state():
     return (
-        _internals.jit_wrapper_class().__dict__["__call__"],
+        _eqx_private.jit_wrapper_class().__dict__["__call__"],
         list(jax_monitoring.get_event_duration_listeners()),
-        _internals.call_hook_installed(),
+        _eqx_private.call_hook_installed(),
         _retrace._thread.session,
         _retrace._thread.depth,
     )
@@ -506,7 +506,7 @@ def test_context_manager_sees_a_fresh_jitted_partial_as_the_cause(caught):
 def test_context_manager_leaves_no_global_state_behind():
     before = _global_state()
     with af.explain_retraces():
-        assert _internals.call_hook_installed()
+        assert _eqx_private.call_hook_installed()
         eqx.filter_jit(_add_one)(jnp.ones(2), None)
     assert _global_state() == before
 
@@ -527,7 +527,7 @@ def test_nested_blocks_share_one_record_and_unhook_at_the_outermost_exit(caught)
         step(Plain(x=0), 1)
         with outer:  # re-entering the same object is fine too
             step(Plain(x=1), 1)  # compared with the outer block's first call
-        assert _internals.call_hook_installed()
+        assert _eqx_private.call_hook_installed()
     assert _global_state() == before
     (message,) = _messages(caught)
     assert "tree.x: 0 -> 1" in message

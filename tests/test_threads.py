@@ -22,7 +22,7 @@ import numpy as np
 import pytest
 
 import arrayfield as af
-from arrayfield import _internals
+from arrayfield import _jax_private
 from helpers import compiles_of, run_code
 
 THREADS = 8
@@ -30,7 +30,7 @@ TIMEOUT = 120
 # Where compiles are not shared (JAX before 0.5) every trace compiles, and that
 # JAX's own clear_caches beside compiles on other threads can crash the process.
 needs_sharing = pytest.mark.skipif(
-    not _internals.can_share_compiles(), reason="this JAX cannot share compiles"
+    _jax_private.sharing_problem() is not None, reason="this JAX cannot share compiles"
 )
 
 

@@ -30,8 +30,9 @@ import jax.core  # jax/__init__ does not re-export it for type checkers
 import jax.numpy as jnp
 import numpy as np
 
+from . import _facts
 from ._errors import short_repr
-from ._internals import ARRAY_IMPL, PYTHON_NUMBERS, is_module
+from ._facts import PYTHON_NUMBERS, is_module
 from ._spec import ArraySpec, ContainerSpec, FieldSpec
 
 
@@ -390,7 +391,7 @@ def to_array(value: Any, spec: ArraySpec) -> Any:
     are not arrays.
     """
     kind = type(value)
-    if kind is ARRAY_IMPL:  # one type test instead of two isinstance
+    if kind is _facts.array_class:  # one type test instead of two isinstance
         # Hot path, inlined: an array that is already right is stored as it is.
         allowed = spec.dtypes
         # `.aval.dtype` is about half the cost of `.dtype` on a concrete array.
@@ -413,6 +414,7 @@ def to_array(value: Any, spec: ArraySpec) -> Any:
             if spec.is_key or spec.dtypes is None:
                 return value
             raise Rejected("a PRNG key array is not an array of numbers")
+        _facts.learn_array_class(value)  # the next one takes the path above
         return _from_jax(value, spec)
     if value is None:
         return value

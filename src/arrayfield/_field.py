@@ -27,6 +27,7 @@ import equinox as eqx
 import jax
 import numpy as np
 
+from . import _facts
 from ._convert import Rejected, dtype_set, looks_numeric, to_array, to_field_value
 from ._errors import (
     AnnotationWarning,
@@ -39,7 +40,6 @@ from ._errors import (
     value_repr,
     warn_in_user_code,
 )
-from ._internals import ARRAY_IMPL
 from ._spec import (
     ArraySpec,
     FieldSpec,
@@ -217,7 +217,7 @@ class FieldConverter:
         """
         if self.user_converter is not None:
             value = self.user_converter(value)
-        if type(value) is ARRAY_IMPL:
+        if type(value) is _facts.array_class:
             # `.aval.dtype` costs about half of `.dtype`.
             fast = self.fast_dtypes
             if fast is None or value.aval.dtype in fast:

@@ -37,7 +37,7 @@ import equinox as eqx
 import jax
 import jax.tree_util as jtu
 
-from . import _hooks, _internals, _program
+from . import _eqx_private, _facts, _hooks, _jax_private, _program
 from ._env import DEFAULT_RETRACE_LIMIT, RETRACE_LIMIT, env_count
 from ._errors import CompatibilityWarning, warn_in_user_code
 from ._program import (
@@ -54,17 +54,17 @@ from ._program import (
 _F = TypeVar("_F", bound=Callable[..., Any])
 Donate = Literal["all", "all-except-first", "warn", "warn-except-first", "none"]
 
-# `_internals.is_traced_leaf`, inlined on the hot path: these leaves are traced,
+# `_eqx_private.is_traced_leaf`, inlined on the hot path: these leaves are traced,
 # all others hashed.
-_ARRAY_TYPES = _internals.EQX_ARRAY_TYPES
-_ARRAY_IMPL = _internals.ARRAY_IMPL  # JAX's own arrays: an exact type test is enough
-_NUMBERS = frozenset(_internals.PYTHON_NUMBERS)
+_ARRAY_TYPES = _eqx_private.EQX_ARRAY_TYPES or (jax.Array,)  # None: dispatch is off
+_ARRAY_IMPL = _jax_private.ARRAY_IMPL  # JAX's own arrays: an exact type test is enough
+_NUMBERS = frozenset(_facts.PYTHON_NUMBERS)
 _NOT_ARRAYS = frozenset({*_NUMBERS, str, bytes})
 _ONLY_ARRAY_IMPL = frozenset({_ARRAY_IMPL})
 _get = object.__getattribute__  # skips Module.__getattribute__ on the hot path
 _flatten = jtu.default_registry.flatten  # jtu.tree_flatten without its Python frame
 # Equinox's own, also where a program points `eqx.filter_jit` at this one.
-_equinox_filter_jit = _internals.equinox_filter_jit()
+_equinox_filter_jit = _eqx_private.equinox_filter_jit()
 _callback_logger = logging.getLogger("jax._src.callback")
 _DONATE = {  # option -> (filter the unusable-buffer warning, donate first, donate rest)
     "all": (True, True, True),
@@ -79,20 +79,20 @@ _UNUSED_DONATION = "Some donated buffers were not usable*"
 # per call do. One C call per call: packing a counter's next value.
 _next_call_id = map(struct.Struct("<Q").pack, itertools.count()).__next__
 # Whether a call runs at the top level, with jit on (`Compiled.runs`' calls).
-_TOP_LEVEL: tuple[Any, Any, Any, Any] = _internals.TOP_LEVEL_STATE or (
+_TOP_LEVEL: tuple[Any, Any, Any, Any] = _jax_private.TOP_LEVEL_STATE or (
     None,
     None,
     None,
     None,
 )
 _TRACE, _EVAL_TRACE, _AXES, _TOP_AXES = _TOP_LEVEL
-_DISABLE_JIT = _internals.DISABLE_JIT
+_DISABLE_JIT = _jax_private.DISABLE_JIT
 _static_now = _program.static_now
 # How many new keys a Python number may make for one function before it warns
 # (`_count_number_retrace`; read once, at import; 0: never).
 _RETRACE_LIMIT = env_count(RETRACE_LIMIT, DEFAULT_RETRACE_LIMIT)
 # Equinox's error stacks skip its own frames too.
-_internals.hide_from_tracebacks(__file__)
+_jax_private.hide_from_tracebacks(__file__)
 
 
 # One entry per `af.filter_jit` call in progress, in any thread (list append and
@@ -112,7 +112,7 @@ class _QuietCallbackFailures(logging.Filter):
 
     def __init__(self) -> None:
         super().__init__()
-        self._equinox = _internals.CallbackLogFilter()  # its test of the message
+        self._equinox = _eqx_private.CallbackLogFilter()  # its test of the message
 
     def filter(self, record: logging.LogRecord) -> bool:
         return not _in_flight or bool(self._equinox.filter(record))
@@ -248,13 +248,44 @@ def _any_callable() -> None:
 
 # eqx.clear_caches() forgets equinox's shared jits: wrappers made later trace anew,
 # existing ones keep theirs. Forgetting the layouts does the same here.
-_internals.register_cache_clear(_layouts.clear)
+_eqx_private.register_cache_clear(_layouts.clear)
+
+
+def _versions() -> str:
+    return f"jax {jax.__version__} with equinox {eqx.__version__}"
+
+
+@functools.cache
+def _dispatch_problem() -> str | None:
+    # Asked at the first wrapper, not at import: the probes trace a tiny program.
+    # Where dispatch cannot stand on its own, every wrapper is equinox's, after
+    # one warning: the same results and trace counts, equinox's per-call cost.
+    problem = _eqx_private.dispatch_problem() or _jax_private.dispatch_problem()
+    if problem is not None:
+        warn_in_user_code(
+            CompatibilityWarning(
+                f"af.filter_jit runs as eqx.filter_jit on {_versions()}: "
+                f"{problem}. Results and traces are equinox's; nothing is shared, "
+                "and retraces go unexplained unless an explain_retraces() block "
+                "is open."
+            )
+        )
+    return problem
 
 
 @functools.cache
 def _can_share() -> bool:
-    # Asked at the first wrapper, not at import: it compiles a tiny program.
-    return _internals.can_share_compiles()
+    # Asked at the first wrapper that shares (the default), not at import: it
+    # compiles a tiny program. A JAX that cannot is named once.
+    problem = _jax_private.sharing_problem()
+    if problem is not None:
+        warn_in_user_code(
+            CompatibilityWarning(
+                f"af.filter_jit shares no compiles on {_versions()}: {problem}. "
+                "Each trace compiles, as under eqx.filter_jit."
+            )
+        )
+    return problem is None
 
 
 @functools.cache
@@ -265,8 +296,8 @@ def _can_share_numbers() -> bool:
     if unshared is not None:
         warn_in_user_code(
             CompatibilityWarning(
-                f"af.filter_jit(share_numbers=True) shares nothing on jax "
-                f"{jax.__version__} with equinox {eqx.__version__}: {unshared}. "
+                f"af.filter_jit(share_numbers=True) shares nothing on "
+                f"{_versions()}: {unshared}. "
                 "Each program compiles alone, as without the option."
             )
         )
@@ -403,13 +434,13 @@ def _call(wrapper: _FilterJit, /, *args: Any, **kwargs: Any) -> Any:
         if traced is not None:  # the traced leaves among the first n_first
             n_first = bisect.bisect_left(traced, n_first)
         first, rest = leaves[:n_first], leaves[n_first:]
-        dynamic_fun = _get(_get(wrapper, "_fallback"), _internals.DYNAMIC_FUN)
+        dynamic_fun = _get(_get(wrapper, "_fallback"), _eqx_private.DYNAMIC_FUN)
         if layout.fun_at:
             call_args = (first, dynamic_fun, rest)
         else:
             call_args = (dynamic_fun, first, rest)
     else:
-        call_args = (_get(_get(wrapper, "_fallback"), _internals.DYNAMIC_FUN), leaves)
+        call_args = (_get(_get(wrapper, "_fallback"), _eqx_private.DYNAMIC_FUN), leaves)
     run = compiled.jitted
     signature: tuple = ()
     if (
@@ -456,10 +487,10 @@ def _call(wrapper: _FilterJit, /, *args: Any, **kwargs: Any) -> Any:
             # eqx.filter_jit.
             if marker is not None and concrete(marker):
                 marker.block_until_ready()
-    except (_internals.JaxRuntimeError, ValueError) as error:
+    except (_eqx_private.JaxRuntimeError, ValueError) as error:
         try:
-            _internals.raise_equinox_error(error, __equinox_jit_id__)
-        except _internals.EquinoxRuntimeError as equinox_error:
+            _eqx_private.raise_equinox_error(error, __equinox_jit_id__)
+        except _eqx_private.EquinoxRuntimeError as equinox_error:
             equinox_error.__traceback__ = None  # as equinox: the re-raise is noise
             raise
         raise
@@ -543,8 +574,8 @@ def _runner(
 def _call_equinox(fallback: Any, args: tuple, kwargs: dict) -> Any:
     __tracebackhide__ = True
     try:
-        return _internals.call_unwatched(fallback, args, kwargs)
-    except _internals.EquinoxRuntimeError as error:
+        return _eqx_private.call_unwatched(fallback, args, kwargs)
+    except _eqx_private.EquinoxRuntimeError as error:
         error.__traceback__ = None  # as equinox: the re-raise line is noise
         raise
 
@@ -586,7 +617,7 @@ class _FilterJit(eqx.Module):
 
 
 # `explain_retraces` watches these calls as it watches eqx.filter_jit's.
-_internals.watch_jit_class(_FilterJit, __file__, _program.__file__)
+_eqx_private.watch_jit_class(_FilterJit, __file__, _program.__file__)
 
 
 @overload
@@ -731,10 +762,12 @@ def filter_jit(
     if donate not in _DONATE:
         _equinox_filter_jit(fun, donate=donate)  # raises equinox's error for it
     fallback = _equinox_filter_jit(fun, donate=donate, **jitkwargs)
+    if _dispatch_problem() is not None:
+        return fallback
     filter_warning, donate_first, donate_rest = _DONATE[donate]
     signature = inspect.signature(fun)
-    names = _internals.fn_names(fun)
-    static_fun = _internals.static_fun_of(fallback)
+    names = _eqx_private.fn_names(fun)
+    static_fun = _eqx_private.static_fun_of(fallback)
     layout: _Layout | None = None
     if not jitkwargs:
         try:
@@ -754,6 +787,6 @@ def filter_jit(
     wrapper = _FilterJit(
         _fallback=fallback,
         _plan=_Plan(signature, names, layout, filter_warning, static_fun),
-        _cached=_internals.cache_of(fallback) if layout is None else layout,
+        _cached=_eqx_private.cache_of(fallback) if layout is None else layout,
     )
     return eqx.module_update_wrapper(wrapper)

@@ -24,8 +24,8 @@ import numpy as np
 from jaxtyping import Float
 
 from ._errors import ValidationError, class_name, did_you_mean
+from ._facts import EQX_MODULE
 from ._field import VALIDATES, declare_array_fields
-from ._internals import EQX_MODULE
 from ._validate import enabled_by_environment, validate
 
 

@@ -7,8 +7,8 @@ from typing import Any, TypeVar
 
 import jax
 
+from ._facts import is_module
 from ._field import field_converters
-from ._internals import is_module
 
 _T = TypeVar("_T")
 

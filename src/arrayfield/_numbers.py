@@ -58,7 +58,7 @@ import jax.extend.core as jcore
 import jax.numpy as jnp
 import numpy as np
 
-from . import _internals
+from . import _jax_private
 from ._program_key import closed_key
 
 _LITERAL = jcore.Literal
@@ -99,7 +99,7 @@ def _nests(eqn: Any) -> bool:
     """Whether an equation holds a jaxpr in its parameters."""
     for value in eqn.params.values():
         for v in value if isinstance(value, (tuple, list)) else (value,):
-            if isinstance(v, _internals.JAXPR_TYPES):
+            if isinstance(v, _jax_private.JAXPR_TYPES):
                 return True
     return False
 
@@ -165,7 +165,7 @@ def _nested(eqn: Any) -> bool:
         eqn.primitive.name in ("jit", "pjit")
         and not eqn.params["jaxpr"].consts
         and _unspecified(eqn.params) is not None
-        and _internals.plain_jit_options(eqn.params)
+        and _jax_private.plain_jit_options(eqn.params)
     )
 
 
@@ -186,7 +186,7 @@ def _with_inputs(eqn: Any, inner: Any, inputs: list[Any]) -> Any:
     params["in_shardings"] = (*params["in_shardings"], *[_unspecified(params)] * more)
     params["in_layouts"] = (*params["in_layouts"], *[None] * more)
     params["donated_invars"] = (*params["donated_invars"], *[False] * more)
-    return eqn.replace(invars=[*eqn.invars, *inputs], params=params)
+    return _jax_private.replaced(eqn, invars=[*eqn.invars, *inputs], params=params)
 
 
 def _placed(eqn: Any) -> bool:
@@ -293,7 +293,9 @@ def _dynamic(eqn: Any, starts: list[Any]) -> list[Any]:
 
         fill = eqn.invars[1]
         if type(fill) is _LITERAL:  # strongly typed, as the operand it pads
-            fill = _LITERAL(fill.val, fill.aval.update(weak_type=False))
+            fill = _jax_private.literal(
+                fill.val, _jax_private.strongly_typed(fill.aval)
+            )
         placed, inputs = paste, [operand, fill, *starts]
     traced = jax.make_jaxpr(placed)(
         *(jax.ShapeDtypeStruct(x.aval.shape, x.aval.dtype) for x in inputs)
@@ -307,7 +309,8 @@ def _dynamic(eqn: Any, starts: list[Any]) -> list[Any]:
         return x if type(x) is _LITERAL else renamed.get(x, x)
 
     return [
-        new.replace(
+        _jax_private.replaced(
+            new,
             invars=[wired(x) for x in new.invars],
             outvars=[wired(x) for x in new.outvars],
             ctx=eqn.ctx,
@@ -330,7 +333,7 @@ def blanked(closed: Any, at: Sequence[Site]) -> Any:
         if site.inner:
             inner = blanked(eqn.params["jaxpr"], site.inner)
             new = inner.jaxpr.invars[len(eqn.params["jaxpr"].jaxpr.invars) :]
-            outer = [_internals.new_var(v.aval) for v in new]
+            outer = [_jax_private.new_var(v.aval) for v in new]
             added.extend(outer)
             eqns[site.eqn] = _with_inputs(eqn, inner, outer)
         elif site.operand is None:
@@ -339,18 +342,18 @@ def blanked(closed: Any, at: Sequence[Site]) -> Any:
                 params["start_indices"] = params["limit_indices"] = None
             else:  # what a pad adds before and after: their sum is in the shape
                 params["padding_config"] = _pad_kind(eqn)
-            eqns[site.eqn] = eqn.replace(params=params)
+            eqns[site.eqn] = _jax_private.replaced(eqn, params=params)
         else:
             invars = list(eqn.invars)
-            var = _internals.new_var(invars[site.operand].aval)
+            var = _jax_private.new_var(invars[site.operand].aval)
             invars[site.operand] = var
             added.append(var)
-            eqns[site.eqn] = eqn.replace(invars=invars)
+            eqns[site.eqn] = _jax_private.replaced(eqn, invars=invars)
     # Constants keyed by their type alone: the generalised program takes them.
-    new = jaxpr.replace(
-        constvars=[], invars=[*jaxpr.constvars, *jaxpr.invars, *added], eqns=eqns
+    new = _jax_private.replaced(
+        jaxpr, constvars=[], invars=[*jaxpr.constvars, *jaxpr.invars, *added], eqns=eqns
     )
-    return _internals.closed_jaxpr(new)
+    return _jax_private.closed_jaxpr(new)
 
 
 def family_key(closed: Any, at: Sequence[Site], params: dict[str, Any]) -> tuple:
@@ -370,7 +373,7 @@ def generalised(closed: Any, at: Sequence[Site]) -> Any:
     added: list[Any] = []
 
     def number_input(aval: Any) -> Any:
-        var = _internals.new_var(aval)
+        var = _jax_private.new_var(aval)
         added.append(var)
         return var
 
@@ -389,18 +392,19 @@ def generalised(closed: Any, at: Sequence[Site]) -> Any:
         else:
             invars = list(eqn.invars)
             invars[site.operand] = number_input(invars[site.operand].aval)
-            eqns[site.eqn] = eqn.replace(invars=invars)
+            eqns[site.eqn] = _jax_private.replaced(eqn, invars=invars)
     eqns = [e for i, eqn in enumerate(eqns) for e in spliced.get(i, (eqn,))]
     debug_info = jaxpr.debug_info
     if debug_info is not None and debug_info.arg_names is not None:
         constants = ("constant",) * len(jaxpr.constvars)
         names = (*constants, *debug_info.arg_names, *("number",) * len(added))
-        debug_info = debug_info._replace(arg_names=names)
-    new = jaxpr.replace(
+        debug_info = _jax_private.with_arg_names(debug_info, names)
+    new = _jax_private.replaced(
+        jaxpr,
         constvars=[],
         invars=[*jaxpr.constvars, *jaxpr.invars, *added],
         eqns=eqns,
         debug_info=debug_info,
     )
-    _internals.check_jaxpr(new)
-    return _internals.closed_jaxpr(new)
+    _jax_private.check_jaxpr(new)
+    return _jax_private.closed_jaxpr(new)

@@ -24,14 +24,14 @@ import jax.extend
 import jax.tree_util as jtu
 import numpy as np
 
-from . import _internals, _numbers, _tracing
+from . import _eqx_private, _jax_private, _numbers, _tracing
 from ._program_key import program_key
 
-_is_traced = _internals.is_traced_leaf
+_is_traced = _eqx_private.is_traced_leaf
 _Tracer = jax.core.Tracer  # pyright: ignore[reportAttributeAccessIssue]
 _flatten = jtu.default_registry.flatten  # jtu.tree_flatten without its Python frame
 # Equinox's error stacks skip its own frames: these run inside every trace.
-_internals.hide_from_tracebacks(__file__)
+_jax_private.hide_from_tracebacks(__file__)
 
 
 @jtu.register_static
@@ -85,7 +85,7 @@ jtu.register_pytree_node(
 
 
 _AVAL = operator.attrgetter("aval")
-_COMMITTED = operator.attrgetter("_committed")
+_COMMITTED = operator.attrgetter(_jax_private.COMMITTED_ATTRIBUTE)
 
 
 def call_signature(leaves: list) -> tuple:
@@ -101,17 +101,17 @@ def call_signature(leaves: list) -> tuple:
             else (np.shape(x), jax.dtypes.canonicalize_dtype(np.result_type(x)))
             for x in leaves
         )
-        return (_internals.trace_context(), avals, None)
+        return (_jax_private.trace_context(), avals, None)
     try:
         any_committed = any(map(_COMMITTED, leaves))
     except AttributeError:  # a NumPy array or another literal array type
-        any_committed = any(getattr(x, "_committed", False) for x in leaves)
+        any_committed = any(map(_jax_private.committed, leaves))
     committed = None
     if any_committed:
         committed = tuple(
-            x.sharding if getattr(x, "_committed", False) else None for x in leaves
+            x.sharding if _jax_private.committed(x) else None for x in leaves
         )
-    return (_internals.trace_context(), avals, committed)
+    return (_jax_private.trace_context(), avals, committed)
 
 
 class Compiled:
@@ -171,7 +171,7 @@ class Compiled:
         executable, own, numbers = executable_for(
             traced, signature[2], call_args, self.numbers
         )
-        out_tree = _internals.traced_out_tree(traced)
+        out_tree = _jax_private.traced_out_tree(traced)
         if own:
             run = self.jitted  # it finds this compile in JAX's own cache
             if not self.runs:
@@ -309,9 +309,9 @@ class _SharingCompiled:
 
 _executables = _Executables()
 _sharing = _SharingCompiled()
-_internals.register_jax_cache(_executables)
-_internals.register_jax_cache(_sharing)
-_internals.register_cache_clear(_executables.cache_clear)
+_jax_private.register_jax_cache(_executables)
+_jax_private.register_jax_cache(_sharing)
+_eqx_private.register_cache_clear(_executables.cache_clear)
 
 
 def executable_for(
@@ -326,7 +326,7 @@ def executable_for(
     # An executable also checks each call's pytree against the one it was
     # compiled for, so the same program called with other containers (a donating
     # layout that passes the first argument apart) is another executable.
-    in_tree = _internals.traced_in_tree(traced)
+    in_tree = _jax_private.traced_in_tree(traced)
     key = (program_key(traced), in_tree, placement)
     found = _executables.by_key.get(key)
     if found is not None and found.done.is_set() and not found.failed:
@@ -353,8 +353,8 @@ def _generalised_for(
     a program of its own. Without `share` only the family is noted, and a trace
     whose family was seen before is counted in `static_now.number_families`
     (it would have shared)."""
-    closed, params = _internals.traced_program(traced)
-    if not _internals.plain_jit_options(params) or has_host_work(closed):
+    closed, params = _jax_private.traced_program(traced)
+    if not _jax_private.plain_jit_options(params) or has_host_work(closed):
         return None
     try:
         at = _numbers.sites(closed.jaxpr)
@@ -397,11 +397,13 @@ def numbers_unshared() -> str | None:
         flat = marked_program(run, always_wait=False)
         return jax.jit(flat).trace(np.float32(1))
 
+    if _jax_private.NUMBERS_MOVED:
+        return "moved: " + ", ".join(_jax_private.NUMBERS_MOVED)
     try:
         keys = []
         for number in (2.0, 3.0):
-            closed, params = _internals.traced_program(traced_with(number))
-            if not _internals.plain_jit_options(params):
+            closed, params = _jax_private.traced_program(traced_with(number))
+            if not _jax_private.plain_jit_options(params):
                 return (
                     "a plain jax.jit reads as one with shardings, layouts, "
                     "inlining or compiler options"
@@ -445,7 +447,7 @@ def _compile_general(
         def number(vectors: tuple[Any, ...], vector: int, i: int, weak: bool) -> Any:
             # A slice of a runtime vector: XLA cannot fold it into a constant.
             value = jax.lax.index_in_dim(vectors[vector], i, keepdims=False)
-            return _internals.weakly_typed(value) if weak else value
+            return _jax_private.weakly_typed(value) if weak else value
 
         def program(*args: Any) -> list[Any]:
             *call_args, (vectors, constants) = args
@@ -486,8 +488,8 @@ def call_checks_on() -> bool:
     )
 
 
-_CLOSED_JAXPR = _internals.CLOSED_JAXPR
-_JAXPR = _internals.JAXPR
+_CLOSED_JAXPR = _jax_private.CLOSED_JAXPR
+_JAXPR = _jax_private.JAXPR
 
 
 def has_host_work(closed: Any) -> bool:
@@ -597,10 +599,10 @@ def marked_program(
     # of the user's function an output of the outer one under `jax.grad` (a
     # residual), and a donated argument of that shape would back it, deleted
     # where `eqx.filter_jit` leaves it (tests/test_jit_differential.py).
-    inner = jax.jit(run, inline=_internals.EARLY_INLINE)
+    inner = jax.jit(run, inline=_jax_private.EARLY_INLINE)
 
     def flat(*call_args: Any) -> Any:
-        if _internals.jit_disabled():  # runs eagerly: nothing to trace
+        if _jax_private.jit_disabled():  # runs eagerly: nothing to trace
             return Marked((jax.numpy.array(0), *run(*call_args)))
         # The one trace of the user's function; the call below reuses it.
         traced = inner.trace(*call_args)
@@ -609,7 +611,7 @@ def marked_program(
             # (A trace inside another, or a JAX whose traced jits show no
             # program: then no explanation says what is new in it.)
             with contextlib.suppress(ValueError, AttributeError):
-                program = _internals.traced_program(traced)
+                program = _jax_private.traced_program(traced)
                 static_now.program = (_tracing.counter.traces, program)
         host_work = has_host_work(traced.jaxpr)
         # What a call waits on, as in equinox; None costs no output buffer.

@@ -28,7 +28,7 @@ Two keys are equal only when lowering would see the same input:
 One exception is proved rather than assumed: the rules that differentiate a
 `custom_jvp`/`custom_vjp` function are functions created anew by each trace, and
 lowering reads only the primal jaxpr of those equations
-(`_internals.INERT_PARAMS` checks which JAX does so), so they are left out.
+(`_jax_private.INERT_PARAMS` checks which JAX does so), so they are left out.
 Anything this module cannot read makes the program its own (a key that equals
 no other), which costs a compile and never a wrong result.
 """
@@ -44,22 +44,22 @@ import jax
 import jax.extend
 import numpy as np
 
-from . import _internals
+from . import _jax_private
 
-_CLOSED_JAXPR = _internals.CLOSED_JAXPR
-_JAXPR = _internals.JAXPR
+_CLOSED_JAXPR = _jax_private.CLOSED_JAXPR
+_JAXPR = _jax_private.JAXPR
 _LITERAL = jax.extend.core.Literal
-_DROP_VAR = _internals.DROP_VAR
+_DROP_VAR = _jax_private.DROP_VAR
 _PRIMITIVE = jax.extend.core.Primitive
 # Python values compared by type and value (floats apart: by their bits).
 _ATOMS = frozenset({bool, int, str, bytes, type(None), type(Ellipsis)})
 # JAX's own data types whose `==` compares what lowering reads (avals, shardings,
 # meshes, partition specs); a class outside these and the cases below compares
 # by identity.
-_VALUE_TYPES = _internals.VALUE_PARAM_TYPES
+_VALUE_TYPES = _jax_private.VALUE_PARAM_TYPES
 # Arrays of more bytes than this are keyed by a digest (see the module docstring).
 DIGEST_FROM = 64
-_INERT = _internals.INERT_PARAMS
+_INERT = _jax_private.INERT_PARAMS
 
 
 class Same:
@@ -84,7 +84,7 @@ class _Unreadable(Exception):
 def program_key(traced: Any) -> tuple:
     """The key of a `jax.jit(...).trace(...)` result: equal for two traces exactly
     when they are the same program (see the module docstring)."""
-    closed, params = _internals.traced_program(traced)
+    closed, params = _jax_private.traced_program(traced)
     return closed_key(closed, params)
 
 
@@ -111,7 +111,7 @@ def _key(walk: _Walk, closed: Any, params: dict[str, Any]) -> tuple:
                 if name != "jaxpr"
             )
         )
-        return (walk.closed(closed), options, _internals.trace_context())
+        return (walk.closed(closed), options, _jax_private.trace_context())
     except (_Unreadable, TypeError, ValueError):
         return (Same(closed),)  # equal to no other key
 

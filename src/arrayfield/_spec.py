@@ -18,7 +18,7 @@ import jax.numpy as jnp
 import jaxtyping
 import numpy as np
 
-from ._internals import PYTHON_NUMBERS
+from ._facts import PYTHON_NUMBERS
 
 ArrayKind = Literal["jax", "numpy"]
 

@@ -16,7 +16,7 @@ compile too, announced by a cache-hit event just before on the same thread:
 both readers count it as a read, not a compile.
 
 Telling a jit trace from an eager transformation needs JAX's current trace,
-which is private (`jax._src.core.trace_ctx`): it is read here and nowhere else.
+which is private (`jax._src.core.trace_ctx`): `_jax_private` reads it.
 `check_compatible()` says what moved if these stop working.
 """
 
@@ -28,6 +28,8 @@ from typing import Any
 
 import jax
 import jax.monitoring
+
+from . import _jax_private
 
 # JAX records this event when it finishes tracing a function for jit
 # (`jax._src.dispatch.JAXPR_TRACE_EVENT`), only for top-level traces.
@@ -60,7 +62,7 @@ def _on_duration(event: str, duration_secs: float, **kwargs: Any) -> None:
     del duration_secs
     if event == TRACE_EVENT:
         counter.traces += 1
-        if _trace_context().is_top_level():
+        if _jax_private.TRACE_CTX is None or _jax_private.at_top_level():
             counter.top_level += 1
     elif event == COMPILE_EVENT:
         read = counter.cache_hit
@@ -84,11 +86,7 @@ def _duration_unregisterer() -> Callable[[Callable[..., None]], None]:
     # Public in newer JAX; older releases only have the private by-callback spelling.
     unregister = getattr(jax.monitoring, "unregister_event_duration_listener", None)
     if unregister is None:
-        from jax._src import monitoring
-
-        # getattr: the name exists only in those older releases.
-        old_name = "_unregister_event_duration_listener_by_callback"
-        unregister = getattr(monitoring, old_name)
+        unregister = _jax_private.OLD_UNREGISTER_DURATION
     return unregister
 
 
@@ -146,51 +144,22 @@ def remove_compile_sink(sink: Callable[[str, bool], None]) -> None:
         _release()
 
 
-# -- JAX's current trace ---------------------------------------------------------
-
-
-def _trace_context() -> Any:
-    from jax._src import core
-
-    return core.trace_ctx
-
-
-def _jaxpr_trace_class() -> type:
-    from jax._src.interpreters import partial_eval
-
-    return partial_eval.DynamicJaxprTrace
-
-
 def in_jit_trace() -> bool:
     """Whether the running code is being staged out by a jit (not run eagerly).
-
-    Walks from JAX's current trace through the traces it forwards to (`grad` and
-    `vmap` inside a jit forward to the jit's trace) looking for a jaxpr trace.
-    """
-    jaxpr_trace = _jaxpr_trace_class()
-    trace = _trace_context().trace
-    for _ in range(100):  # a bound: a trace that forwards to itself stops here
-        if trace is None:
-            break
-        if isinstance(trace, jaxpr_trace):
-            return True
-        trace = getattr(trace, "parent_trace", None)
-    return False
+    False where this JAX hides its current trace (the diagnostics say so once)."""
+    if _jax_private.TRACE_CTX is None:
+        return False
+    return _jax_private.in_jit_trace()
 
 
 def check_compatible() -> None:
     """Raise `RuntimeError` naming what moved if these hooks cannot work."""
-    try:
-        context = _trace_context()
-        context.trace  # noqa: B018
-        context.is_top_level  # noqa: B018
-        _jaxpr_trace_class()
-    except (AttributeError, ImportError) as error:
+    problem = _jax_private.dispatch_problem()
+    if problem is not None:
         raise RuntimeError(
-            f"jax._src.core.trace_ctx or DynamicJaxprTrace moved ({error}); "
-            "arrayfield.explain_retraces cannot tell a jit trace from an eager call "
-            "with this JAX version."
-        ) from None
+            f"arrayfield cannot tell a jit trace from an eager call with jax "
+            f"{jax.__version__}: {problem}"
+        )
     try:
         jax.monitoring.register_event_duration_secs_listener  # noqa: B018
         _duration_unregisterer()

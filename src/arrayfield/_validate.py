@@ -35,8 +35,8 @@ from ._errors import (
     short_repr,
     value_repr,
 )
+from ._facts import is_module
 from ._field import field_converters
-from ._internals import is_module
 from ._spec import ArraySpec, FieldSpec, array_types
 
 ENV_VAR = CHECK

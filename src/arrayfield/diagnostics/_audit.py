@@ -24,8 +24,9 @@ import jax
 import jax.tree_util as jtu
 import numpy as np
 
+from .._eqx_private import is_filter_jit, jit_wrapper_class
 from .._errors import AuditError, format_annotation
-from .._internals import PYTHON_NUMBERS, is_filter_jit, is_module, jit_wrapper_class
+from .._facts import PYTHON_NUMBERS, is_module
 from .._spec import Unresolved, field_spec
 from ._annotations import field_annotation
 from ._diff import Change, cause_text, diff, group

@@ -15,8 +15,8 @@ import numpy as np
 
 from .._convert import Rejected, to_array
 from .._errors import format_annotation
+from .._facts import PYTHON_NUMBERS
 from .._field import OPTIONS_KEY, field_converters
-from .._internals import PYTHON_NUMBERS
 from .._module import ArrayModule
 from .._spec import ArraySpec, FieldSpec, Unresolved, field_spec
 from ._annotations import field_annotation

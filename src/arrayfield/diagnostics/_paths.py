@@ -19,7 +19,8 @@ from typing import Any
 import jax.tree_util as jtu
 import numpy as np
 
-from .._internals import PYTHON_NUMBERS, is_module, is_traced_leaf
+from .._eqx_private import is_traced_leaf
+from .._facts import PYTHON_NUMBERS, is_module
 
 KeyPath = tuple[Any, ...]
 

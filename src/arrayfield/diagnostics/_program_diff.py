@@ -20,7 +20,7 @@ from typing import Any
 import jax.tree_util as jtu
 import numpy as np
 
-from .. import _internals
+from .. import _eqx_private, _jax_private
 from .._errors import LIBRARY_DIRS, dtype_shorthand, short_repr
 from .._program_key import masked_key, value_key
 from ._paths import relative_path
@@ -227,7 +227,7 @@ def _first_readers(jaxpr: Any) -> dict[Any, Any]:
 
 def user_line(eqn: Any) -> str | None:
     """`file:line` of the user's code that made a jaxpr equation, if JAX says."""
-    for filename, line, _ in _internals.equation_frames(eqn):
+    for filename, line, _ in _jax_private.equation_frames(eqn):
         if not filename.startswith(LIBRARY_DIRS):
             return f"{relative_path(filename)}:{line}"
     return None
@@ -328,7 +328,7 @@ def _captured_leaves(fn: Any) -> Iterator[tuple[str, str, Any]]:
         except Exception:  # a value whose flattening raises: not a pytree of ours
             continue
         for path, leaf in leaves:
-            if _internals.is_traced_leaf(leaf):
+            if _eqx_private.is_traced_leaf(leaf):
                 yield f"`{name}{jtu.keystr(path)}`", how, leaf
 
 

@@ -18,14 +18,14 @@ import equinox as eqx
 import jax
 import jax.tree_util as jtu
 
-from .. import _internals, _numbers
+from .. import _eqx_private, _jax_private, _numbers
 from .._program_key import program_key
 
 
 def _trace(fn: Callable[..., Any], tree: Any) -> Any:
     """`fn(tree)` traced with its arrays as inputs and every other leaf static."""
     leaves, treedef = jtu.tree_flatten(tree)
-    arrays = [x if _internals.is_traced_leaf(x) else None for x in leaves]
+    arrays = [x if _eqx_private.is_traced_leaf(x) else None for x in leaves]
     static = [
         _ById(x) if a is None else None for a, x in zip(arrays, leaves, strict=True)
     ]
@@ -35,7 +35,7 @@ def _trace(fn: Callable[..., Any], tree: Any) -> Any:
             s.obj if s is not None else a for a, s in zip(arrays, static, strict=True)
         ]
         out = fn(jtu.tree_unflatten(treedef, rebuilt))
-        return eqx.filter(out, _internals.is_traced_leaf)
+        return eqx.filter(out, _eqx_private.is_traced_leaf)
 
     traced.__name__ = getattr(fn, "__name__", "fn")
     return jax.jit(traced).trace(arrays)
@@ -54,7 +54,7 @@ def numbers_only(fn: Callable[..., Any], tree: Any, other: Any) -> bool:
     `af.filter_jit(share_numbers=True)` runs one program for both (`_numbers`)."""
     keys = []
     for t in (tree, other):
-        closed, params = _internals.traced_program(_trace(fn, t))
+        closed, params = _jax_private.traced_program(_trace(fn, t))
         at = _numbers.sites(closed.jaxpr)
         if not at and not closed.consts:
             return False

@@ -14,7 +14,7 @@ from typing import Any
 
 import jax.tree_util as jtu
 
-from .. import _internals
+from .. import _eqx_private
 from .._errors import (
     EQUINOX_DIR,
     JAX_DIR,
@@ -69,7 +69,7 @@ def location(fn: Any) -> str:
 def calling_jit() -> str | None:
     """Which jit is tracing the plain function whose wrapper called this."""
     caller = sys._getframe(2).f_code.co_filename  # the wrapper's caller
-    if caller.startswith(EQUINOX_DIR) or _internals.is_jit_wrapper_file(caller):
+    if caller.startswith(EQUINOX_DIR) or _eqx_private.is_jit_wrapper_file(caller):
         return FILTER_JIT
     if caller.startswith(JAX_DIR):
         return JAX_JIT

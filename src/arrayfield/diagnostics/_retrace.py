@@ -24,9 +24,12 @@ import weakref
 from collections.abc import Callable
 from typing import Any, TypeVar, overload
 
-from .. import _internals, _program, _tracing
+import equinox
+import jax
+
+from .. import _eqx_private, _jax_private, _program, _tracing
 from .._env import EXPLAIN_RETRACES, env_flag
-from .._errors import class_name, short_repr
+from .._errors import CompatibilityWarning, class_name, short_repr, warn_in_user_code
 from ._hints import FILTER_JIT, JAX_JIT
 from ._record import FUNCTION_LEAF, Scope, Site, calling_jit
 
@@ -101,17 +104,17 @@ def _watched(fn: Callable[..., Any], args: tuple, kwargs: dict) -> Any:
 
 
 def _wrap(fn: Function) -> Function:
-    if _internals.is_filter_jit(fn) or hasattr(fn, "lower"):
+    if _eqx_private.is_filter_jit(fn) or hasattr(fn, "lower"):
         return _wrap_jitted(fn)
     return _wrap_traced(fn)
 
 
 def _wrap_jitted(fn: Any) -> Any:
     """Around a jitted callable: a call traced iff the trace counter moved."""
-    is_filter_jit = _internals.is_filter_jit(fn)
+    is_filter_jit = _eqx_private.is_filter_jit(fn)
     site = Site(fn, FILTER_JIT if is_filter_jit else JAX_JIT)
     if is_filter_jit:
-        cache = _internals.cache_of(fn)
+        cache = _eqx_private.cache_of(fn)
         site.keep_alive, site.shared = cache, True
         _decorated[id(cache)] = site
     check = not site.traced_scalars  # jax.jit traces scalars: nothing to reuse
@@ -185,7 +188,7 @@ class _Session:
         self.scope = Scope()
 
     def site_for(self, jit_wrapper: Any) -> Site:
-        cache = _internals.cache_of(jit_wrapper)
+        cache = _eqx_private.cache_of(jit_wrapper)
         site = self.sites.get(id(cache))
         if site is None:
             with self.lock:
@@ -205,7 +208,7 @@ _process_session: _Session | None = None
 def _watching_call(original: Callable[..., Any]) -> Callable[..., Any]:
     """The `__call__` every `eqx.filter_jit` function has while watched."""
     counter = _tracing.counter
-    cache_of = _internals.cache_of
+    cache_of = _eqx_private.cache_of
 
     def __call__(self: Any, /, *args: Any, **kwargs: Any) -> Any:
         __tracebackhide__ = True
@@ -245,6 +248,28 @@ def _watching_call(original: Callable[..., Any]) -> Callable[..., Any]:
     return __call__
 
 
+@functools.cache
+def _say_what_is_unseen() -> None:
+    """Name, once, what this JAX and equinox hide from the diagnostics."""
+    unseen = []
+    problem = _eqx_private.watch_problem()
+    if problem is not None:
+        unseen.append(f"eqx.filter_jit calls are not watched ({problem})")
+    problem = _jax_private.dispatch_problem()
+    if problem is not None:
+        unseen.append(
+            "a retrace inside another jit is not told from an eager one, and "
+            f"af.filter_jit runs as eqx.filter_jit ({problem})"
+        )
+    if unseen:
+        warn_in_user_code(
+            CompatibilityWarning(
+                f"af.explain_retraces sees less on jax {jax.__version__} with "
+                f"equinox {equinox.__version__}: {'; '.join(unseen)}."
+            )
+        )
+
+
 class RetraceWatch:
     """`with af.explain_retraces():` watches every filter_jit call in the block.
 
@@ -256,9 +281,10 @@ class RetraceWatch:
 
     def __enter__(self) -> None:
         if _thread.depth == 0:
+            _say_what_is_unseen()
             _tracing.acquire_trace_counter()
             try:
-                _internals.install_call_hook(_watching_call)
+                _eqx_private.install_call_hook(_watching_call)
             except BaseException:
                 _tracing.release_trace_counter()
                 raise
@@ -270,7 +296,7 @@ class RetraceWatch:
         if _thread.depth == 0:
             session = _thread.session
             _thread.session = None
-            _internals.uninstall_call_hook()
+            _eqx_private.uninstall_call_hook()
             _tracing.release_trace_counter()
             # Last, so a warning filter set to "error" leaves no hook behind.
             if session is not None:  # the block's repeated retraces, counted
@@ -399,8 +425,9 @@ def _enable_for_process() -> None:
     global _process_session
     if _process_session is not None:
         return
+    _say_what_is_unseen()
     _tracing.acquire_trace_counter()
-    _internals.install_call_hook(_watching_call)
+    _eqx_private.install_call_hook(_watching_call)
     _process_session = _Session()
 
 

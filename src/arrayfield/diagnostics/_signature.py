@@ -18,7 +18,7 @@ import numpy as np
 
 from .._convert import canonical_dtype
 from .._errors import short_repr
-from .._internals import PYTHON_NUMBERS
+from .._facts import PYTHON_NUMBERS
 from ._paths import FieldRef, is_array, walk
 
 

@@ -10,13 +10,18 @@ all at once.
 """
 
 import concurrent.futures
+import functools
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
 
+from arrayfield import _eqx_private, _jax_private
+
 PROGRAM = Path(__file__).with_name("hidden_names_program.py")
+ARCHITECTURE = Path(__file__).parents[1] / "docs" / "architecture.md"
 
 
 def _run(hidden: list[str]) -> dict:
@@ -32,13 +37,18 @@ def _run(hidden: list[str]) -> dict:
     return json.loads(done.stdout.splitlines()[-1])
 
 
+@functools.cache
+def _reference() -> dict:
+    return _run([])
+
+
 def _capability(warning: str) -> str:
     # "CompatibilityWarning: af.filter_jit runs as ..." -> "af.filter_jit"
     return warning.split(": ", 1)[1].split(" ", 1)[0]
 
 
 def test_each_private_module_hidden_alone_and_all_at_once():
-    reference = _run([])
+    reference = _reference()
     modules = reference["imported"]
     # What dispatch and diagnostics read today; a module that stops being read
     # drops out of this list, and one newly read joins it, with no edit here.
@@ -71,3 +81,30 @@ def test_each_private_module_hidden_alone_and_all_at_once():
         "af.filter_jit",
         "af.explain_retraces",
     }
+
+
+def _table_rows() -> list[list[str]]:
+    text = ARCHITECTURE.read_text(encoding="utf-8")
+    table = text[text.index("| name | accessor | why | probe") :]
+    rows = []
+    for line in table.splitlines()[2:]:
+        if not line.startswith("|"):
+            break
+        rows.append([cell.strip() for cell in line.strip("|").split(" | ")])
+    return rows
+
+
+def test_the_architecture_table_lists_every_private_module_and_accessor():
+    rows = _table_rows()
+    named = " ".join(row[0] for row in rows)
+    for module in _reference()["imported"]:
+        assert f"`{module}." in named or f"`{module}`" in named, module
+    rooms = {"_jax_private": _jax_private, "_eqx_private": _eqx_private}
+    for name, accessor, *_ in rows:
+        room, _, names = accessor.partition(":")
+        room = room.strip("` ")
+        targets = re.findall(r"`(\w+)`", names) or [room.partition(".")[2]]
+        room = room.partition(".")[0]
+        assert room in rooms, (name, accessor)
+        for target in targets:
+            assert hasattr(rooms[room], target), (name, f"{room}.{target}")

@@ -427,9 +427,8 @@ def _identity(x: Any) -> Any:
 def dispatch_problem() -> str | None:
     """What stops `af.filter_jit` from dispatching on its own on this JAX, or None.
 
-    Names that moved, else a behavioural probe: a tiny `jax.jit` traced, its
-    program read and its type checked through these accessors, and the states
-    dispatch reads behaving as at the top level.
+    Names that moved, else a behavioural probe of the states dispatch reads: the
+    top level reads as the top level, a jit's trace as a jit's trace.
     """
     if MOVED:
         return "moved: " + ", ".join(MOVED)
@@ -438,23 +437,20 @@ def dispatch_problem() -> str | None:
             return "jax._src.core.trace_ctx does not read as the top level"
         if jit_disabled():
             return None  # the probe below would run eagerly; the names are there
-        traced = jax.jit(_identity).trace(np.float32(0))
-        closed, _ = traced_program(traced)
-        check_jaxpr(closed.jaxpr)
-        traced_in_tree(traced)
-        traced_out_tree(traced)
         seen: list[bool] = []
         jax.jit(lambda x: seen.append(in_jit_trace()) or x).trace(np.float32(0))
         if seen != [True]:
             return "jax._src.core.trace_ctx no longer shows a jit trace"
     except Exception as error:  # any failure is a reason to fall back
-        return f"reading a traced jax.jit failed ({type(error).__name__}: {error})"
+        return f"reading JAX's trace state failed ({type(error).__name__}: {error})"
     return None
 
 
 @functools.cache
 def sharing_problem() -> str | None:
-    """What stops `af.filter_jit` from sharing compiles on this JAX, or None."""
+    """What stops `af.filter_jit` from sharing compiles on this JAX, or None:
+    names that moved, else a tiny `jax.jit` traced, its program read and type
+    checked, and compiled, through these accessors."""
     problem = dispatch_problem()
     if problem is not None:
         return problem
@@ -467,7 +463,12 @@ def sharing_problem() -> str | None:
         # trace again, as it makes `jax.jit` trace again.
         return "jax._src.util.register_cache is gone"
     try:
-        jax.jit(_identity).trace(np.float32(0)).lower().compile()
+        traced = jax.jit(_identity).trace(np.float32(0))
+        closed, _ = traced_program(traced)
+        check_jaxpr(closed.jaxpr)
+        traced_in_tree(traced)
+        traced_out_tree(traced)
+        traced.lower().compile()
     except Exception as error:
-        return f"compiling a traced jax.jit failed ({type(error).__name__})"
+        return f"reading a traced jax.jit failed ({type(error).__name__}: {error})"
     return None

@@ -60,6 +60,8 @@ _sinks: tuple[Callable[[str, bool], None], ...] = ()
 
 def _on_duration(event: str, duration_secs: float, **kwargs: Any) -> None:
     del duration_secs
+    if _users == 0:  # a listener JAX could not remove (`_kept`)
+        return
     if event == TRACE_EVENT:
         counter.traces += 1
         if _jax_private.TRACE_CTX is None or _jax_private.at_top_level():
@@ -82,7 +84,7 @@ def _on_event(event: str, **kwargs: Any) -> None:
         counter.cache_hit = True
 
 
-def _duration_unregisterer() -> Callable[[Callable[..., None]], None]:
+def _duration_unregisterer() -> Callable[[Callable[..., None]], None] | None:
     # Public in newer JAX; older releases only have the private by-callback spelling.
     unregister = getattr(jax.monitoring, "unregister_event_duration_listener", None)
     if unregister is None:
@@ -90,24 +92,35 @@ def _duration_unregisterer() -> Callable[[Callable[..., None]], None]:
     return unregister
 
 
-def unregister_duration_listener(listener: Callable[..., None]) -> None:
-    _duration_unregisterer()(listener)
+def unregister_duration_listener(listener: Callable[..., None]) -> bool:
+    """Remove a duration listener; False where this JAX cannot (it stays)."""
+    unregister = _duration_unregisterer()
+    if unregister is None:
+        return False
+    unregister(listener)
+    return True
+
+
+# Set where the duration listener could not be removed: it stays registered,
+# and counts nothing while no one counts (`_on_duration` reads `_users`).
+_kept = False
 
 
 def _acquire() -> None:  # under _lock
     global _users
     if _users == 0:
         counter.cache_hit = False  # an announcement seen before is not ours
-        jax.monitoring.register_event_duration_secs_listener(_on_duration)
+        if not _kept:
+            jax.monitoring.register_event_duration_secs_listener(_on_duration)
         jax.monitoring.register_event_listener(_on_event)
     _users += 1
 
 
 def _release() -> None:  # under _lock
-    global _users
+    global _users, _kept
     _users -= 1
     if _users == 0:
-        unregister_duration_listener(_on_duration)
+        _kept = not unregister_duration_listener(_on_duration)
         unregister = getattr(jax.monitoring, "unregister_event_listener", None)
         if unregister is not None:  # older JAX keeps it: it only sets a flag
             unregister(_on_event)
@@ -162,7 +175,8 @@ def check_compatible() -> None:
         )
     try:
         jax.monitoring.register_event_duration_secs_listener  # noqa: B018
-        _duration_unregisterer()
+        if _duration_unregisterer() is None:
+            raise AttributeError("no way to unregister a duration listener")
     except (AttributeError, ImportError) as error:
         raise RuntimeError(
             f"jax.monitoring cannot add and remove duration listeners ({error}); "

@@ -953,7 +953,7 @@ def test_a_shape_field_gets_the_codemods_advice_and_is_clean_once_fixed(tmp_path
     assert "static=True" not in change.hint
 
 
-_INTERNALS = ("_fallback", "_cached", "_plan", "_static_fun", "_Layout", "_Plan")
+_INTERNALS = ("_fallback", "_cached", "_plan", "_static_fun", "Layout", "_Plan")
 
 
 @pytest.mark.parametrize("jit", [af.filter_jit, eqx.filter_jit])

@@ -26,7 +26,7 @@ FIELDS = ("_spec", "_convert", "_field", "_validate", "_module", "_normalize")
 # JAX's and equinox's private names, read for dispatch and diagnostics alone:
 # the fields stand below them and never reach them.
 PRIVATE = ("_jax_private", "_eqx_private", "_tracing")
-DISPATCH = ("_program_key", "_numbers", "_program", "_jit")
+DISPATCH = ("_program_key", "_numbers", "_program", "_layouts", "_jit")
 DIAGNOSTICS = tuple(
     f"diagnostics.{name}"
     for name in (
@@ -45,6 +45,9 @@ DIAGNOSTICS = tuple(
 )
 # Operating many fields at scale (af.count_compiles): reads JAX's events only.
 SCALE = ("_compiles",)
+# Dispatch's own state: the diagnostics read programs (`_program_key`,
+# `_numbers`) but never these.
+DISPATCH_STATE = ("_program", "_layouts", "_jit")
 BELOW_DISPATCH = (*GROUND, *PRIVATE, *DISPATCH)
 ORDER = (*GROUND, *FIELDS, *PRIVATE, *DISPATCH, *DIAGNOSTICS, *SCALE)
 # Entry points: the public table loads any module lazily; the command line reaches
@@ -242,12 +245,11 @@ def layer_violations(root: Path) -> list[str]:
                     problems.append(f"{where}: imports {target}")
                 elif module in GROUND:
                     problems.append(f"{where}: the ground floor imports {target}")
-                elif module in DISPATCH and target not in (
-                    *GROUND,
-                    *PRIVATE,
-                    *DISPATCH,
-                ):
+                elif module in DISPATCH and target not in BELOW_DISPATCH:
                     problems.append(f"{where}: dispatch imports {target}")
+                elif module in DIAGNOSTICS and target in DISPATCH_STATE:
+                    # What a trace did reaches them through `_tracing.record`.
+                    problems.append(f"{where}: a diagnostic imports {target}")
                 elif ORDER.index(target) >= rank:
                     problems.append(f"{where}: imports {target}, above or beside it")
     return problems
@@ -283,6 +285,11 @@ def _copy_of_source(tmp_path: Path) -> Path:
             "reads the private equinox._jit outside",
         ),
         ("_jit.py", "from ._module import ArrayModule\n", "dispatch imports _module"),
+        (
+            "diagnostics/_retrace.py",
+            "from .. import _program\n",
+            "a diagnostic imports _program",
+        ),
         (
             "_program_key.py",
             "from . import _jit\n",

@@ -30,7 +30,7 @@ import pytest
 from hypothesis import given, note, settings
 
 import arrayfield as af
-from arrayfield import _jax_private, _jit, _numbers, _program
+from arrayfield import _jax_private, _layouts, _numbers, _program
 from boxed_fields import BOX, build_scene, fit_fields, loss, observed
 from helpers import assert_bitwise, compiles_of
 
@@ -580,7 +580,7 @@ def test_the_probe_finds_numbers_shared_on_this_jax():
 def test_a_jax_whose_programs_cannot_share_says_so_once(monkeypatch):
     # What a JAX that traces plain jits with new options would look like.
     monkeypatch.setattr(_jax_private, "plain_jit_options", lambda params: False)
-    _jit._can_share_numbers.cache_clear()
+    _layouts.can_share_numbers.cache_clear()
     try:
         with pytest.warns(af.CompatibilityWarning) as caught:
             first = af.filter_jit(share_numbers=True)(lambda x: x + 1)
@@ -596,4 +596,4 @@ def test_a_jax_whose_programs_cannot_share_says_so_once(monkeypatch):
         _, traces, compiles = fits(SHARING, fields=4)
         assert (traces, compiles) == (4, 4)  # each field's own program, as equinox
     finally:
-        _jit._can_share_numbers.cache_clear()
+        _layouts.can_share_numbers.cache_clear()

@@ -26,10 +26,7 @@ import inspect
 import itertools
 import logging
 import struct
-import threading
-import types
 import warnings
-import weakref
 from collections.abc import Callable
 from typing import Any, Literal, TypeVar, overload
 
@@ -37,9 +34,8 @@ import equinox as eqx
 import jax
 import jax.tree_util as jtu
 
-from . import _eqx_private, _facts, _hooks, _jax_private, _program
+from . import _eqx_private, _facts, _hooks, _jax_private, _layouts, _program, _tracing
 from ._env import DEFAULT_RETRACE_LIMIT, RETRACE_LIMIT, env_count
-from ._errors import CompatibilityWarning, warn_in_user_code
 from ._program import (
     Compiled,
     Marked,
@@ -47,8 +43,6 @@ from ._program import (
     call_checks_on,
     call_signature,
     concrete,
-    marked_program,
-    user_program,
 )
 
 _F = TypeVar("_F", bound=Callable[..., Any])
@@ -121,207 +115,6 @@ class _QuietCallbackFailures(logging.Filter):
 _callback_logger.addFilter(_QuietCallbackFailures())
 
 
-class _Layout:
-    """One compiled cache, shared the way `eqx.filter_jit` shares its `jax.jit`.
-
-    Equinox keeps one `jax.jit` per function object (per name for other callables)
-    and tells calls apart by their static parts; a `_Layout` is that for one
-    `static_fun` and donation layout. `jits` maps `(treedef, static leaves)` to the
-    `Compiled` for it, for as long as the layout lives: JAX keeps every trace of
-    equinox's `jax.jit` as long, so a structure seen once never traces again.
-
-    Donating calls pass the first argument's leaves apart from the rest, so that
-    the donated buffers come in equinox's order (JAX gives an output the first
-    donated buffer that fits, so the order decides which input is consumed):
-    `(first, fun, rest)`, all donated, for `"all"` and `"warn"`; `(fun, first,
-    rest)` with `fun` and `rest` donated for the `"-except-first"` options.
-    `fun_at` is where the function's arrays go; None when the function holds no
-    arrays (a plain function) and nothing is donated: calls then pass the leaves
-    alone, which saves JAX a pytree argument on every call.
-    """
-
-    __slots__ = (
-        "__weakref__",
-        "donate_first",
-        "donate_rest",
-        "fun_at",
-        "jits",
-        "latest",
-        "mixed",
-        "number_retraces",
-        "numbers",
-        "share",
-        "static_fun",
-        "warned",
-    )
-
-    def __init__(
-        self,
-        static_fun: Any,
-        donate_first: bool,
-        donate_rest: bool,
-        share: bool,
-        numbers: bool,
-    ):
-        self.static_fun = static_fun
-        self.donate_first = donate_first
-        self.donate_rest = donate_rest  # every donating option donates the rest
-        fun_has_arrays = any(leaf is None for leaf in static_fun[0])
-        self.fun_at: int | None = (
-            1 if donate_first else 0 if fun_has_arrays or donate_rest else None
-        )
-        self.jits: dict[tuple, Compiled] = {}
-        # The static leaves of the newest key of each tree structure: what a new
-        # key is compared with (`_count_number_retrace`), without a pass over
-        # `jits`, which grows with every key a survey makes.
-        self.latest: dict[Any, tuple] = {}
-        # Whether calls run executables shared by program (`share_compiles`),
-        # and by programs that differ only in numbers (`share_numbers`).
-        self.share = share
-        self.numbers = numbers
-        # Whether a wrapper whose static part is equal to `static_fun` but not it
-        # joined: then every call that may trace says whose static part it has.
-        self.mixed = False
-        # New keys made because a Python number changed, and whether that warned
-        # (`_count_number_retrace`).
-        self.number_retraces = 0
-        self.warned = False
-
-    def add(
-        self, treedef: Any, static: tuple, names: tuple[str, str]
-    ) -> tuple[Compiled, tuple | None]:
-        """`(the jax.jit for a call structure not in jits, the static leaves of
-        the newest earlier key of its tree structure)`; None for those where
-        another thread added the key first.
-
-        No lock: making a `jax.jit` traces nothing, and `setdefault` keeps the
-        first of two threads' (a static leaf's `__eq__` may be user code, which
-        must not run under a lock that a trace can need)."""
-        made = self._compiled(treedef, static, names)
-        compiled = self.jits.setdefault((treedef, static), made)
-        if compiled is not made:
-            return compiled, None
-        previous = self.latest.get(treedef)
-        self.latest[treedef] = static
-        return compiled, previous
-
-    def _compiled(
-        self, treedef: Any, static: tuple, names: tuple[str, str]
-    ) -> Compiled:
-        traced = tuple(i for i, x in enumerate(static) if x is None)
-        mixed = len(traced) != len(static)
-        compiled = Compiled(traced if mixed else None, self.share, self.numbers)
-        run = user_program(
-            self.static_fun, treedef, static, traced if mixed else None, self.fun_at
-        )
-        # Named before jax.jit sees it: JAX's messages name the function traced.
-        run.__name__, run.__qualname__ = names
-        # Donating calls always wait, as in equinox.
-        flat = marked_program(run, always_wait=self.donate_rest)
-        flat.__name__, flat.__qualname__ = names
-        donate: tuple[int, ...]
-        if self.donate_first:  # flat(first, fun, rest)
-            donate = (0, 1, 2)
-        elif self.donate_rest:  # flat(fun, first, rest)
-            donate = (0, 2)
-        else:  # flat(fun, leaves)
-            donate = ()
-        compiled.jitted = jax.jit(flat, donate_argnums=donate)
-        return compiled
-
-
-# Layouts by function, then by static part and donation; other callables share one
-# entry and are told apart by their static parts. Keyed weakly, but a layout's
-# compiled programs refer to the function, so in practice an entry lives as long
-# as the process, as equinox's cache of jits does.
-_layouts: weakref.WeakKeyDictionary[Any, dict[Any, _Layout]] = (
-    weakref.WeakKeyDictionary()
-)
-# Only for finding a new wrapper's layout. Reentrant: a static part's __hash__
-# or __eq__ (user code, run under it) may make another filter_jit wrapper.
-_lock = threading.RLock()
-
-
-def _any_callable() -> None:
-    """The key for callables that are not plain functions (weakly referenceable)."""
-
-
-# eqx.clear_caches() forgets equinox's shared jits: wrappers made later trace anew,
-# existing ones keep theirs. Forgetting the layouts does the same here.
-_eqx_private.register_cache_clear(_layouts.clear)
-
-
-def _versions() -> str:
-    return f"jax {jax.__version__} with equinox {eqx.__version__}"
-
-
-@functools.cache
-def _dispatch_problem() -> str | None:
-    # Asked at the first wrapper, not at import: the probes trace a tiny program.
-    # Where dispatch cannot stand on its own, every wrapper is equinox's, after
-    # one warning: the same results and trace counts, equinox's per-call cost.
-    problem = _eqx_private.dispatch_problem() or _jax_private.dispatch_problem()
-    if problem is not None:
-        warn_in_user_code(
-            CompatibilityWarning(
-                f"af.filter_jit runs as eqx.filter_jit on {_versions()}: "
-                f"{problem}. Results and traces are equinox's; nothing is shared, "
-                "and retraces go unexplained unless an explain_retraces() block "
-                "is open."
-            )
-        )
-    return problem
-
-
-@functools.cache
-def _can_share() -> bool:
-    # Asked at the first wrapper that shares (the default), not at import: it
-    # compiles a tiny program. A JAX that cannot is named once.
-    problem = _jax_private.sharing_problem()
-    # Before 0.5 JAX shows no traced program: documented, so not a surprise.
-    if problem is not None and jax.__version_info__ >= (0, 5):
-        warn_in_user_code(
-            CompatibilityWarning(
-                f"af.filter_jit shares no compiles on {_versions()}: {problem}. "
-                "Each trace compiles, as under eqx.filter_jit."
-            )
-        )
-    return problem is None
-
-
-@functools.cache
-def _can_share_numbers() -> bool:
-    # Asked at the first wrapper that shares numbers; a JAX on which the probe
-    # fails is named once, where a silent fallback would compile every field.
-    unshared = _program.numbers_unshared()
-    if unshared is not None:
-        warn_in_user_code(
-            CompatibilityWarning(
-                f"af.filter_jit(share_numbers=True) shares nothing on "
-                f"{_versions()}: {unshared}. "
-                "Each program compiles alone, as without the option."
-            )
-        )
-    return unshared is None
-
-
-def _layout_for(
-    fun: Any, names: tuple[str, str], static_fun: Any, donate: tuple, share: tuple
-) -> _Layout:
-    """The layout for a new wrapper of `fun`: equinox's `jax.jit` for it.
-    `share`: `(share_compiles, share_numbers)`, as they apply."""
-    owner = fun if type(fun) is types.FunctionType else _any_callable
-    key = (names, static_fun, donate, share)
-    with _lock:
-        by_key = _layouts.setdefault(owner, {})
-        layout = by_key.get(key)
-        if layout is None:
-            layout = by_key[key] = _Layout(static_fun, *donate, *share)
-        elif layout.static_fun is not static_fun:
-            layout.mixed = True
-    return layout
-
-
 def _arity(signature: inspect.Signature) -> tuple[int, float]:
     """The positional argument counts that `signature.bind(*args)` leaves unchanged.
 
@@ -360,7 +153,7 @@ class _Plan:
         self.signature: inspect.Signature = signature
         self.low, self.high = _arity(signature)
         self.names: tuple[str, str] = names
-        self.layout: _Layout | None = layout  # None: every call goes to equinox
+        self.layout: _layouts.Layout | None = layout  # None: every call goes to equinox
         self.filter_warning: bool = filter_warning
         # This wrapper's own static part: equal to its layout's, maybe not it.
         self.static_fun = static_fun
@@ -428,9 +221,11 @@ def _call(wrapper: _FilterJit, /, *args: Any, **kwargs: Any) -> Any:
     traced = compiled.traced
     if traced is not None:
         leaves = [leaves[i] for i in traced]
-    if layout.fun_at is None:  # see `_Layout`
+    if layout.fun_at is None:  # see `_layouts.Layout`
         call_args: tuple = (leaves,)
-    elif layout.donate_rest:  # the first argument's leaves apart (see `_Layout`)
+    elif (
+        layout.donate_rest
+    ):  # the first argument's leaves apart (see `_layouts.Layout`)
         n_first = len(jtu.tree_leaves(args[0])) if args else 0
         if traced is not None:  # the traced leaves among the first n_first
             n_first = bisect.bisect_left(traced, n_first)
@@ -511,7 +306,7 @@ def _call(wrapper: _FilterJit, /, *args: Any, **kwargs: Any) -> Any:
 
 def _count_number_retrace(
     wrapper: _FilterJit,
-    layout: _Layout,
+    layout: _layouts.Layout,
     treedef: Any,
     previous: tuple,
     static: tuple,
@@ -534,7 +329,7 @@ def _count_number_retrace(
     ):
         return
     layout.number_retraces += 1
-    if layout.number_retraces < _RETRACE_LIMIT or _static_now.watched:
+    if layout.number_retraces < _RETRACE_LIMIT or _tracing.record.watched:
         return
     layout.warned = True
     explain = _hooks.explain_static_retraces
@@ -553,11 +348,11 @@ def _runner(
     call_args: tuple,
     signature: tuple,
     static: tuple,
-    layout: _Layout,
+    layout: _layouts.Layout,
     plan: _Plan,
 ) -> Any:
     """What runs a signature new to `compiled`: traced now, with this call's own
-    static parts (see `_program.static_now`), then shared or compiled."""
+    static parts (`_program.static_now`), then shared or compiled."""
     __tracebackhide__ = True
     # No lock: a trace runs user code, which may wait on another thread's trace
     # (JAX traces a jitted function once for given argument types). Threads that
@@ -763,22 +558,22 @@ def filter_jit(
     if donate not in _DONATE:
         _equinox_filter_jit(fun, donate=donate)  # raises equinox's error for it
     fallback = _equinox_filter_jit(fun, donate=donate, **jitkwargs)
-    if _dispatch_problem() is not None:
+    if _layouts.dispatch_problem() is not None:
         return fallback
     filter_warning, donate_first, donate_rest = _DONATE[donate]
     signature = inspect.signature(fun)
     names = _eqx_private.fn_names(fun)
     static_fun = _eqx_private.static_fun_of(fallback)
-    layout: _Layout | None = None
+    layout: _layouts.Layout | None = None
     if not jitkwargs:
         try:
             hash(static_fun)
         except Exception:
             pass  # equinox raises when called: every call goes to it
         else:
-            share = share_compiles and _can_share()
-            share_numbers = share and share_numbers and _can_share_numbers()
-            layout = _layout_for(
+            share = share_compiles and _layouts.can_share()
+            share_numbers = share and share_numbers and _layouts.can_share_numbers()
+            layout = _layouts.layout_for(
                 fun,
                 names,
                 static_fun,

@@ -180,7 +180,7 @@ class Compiled:
             run = functools.partial(_with_output_tree, executable, out_tree)
         else:
             run = functools.partial(_with_numbers, executable, numbers, out_tree)
-            static_now.number_runs += 1
+            _tracing.record.number_runs += 1
         # Threads that met this signature at once each traced it (as `jax.jit`
         # lets them); the first to get here decides what later calls run.
         run = self.runs.setdefault(signature, run)
@@ -332,7 +332,7 @@ def executable_for(
     if found is not None and found.done.is_set() and not found.failed:
         return found.value, False, None
     general = None
-    if share_numbers or static_now.watched:  # explain_retraces reads families
+    if share_numbers or _tracing.record.watched:  # explain_retraces reads families
         general = _generalised_for(
             traced, (in_tree, placement), call_args, share_numbers
         )
@@ -351,7 +351,7 @@ def _generalised_for(
     """`(generalised executable, this trace's numbers as its inputs)` for a
     program that embeds numbers or constants (`_numbers`), or None: it compiles
     a program of its own. Without `share` only the family is noted, and a trace
-    whose family was seen before is counted in `static_now.number_families`
+    whose family was seen before is counted in `_tracing.record.number_families`
     (it would have shared)."""
     closed, params = _jax_private.traced_program(traced)
     if not _jax_private.plain_jit_options(params) or has_host_work(closed):
@@ -367,7 +367,7 @@ def _generalised_for(
     family, new = _executables.family_for(family_key)
     if not share:
         if not new:
-            static_now.number_families += 1
+            _tracing.record.number_families += 1
         return None
     inputs = (
         tuple(map(jax.device_put, _numbers.packed(found))),
@@ -380,7 +380,7 @@ def _generalised_for(
     )
     if executable is None:  # JAX would not have it: a program of its own
         return None
-    static_now.family = (family.number, started)
+    _tracing.record.family = (family.number, started)
     return executable, inputs
 
 
@@ -514,22 +514,11 @@ def has_host_work(closed: Any) -> bool:
 
 class _StaticNow(threading.local):
     """The static leaves and function static part of the call that may trace
-    now, in this thread (set by `_jit` before a call that can trace); and how
-    many traces in this thread ran a program shared by numbers (`_numbers`),
-    and how many would have, had the wrapper shared numbers; `explain_retraces`
-    reads both around a call, and `family`, the number of the family the latest
-    such trace joined and whether it started it; and `program`, the latest
-    traced program (`(closed jaxpr, jit parameters)`) with the trace count when
-    it was traced, kept only while this thread's call is `watched` (by an
-    `explain_retraces` block or decorator: a depth, set around the call)."""
+    now, in this thread (set by `_jit` before a call that can trace). What the
+    trace did is kept in `_tracing.record`, for the diagnostics."""
 
     leaves: tuple
     fun: Any
-    watched: int = 0
-    number_runs: int = 0
-    number_families: int = 0
-    family: tuple[int, bool] = (0, False)
-    program: Any = None
 
 
 static_now = _StaticNow()
@@ -606,13 +595,13 @@ def marked_program(
             return Marked((jax.numpy.array(0), *run(*call_args)))
         # The one trace of the user's function; the call below reuses it.
         traced = inner.trace(*call_args)
-        if static_now.watched:  # explain_retraces says what is new in it
+        if _tracing.record.watched:  # explain_retraces says what is new in it
             # This jaxpr, not the outer one: inlining drops the user's lines.
             # (A trace inside another, or a JAX whose traced jits show no
             # program: then no explanation says what is new in it.)
             with contextlib.suppress(ValueError, AttributeError):
                 program = _jax_private.traced_program(traced)
-                static_now.program = (_tracing.counter.traces, program)
+                _tracing.record.program = (_tracing.counter.traces, program)
         host_work = has_host_work(traced.jaxpr)
         # What a call waits on, as in equinox; None costs no output buffer.
         marker = jax.numpy.array(0) if host_work or always_wait else None

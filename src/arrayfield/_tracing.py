@@ -50,6 +50,29 @@ class _Counter(threading.local):
 
 
 counter = _Counter()
+
+
+class _TraceRecord(threading.local):
+    """What this thread's `af.filter_jit` traces did, written by dispatch and
+    read by `explain_retraces` around a call: how many traces ran a program
+    shared by numbers (`number_runs`) and how many would have, had the wrapper
+    shared numbers (`number_families`); `family`, the number of the family the
+    latest such trace joined and whether it started it; and `program`, the
+    latest traced program (`(closed jaxpr, jit parameters)`) with the trace
+    count when it was traced, kept only while this thread's call is `watched`
+    (by an `explain_retraces` block or decorator: a depth, set around the call).
+    The diagnostics read it here, never in dispatch's modules. A watched call
+    gives the same results; dispatch only records more for it (its program, and
+    the family it would join without `share_numbers`)."""
+
+    watched: int = 0
+    number_runs: int = 0
+    number_families: int = 0
+    family: tuple[int, bool] = (0, False)
+    program: Any = None
+
+
+record = _TraceRecord()
 _lock = threading.Lock()
 _users = 0  # trace counters and compile sinks: the listeners exist while > 0
 _trace_users = 0

@@ -27,7 +27,7 @@ from typing import Any, TypeVar, overload
 import equinox
 import jax
 
-from .. import _eqx_private, _jax_private, _program, _tracing
+from .. import _eqx_private, _jax_private, _tracing
 from .._env import EXPLAIN_RETRACES, env_flag
 from .._errors import CompatibilityWarning, class_name, short_repr, warn_in_user_code
 from ._hints import FILTER_JIT, JAX_JIT
@@ -62,8 +62,8 @@ _decorated: weakref.WeakValueDictionary[int, Site] = weakref.WeakValueDictionary
 
 def _numbers_seen() -> tuple[int, int]:
     """This thread's counts of traces that ran a program shared by numbers, and
-    that would have under `share_numbers=True` (`_program.static_now`)."""
-    now = _program.static_now
+    that would have under `share_numbers=True` (`_tracing.record`)."""
+    now = _tracing.record
     return now.number_runs, now.number_families
 
 
@@ -73,7 +73,7 @@ def _numbers_since(seen: tuple[int, int]) -> tuple[str | None, int]:
     compiled a family's program, `("could share", 0)` or `(None, 0)`."""
     runs, families = _numbers_seen()
     if runs != seen[0]:
-        family, started = _program.static_now.family
+        family, started = _tracing.record.family
         return ("new family" if started else "shared"), family
     return ("could share" if families != seen[1] else None), 0
 
@@ -82,7 +82,7 @@ def _program_traced(before: int) -> tuple | None:
     """The program an af.filter_jit trace in this thread produced since the
     trace count was `before` (None for other jits: a program recorded earlier
     is another call's), taken so that it is not kept."""
-    now = _program.static_now
+    now = _tracing.record
     recorded, now.program = now.program, None
     if recorded is None or recorded[0] < before:
         return None
@@ -91,11 +91,11 @@ def _program_traced(before: int) -> tuple | None:
 
 def _watched(fn: Callable[..., Any], args: tuple, kwargs: dict) -> Any:
     """`fn(*args, **kwargs)`, marked in this thread as a watched call: what it
-    traces keeps its program and family for the explanation (`_program`),
+    traces keeps its program and family for the explanation (`_tracing.record`),
     and an unasked warning leaves it to the explanation. Other threads' calls
     are not marked, so nothing is kept for them."""
     __tracebackhide__ = True
-    now = _program.static_now
+    now = _tracing.record
     now.watched += 1
     try:
         return fn(*args, **kwargs)

@@ -22,11 +22,26 @@ SOURCE = Path(arrayfield.__file__).parent
 # (`_jit`, with its program keys) only the ground floor and the dispatch modules
 # before it. A new module must be given its place here.
 GROUND = ("_env", "_errors", "_hooks", "_facts", "_typing")
-FIELDS = ("_spec", "_convert", "_field", "_validate", "_module", "_normalize")
+FIELDS = (
+    "_spec",
+    "_convert",
+    "_field",
+    "_declare",
+    "_validate",
+    "_module",
+    "_normalize",
+)
 # JAX's and equinox's private names, read for dispatch and diagnostics alone:
 # the fields stand below them and never reach them.
 PRIVATE = ("_jax_private", "_eqx_private", "_tracing")
-DISPATCH = ("_program_key", "_numbers", "_program", "_layouts", "_jit")
+DISPATCH = (
+    "_program_key",
+    "_numbers",
+    "_executables",
+    "_program",
+    "_layouts",
+    "_jit",
+)
 DIAGNOSTICS = tuple(
     f"diagnostics.{name}"
     for name in (
@@ -47,7 +62,7 @@ DIAGNOSTICS = tuple(
 SCALE = ("_compiles",)
 # Dispatch's own state: the diagnostics read programs (`_program_key`,
 # `_numbers`) but never these.
-DISPATCH_STATE = ("_program", "_layouts", "_jit")
+DISPATCH_STATE = ("_executables", "_program", "_layouts", "_jit")
 BELOW_DISPATCH = (*GROUND, *PRIVATE, *DISPATCH)
 ORDER = (*GROUND, *FIELDS, *PRIVATE, *DISPATCH, *DIAGNOSTICS, *SCALE)
 # Entry points: the public table loads any module lazily; the command line reaches

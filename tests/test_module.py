@@ -15,7 +15,7 @@ import pytest
 from jaxtyping import Array, Float, Int
 
 import arrayfield as af
-from arrayfield._field import field_converters
+from arrayfield._declare import field_converters
 from helpers import run_code
 
 
@@ -490,7 +490,7 @@ def test_a_local_class_and_its_instances_round_trip_through_cloudpickle():
     ("undo", "broken"),
     [
         (  # no converter declared
-            "import arrayfield._field as m; m.declare_array_fields = lambda c: None",
+            "import arrayfield._declare as m; m.declare_array_fields = lambda c: None",
             "a list given to an array field was not stored converted",
         ),
         (  # declared, but its result not stored (validation still runs)

@@ -30,7 +30,7 @@ import pytest
 from hypothesis import given, note, settings
 
 import arrayfield as af
-from arrayfield import _jax_private, _layouts, _numbers, _program
+from arrayfield import _jax_private, _layouts, _numbers
 from boxed_fields import BOX, build_scene, fit_fields, loss, observed
 from helpers import assert_bitwise, compiles_of
 
@@ -574,7 +574,7 @@ def test_donation_consumes_what_eqx_consumes(donate):
 def test_the_probe_finds_numbers_shared_on_this_jax():
     # JAX 0.11 stores `inline` as an enum and inlines `True` late: read as
     # before, every program looked unshareable and nothing was shared, silently.
-    assert _program.numbers_unshared() is None
+    assert _layouts.numbers_unshared() is None
 
 
 def test_a_jax_whose_programs_cannot_share_says_so_once(monkeypatch):

@@ -10,7 +10,7 @@ reproduce exactly (jit options, unhashable static leaves, `.lower`) goes to the
 
 So every call traces exactly when `eqx.filter_jit` would. What a trace produced is
 then compared with the programs this process compiled before
-(`_program.executable_for`): where it is the same program (a field whose scene
+(`_executables.executable_for`): where it is the same program (a field whose scene
 differs in identity-compared helpers, a new wrapper per `fit()`), the executable
 compiled before runs it, and only the XLA compile is saved.
 
@@ -357,7 +357,7 @@ def _runner(
     # No lock: a trace runs user code, which may wait on another thread's trace
     # (JAX traces a jitted function once for given argument types). Threads that
     # meet a new signature at once may each trace it, as `jax.jit`'s may; its
-    # program compiles once (`_program.executable_for`).
+    # program compiles once (`_executables.executable_for`).
     _static_now.leaves = static
     _static_now.fun = (layout.static_fun, plan.static_fun)
     if not plan.filter_warning:

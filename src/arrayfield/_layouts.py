@@ -14,8 +14,9 @@ from typing import Any
 
 import equinox as eqx
 import jax
+import numpy as np
 
-from . import _eqx_private, _jax_private, _program
+from . import _eqx_private, _jax_private, _numbers, _program
 from ._errors import CompatibilityWarning, warn_in_user_code
 from ._program import Compiled, marked_program, user_program
 
@@ -192,7 +193,7 @@ def can_share() -> bool:
 def can_share_numbers() -> bool:
     # Asked at the first wrapper that shares numbers; a JAX on which the probe
     # fails is named once, where a silent fallback would compile every field.
-    unshared = _program.numbers_unshared()
+    unshared = numbers_unshared()
     if unshared is not None:
         warn_in_user_code(
             CompatibilityWarning(
@@ -219,3 +220,38 @@ def layout_for(
         elif layout.static_fun is not static_fun:
             layout.mixed = True
     return layout
+
+
+def numbers_unshared() -> str | None:
+    """What keeps two programs that differ only in a number from sharing one on
+    this JAX, or None where they share (the probe `af.filter_jit` runs before
+    it first shares numbers: a JAX that writes its programs otherwise shows it
+    here, not as a silent compile per field)."""
+
+    def traced_with(number: float) -> Any:
+        def run(x: Any) -> tuple[Any, None]:
+            return x * number, None
+
+        flat = _program.marked_program(run, always_wait=False)
+        return jax.jit(flat).trace(np.float32(1))
+
+    if _jax_private.NUMBERS_MOVED:
+        return "moved: " + ", ".join(_jax_private.NUMBERS_MOVED)
+    try:
+        keys = []
+        for number in (2.0, 3.0):
+            closed, params = _jax_private.traced_program(traced_with(number))
+            if not _jax_private.plain_jit_options(params):
+                return (
+                    "a plain jax.jit reads as one with shardings, layouts, "
+                    "inlining or compiler options"
+                )
+            at = _numbers.sites(closed.jaxpr)
+            if not at:
+                return "the number a function multiplies by is not in its program"
+            keys.append(_numbers.family_key(closed, at, params))
+    except Exception as error:
+        return f"reading a traced program raised {type(error).__name__}: {error}"
+    if keys[0] != keys[1]:
+        return "programs that differ only in a number have different shapes"
+    return None

@@ -2,7 +2,7 @@
 
 Everything happens through what Python and equinox document: while `type.__new__`
 builds a subclass, `ArrayModule.__init_subclass__` declares each array field with
-an arrayfield converter (`_field.declare_array_fields`), and equinox, which makes
+an arrayfield converter (`_declare.declare_array_fields`), and equinox, which makes
 the class a dataclass right after, runs those converters as it runs any
 `eqx.field(converter=...)`: once the class's `__init__` (the dataclass one or a
 custom one) has returned, before any `__check_init__`. Nothing is added to the
@@ -23,9 +23,9 @@ import jax
 import numpy as np
 from jaxtyping import Float
 
+from ._declare import VALIDATES, declare_array_fields
 from ._errors import ValidationError, class_name, did_you_mean
 from ._facts import EQX_MODULE
-from ._field import VALIDATES, declare_array_fields
 from ._validate import enabled_by_environment, validate
 
 

@@ -7,8 +7,8 @@ from typing import Any, TypeVar
 
 import jax
 
+from ._declare import field_converters
 from ._facts import is_module
-from ._field import field_converters
 
 _T = TypeVar("_T")
 

@@ -27,6 +27,7 @@ import jax.tree_util as jtu
 import jaxtyping
 import numpy as np
 
+from ._declare import field_converters
 from ._env import CHECK, env_flag
 from ._errors import (
     ValidationError,
@@ -36,7 +37,6 @@ from ._errors import (
     value_repr,
 )
 from ._facts import is_module
-from ._field import field_converters
 from ._spec import ArraySpec, FieldSpec, array_types
 
 ENV_VAR = CHECK

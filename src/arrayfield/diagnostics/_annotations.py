@@ -19,7 +19,7 @@ import typing
 from collections.abc import Mapping
 from typing import Annotated, Any, Union
 
-from .._field import field_converters
+from .._declare import field_converters
 from .._spec import Unresolved
 from ._paths import PARSING, FieldRef
 

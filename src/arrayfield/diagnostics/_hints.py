@@ -14,9 +14,10 @@ from typing import Any
 import numpy as np
 
 from .._convert import Rejected, to_array
+from .._declare import field_converters
 from .._errors import format_annotation
 from .._facts import PYTHON_NUMBERS
-from .._field import OPTIONS_KEY, field_converters
+from .._field import OPTIONS_KEY
 from .._module import ArrayModule
 from .._spec import ArraySpec, FieldSpec, Unresolved, field_spec
 from ._annotations import field_annotation

@@ -1,0 +1,292 @@
+"""Which executable runs a traced program: the one this process compiled
+before for the same program (`program_key`) and placement; with
+`share_numbers`, its family's generalised program (`_numbers`), compiled once
+per family; else a compile of its own. Each is compiled by one thread while
+others that need it wait, and the tables are cleared with JAX's and equinox's
+caches.
+"""
+
+from __future__ import annotations
+
+import itertools
+import threading
+import weakref
+from collections.abc import Callable
+from typing import Any
+
+import jax
+import jax.extend
+import jax.tree_util as jtu
+
+from . import _eqx_private, _jax_private, _numbers, _tracing
+from ._program_key import program_key
+
+
+def with_output_tree(executable: Any, out_tree: Any, *call_args: Any) -> Any:
+    """A program compiled for another trace, run with this trace's output tree
+    (its static nodes hold what this trace returned)."""
+    return out_tree.unflatten(jtu.tree_leaves(executable(*call_args)))
+
+
+def with_numbers(
+    executable: Any, numbers: tuple[Any, ...], out_tree: Any, *call_args: Any
+) -> Any:
+    """A generalised program (see `_numbers`) run with this trace's numbers."""
+    return out_tree.unflatten(executable(*call_args, numbers))
+
+
+class _Once:
+    """A value one thread computes while others that need it wait: an XLA
+    compile, which runs no user code and waits on nothing, so a thread waiting
+    for another's compile can never close a cycle (no lock is held meanwhile)."""
+
+    __slots__ = ("done", "failed", "value")
+
+    def __init__(self) -> None:
+        self.done = threading.Event()
+        self.failed = False
+        self.value: Any = None
+
+
+def _computed_once(
+    table: dict[Any, _Once], key: Any, compute: Callable[[], Any]
+) -> tuple[Any, bool]:
+    """`(table[key]'s value, whether this thread computed it)`: the first thread
+    to need `key` runs `compute()`, the others wait for its result. If it
+    raises, the waiters compute it themselves (and meet the error where it is
+    one)."""
+    cell = table.get(key)
+    if cell is None:
+        mine = _Once()
+        cell = table.setdefault(key, mine)
+        if cell is mine:
+            try:
+                mine.value = compute()
+            except BaseException:
+                mine.failed = True
+                if table.get(key) is mine:
+                    del table[key]
+                raise
+            finally:
+                mine.done.set()
+            return mine.value, True
+    cell.done.wait()
+    if cell.failed:
+        return compute(), True
+    return cell.value, False
+
+
+class _Family:
+    """Programs that differ only in the numbers they embed (`_numbers`): the
+    family's number in this process (diagnostics name it)."""
+
+    __slots__ = ("number",)
+
+    def __init__(self, number: int):
+        self.number = number
+
+
+class _Executables:
+    """Every program compiled in this process with sharing on, by `program_key`,
+    every family of programs seen, and the generalised program that runs a
+    family (None where JAX would not generalise it), by the family's key;
+    cleared with JAX's and equinox's caches. Threads read and add without a
+    lock, except to number a new family (`family_for`)."""
+
+    __slots__ = ("__weakref__", "by_key", "families", "general", "lock")
+
+    def __init__(self) -> None:
+        self.by_key: dict[tuple, _Once] = {}
+        self.families: dict[tuple, _Family] = {}
+        self.general: dict[tuple, _Once] = {}
+        self.lock = threading.Lock()
+
+    def family_for(self, key: tuple) -> tuple[_Family, bool]:
+        """`(the family of this key, whether it is new)`, numbered in order."""
+        family = self.families.get(key)
+        if family is not None:
+            return family, False
+        with self.lock:  # hashing a family key runs no user code
+            family = self.families.get(key)
+            if family is not None:
+                return family, False
+            family = self.families[key] = _Family(len(self.families) + 1)
+            return family, True
+
+    def cache_clear(self) -> None:
+        self.by_key.clear()
+        self.families.clear()
+        self.general.clear()
+
+
+class _SharingCompiled:
+    """Every `Compiled` that shares executables, to clear when JAX clears its
+    caches. Registered with JAX once: its registry is not locked, and a
+    registration per structure would grow with every key a survey makes."""
+
+    __slots__ = ("__weakref__", "lock", "members")
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.members: weakref.WeakSet[Any] = weakref.WeakSet()
+
+    def add(self, compiled: Any) -> None:
+        with self.lock:
+            self.members.add(compiled)
+
+    def cache_clear(self) -> None:
+        with self.lock:
+            members = list(self.members)
+        for compiled in members:
+            compiled.cache_clear()
+
+
+_executables = _Executables()
+sharing = _SharingCompiled()
+_jax_private.register_jax_cache(_executables)
+_jax_private.register_jax_cache(sharing)
+_eqx_private.register_cache_clear(_executables.cache_clear)
+
+
+def executable_for(
+    traced: Any, placement: tuple | None, call_args: tuple, share_numbers: bool
+) -> tuple[Any, bool, tuple[Any, ...] | None]:
+    """`(executable, compiled now for itself, numbers)` for a traced program whose
+    committed arguments have these shardings (None: none committed): the one
+    compiled for the same program and placement before; else, with
+    `share_numbers`, the generalised program of its family (`_numbers`),
+    compiled now if it is the family's first, and the numbers to call it with;
+    else a new compile of its own."""
+    # An executable also checks each call's pytree against the one it was
+    # compiled for, so the same program called with other containers (a donating
+    # layout that passes the first argument apart) is another executable.
+    in_tree = _jax_private.traced_in_tree(traced)
+    key = (program_key(traced), in_tree, placement)
+    found = _executables.by_key.get(key)
+    if found is not None and found.done.is_set() and not found.failed:
+        return found.value, False, None
+    general = None
+    if share_numbers or _tracing.record.watched:  # explain_retraces reads families
+        general = _generalised_for(
+            traced, (in_tree, placement), call_args, share_numbers
+        )
+    if general is not None:
+        return general[0], False, general[1]
+    # One compile per program, also when threads traced it at once.
+    executable, own = _computed_once(
+        _executables.by_key, key, lambda: traced.lower().compile()
+    )
+    return executable, own, None
+
+
+def _generalised_for(
+    traced: Any, where: tuple, call_args: tuple, share: bool
+) -> tuple[Any, tuple[Any, ...]] | None:
+    """`(generalised executable, this trace's numbers as its inputs)` for a
+    program that embeds numbers or constants (`_numbers`), or None: it compiles
+    a program of its own. Without `share` only the family is noted, and a trace
+    whose family was seen before is counted in `_tracing.record.number_families`
+    (it would have shared)."""
+    closed, params = _jax_private.traced_program(traced)
+    if not _jax_private.plain_jit_options(params) or has_host_work(closed):
+        return None
+    try:
+        at = _numbers.sites(closed.jaxpr)
+        if not at and not closed.consts:
+            return None
+        found = _numbers.numbers(closed.jaxpr, at)
+        family_key = (_numbers.family_key(closed, at, params), *where)
+    except Exception:  # a program this JAX writes otherwise: its own compile
+        return None
+    family, new = _executables.family_for(family_key)
+    if not share:
+        if not new:
+            _tracing.record.number_families += 1
+        return None
+    inputs = (
+        tuple(map(jax.device_put, _numbers.packed(found))),
+        tuple(map(jax.device_put, closed.consts)),
+    )
+    executable, started = _computed_once(
+        _executables.general,
+        family_key,
+        lambda: _compile_general(closed, at, found, params, call_args, inputs),
+    )
+    if executable is None:  # JAX would not have it: a program of its own
+        return None
+    _tracing.record.family = (family.number, started)
+    return executable, inputs
+
+
+def _compile_general(
+    closed: Any,
+    at: tuple,
+    found: tuple[_numbers.Number, ...],
+    params: dict,
+    call_args: tuple,
+    inputs: tuple[Any, ...],
+) -> Any:
+    """A `jax.jit` of `closed` generalised at `at` (`_numbers.generalised`),
+    called as `(*call_args, (packed numbers, constants))` and compiled now as the jit
+    `params` describes compiled `closed` (name, donation, unused inputs); None
+    where JAX does not accept the generalisation, or where it returns other
+    avals (shape, dtype or weak type) than `closed`. A `jax.jit`, not its
+    executable: calls then take JAX's C++ path, which finds this compile in its
+    cache."""
+    counts = [len(jtu.tree_leaves(arg)) for arg in call_args]
+    donated = params["donated_invars"]
+    bounds = list(itertools.accumulate(counts, initial=0))
+    by_arg = [set(donated[a:b]) for a, b in itertools.pairwise(bounds)]
+    if any(len(flags) > 1 for flags in by_arg):  # an argument donated in part
+        return None
+    where = _numbers.unpacking(found)
+    try:
+        run = jax.extend.core.jaxpr_as_fun(_numbers.generalised(closed, at))
+
+        def number(vectors: tuple[Any, ...], vector: int, i: int, weak: bool) -> Any:
+            # A slice of a runtime vector: XLA cannot fold it into a constant.
+            value = jax.lax.index_in_dim(vectors[vector], i, keepdims=False)
+            return _jax_private.weakly_typed(value) if weak else value
+
+        def program(*args: Any) -> list[Any]:
+            *call_args, (vectors, constants) = args
+            numbers = [number(vectors, *w) for w in where]
+            return run(*constants, *jtu.tree_leaves(call_args), *numbers)
+
+        program.__name__ = program.__qualname__ = params["name"]
+        jitted = jax.jit(
+            program,
+            donate_argnums=tuple(i for i, flags in enumerate(by_arg) if True in flags),
+            keep_unused=params["keep_unused"],
+        )
+        traced = jitted.trace(*call_args, inputs)
+        if tuple(traced.jaxpr.out_avals) != tuple(closed.out_avals):
+            return None
+        traced.lower().compile()
+    except Exception:  # any refusal means: do not generalise
+        return None
+    return jitted
+
+
+_CLOSED_JAXPR = _jax_private.CLOSED_JAXPR
+_JAXPR = _jax_private.JAXPR
+
+
+def has_host_work(closed: Any) -> bool:
+    """Whether a program has effects or calls back into Python (any depth)."""
+    if closed.effects:
+        return True
+    pending = [closed.jaxpr]
+    while pending:
+        jaxpr = pending.pop()
+        for eqn in jaxpr.eqns:
+            if "callback" in eqn.primitive.name or eqn.effects:
+                return True
+            for value in eqn.params.values():
+                values = value if isinstance(value, (tuple, list)) else (value,)
+                for v in values:
+                    if isinstance(v, _CLOSED_JAXPR):
+                        pending.append(v.jaxpr)
+                    elif isinstance(v, _JAXPR):
+                        pending.append(v)
+    return False

@@ -250,6 +250,111 @@ def test_a_family_compiles_once_wherever_its_numbers_differ():
     assert _count(window, calls) == (6, 1)
 
 
+# XLA merges a slice of a slice into one read of the outer array without
+# clamping the inner start: with the start lifted, the merged read went past
+# the inner slice (v[8] for `jnp.take(v[2:5], 9, mode="clip")`, not v[4]).
+NESTED_READS = {
+    "take with clip from a slice": lambda v, i: jnp.take(v[2:5], i, mode="clip"),
+    "dynamic index into a slice": lambda v, i: jax.lax.dynamic_index_in_dim(v[2:5], i),
+    "dynamic slice of a slice": lambda v, i: jax.lax.dynamic_slice_in_dim(v[1:5], i, 2),
+    "dynamic slice of a dynamic slice": lambda v, i: jax.lax.dynamic_slice_in_dim(
+        jax.lax.dynamic_slice_in_dim(v, 0, 4), i + 2, 2
+    ),
+    "2-D": lambda v, i: jax.lax.dynamic_slice(
+        v.reshape(7, 1)[1:6] * v[:5], (i, i), (2, 2)
+    ),
+}
+
+
+@pytest.mark.parametrize("read", list(NESTED_READS.values()), ids=list(NESTED_READS))
+def test_a_start_past_an_inner_slice_is_clamped_as_eqx_clamps(read):
+    def nested(v, i):
+        return read(v, i)
+
+    v = jnp.arange(10, 17)  # integers: exact, so equal means bitwise
+    starts = (0, 9, 1, 5, -3)
+    own = eqx.filter_jit(nested)
+    shared = SHARING(nested)
+    for i in starts:
+        want, got = own(v, i), shared(v, i)
+        assert want.dtype == got.dtype and want.tolist() == got.tolist(), i
+    jax.clear_caches()
+    with compiles_of("nested") as compiled:
+        for i in starts:
+            shared(v, i)
+    assert len(compiled) == 1  # still one program for every start
+
+
+def _nested_read(v: jax.Array, reads: tuple[tuple[str, int, int], ...]) -> Any:
+    """Reads of `v` through slices, each at a start that may lie past them."""
+    outs = []
+    for kind, a, i in reads:
+        inner = v[a : a + 3]
+        if kind == "take":
+            outs.append(jnp.take(inner, i, mode="clip")[None])
+        elif kind == "index":
+            outs.append(jax.lax.dynamic_index_in_dim(inner, i))
+        elif kind == "slice":
+            outs.append(jax.lax.dynamic_slice_in_dim(inner, i, 2))
+        else:  # a dynamic slice of a dynamic slice
+            outer = jax.lax.dynamic_slice_in_dim(v, a, 4)
+            outs.append(jax.lax.dynamic_slice_in_dim(outer, i, 2))
+    return jnp.concatenate(outs)
+
+
+@pytest.mark.filterwarnings("ignore::arrayfield.RetraceWarning")
+@settings(max_examples=25, deadline=None)
+@given(st.data())
+def test_generated_nested_reads_equal_eqx_exactly(data):
+    kinds = data.draw(
+        st.lists(st.sampled_from(["take", "index", "slice", "nested"]), min_size=1)
+    )
+    v = jnp.arange(100, 112)  # integers: exact
+    shared, own = SHARING(_nested_read), eqx.filter_jit(_nested_read)
+    for _ in range(3):  # fields: the same reads at other starts
+        reads = tuple(
+            (kind, data.draw(st.integers(0, 8)), data.draw(st.integers(-4, 12)))
+            for kind in kinds
+        )
+        assert shared(v, reads).tolist() == own(v, reads).tolist(), reads
+
+
+def test_a_captured_array_that_is_also_the_donated_argument_stays_a_constant():
+    # Lifted, the captured array would be passed a second time beside the
+    # donated argument that is the same buffer: an error where eqx runs.
+    def make(c, y):
+        def closes_over(v):
+            return v * c + y
+
+        return closes_over
+
+    for c in (1.0, 2.0, 3.0):
+        mine, theirs = jnp.arange(3.0), jnp.arange(3.0)
+        want = eqx.filter_jit(make(c, theirs), donate="all")(theirs)
+        got = af.filter_jit(make(c, mine), share_numbers=True, donate="all")(mine)
+        assert got.tolist() == want.tolist()
+
+
+def test_a_captured_array_committed_to_a_device_stays_a_constant():
+    data = jax.device_put(jnp.arange(4.0), jax.devices()[0])  # committed
+
+    def make(c):
+        def shifted(x):
+            return x * c + data
+
+        return shifted
+
+    x = jnp.ones(4)
+    seen = []
+    with compiles_of("shifted") as compiled:
+        for c in (1.0, 2.0):
+            got = af.filter_jit(make(c), share_numbers=True)(x)
+            assert got.tolist() == eqx.filter_jit(make(c))(x).tolist()
+            seen.append(got.devices())
+    assert seen == [{jax.devices()[0]}] * 2
+    assert len(compiled) == 4  # each field its own program, as under eqx
+
+
 def test_constants_are_lifted(jaxpr_constants):
     def offset(x, origin):  # a constant array, not a literal
         return x - jnp.array(origin, jnp.float32)

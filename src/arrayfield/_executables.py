@@ -8,6 +8,7 @@ caches.
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import threading
 import weakref
@@ -190,6 +191,8 @@ def _generalised_for(
     closed, params = _jax_private.traced_program(traced)
     if not _jax_private.plain_jit_options(params) or has_host_work(closed):
         return None
+    if not _liftable_constants(closed.consts, call_args, params):
+        return None
     try:
         at = _numbers.sites(closed.jaxpr)
         if not at and not closed.consts:
@@ -216,6 +219,33 @@ def _generalised_for(
         return None
     _tracing.record.family = (family.number, started)
     return executable, inputs
+
+
+def _liftable_constants(consts: Any, call_args: tuple, params: dict) -> bool:
+    """Whether a program's captured arrays can become inputs of its generalised
+    program without changing what a call does: none committed to a device (its
+    placement would decide where the program runs, where as a constant it
+    follows the arguments), and, where the program donates, none the same
+    buffer as an argument (a donated buffer passed again is an error where
+    `eqx.filter_jit` runs)."""
+    arrays = [c for c in consts if isinstance(c, jax.Array)]
+    if any(_jax_private.committed(c) for c in arrays):
+        return False
+    if not arrays or not any(params.get("donated_invars", ())):
+        return True
+    leaves = [x for x in jtu.tree_leaves(call_args) if isinstance(x, jax.Array)]
+    ids = {id(x) for x in leaves}
+    pointers = set()
+    for x in leaves:
+        with contextlib.suppress(Exception):  # sharded or deleted: no pointer
+            pointers.add(x.unsafe_buffer_pointer())
+    for c in arrays:
+        if id(c) in ids:
+            return False
+        with contextlib.suppress(Exception):
+            if c.unsafe_buffer_pointer() in pointers:
+                return False
+    return True
 
 
 def _compile_general(

@@ -38,6 +38,10 @@ derivative's or a checkpoint's own jaxpr. Programs that call back into Python
 or carry effects, and jits with explicit shardings or layouts, are never
 generalised.
 
+A slice, pad or gather that an indexing equation reads is fenced with an
+optimisation barrier in the generalised program (`_fenced`): XLA would merge
+it with the read and lose the clamp of a start given at run time.
+
 The generalised program computes what each field's program computes, operation
 for operation, but it is not the same program: XLA folds constants into what
 reads them (`x * 2.0` into a fused multiply, a constant start into a fused
@@ -320,6 +324,86 @@ def _dynamic(eqn: Any, starts: list[Any]) -> list[Any]:
     ]
 
 
+# XLA's simplifier merges a slice of a slice (or a gather from one) into one
+# read of the outer array, adding the starts without clamping the inner start
+# to the inner slice. With literal starts XLA clamps them as it compiles and
+# the merged read is right; with a start given at run time it reads past the
+# inner slice (`jnp.take(v[2:5], 9, mode="clip")` gave `v[8]`, not `v[4]`). So
+# in a generalised program every cut that an indexing equation reads goes
+# through an optimisation barrier, which XLA does not look through: each
+# equation then clamps as its own semantics say. Cuts read elementwise are
+# left alone, to fuse as before.
+_CUTS = frozenset({"slice", "dynamic_slice", "pad", "gather"})
+_INDEXING = frozenset({"dynamic_slice", "dynamic_update_slice", "gather"})
+# Equations that only move or retype elements: a cut read through them is
+# still read by the indexing equation after them.
+_MOVES = frozenset(
+    {
+        "reshape",
+        "squeeze",
+        "expand_dims",
+        "broadcast_in_dim",
+        "convert_element_type",
+        "copy",
+        "copy_p",
+        "transpose",
+        "rev",
+    }
+)
+
+
+def _indexed(eqns: Sequence[Any]) -> set[Any]:
+    """The variables an indexing equation reads as the array it indexes, also
+    through equations that only move elements, or that a nested call receives."""
+    indexed: set[Any] = set()
+    for eqn in reversed(eqns):
+        name = eqn.primitive.name
+        if name in _INDEXING or name.startswith("scatter"):
+            reads = eqn.invars[:1]
+        elif name in _PASSES_ON or (name in _MOVES and indexed & set(eqn.outvars)):
+            reads = eqn.invars
+        else:
+            continue
+        indexed.update(x for x in reads if type(x) is not _LITERAL)
+    return indexed
+
+
+def _fenced(eqns: list[Any]) -> list[Any]:
+    """`eqns` with an optimisation barrier after every cut an indexing equation
+    reads (see `_CUTS`)."""
+    indexed = _indexed(eqns)
+    fenced: list[Any] = []
+    for eqn in eqns:
+        out = eqn.outvars[0] if len(eqn.outvars) == 1 else None
+        if out is None or eqn.primitive.name not in _CUTS or out not in indexed:
+            fenced.append(eqn)
+            continue
+        cut = _jax_private.new_var(out.aval)
+        fenced.append(_jax_private.replaced(eqn, outvars=[cut]))
+        fenced.extend(_barrier(cut, out, eqn))
+    return fenced
+
+
+def _barrier(source: Any, target: Any, eqn: Any) -> list[Any]:
+    """The equations of `target = lax.optimization_barrier(source)`, traced
+    from `jax.lax` itself and placed where `eqn` is."""
+    aval = source.aval
+    traced = jax.make_jaxpr(jax.lax.optimization_barrier)(
+        jax.ShapeDtypeStruct(aval.shape, aval.dtype)
+    ).jaxpr
+    renamed = {traced.invars[0]: source, traced.outvars[0]: target}
+    return [
+        _jax_private.replaced(
+            new,
+            invars=[renamed.get(x, x) for x in new.invars],
+            outvars=[renamed.get(x, x) for x in new.outvars],
+            ctx=eqn.ctx,
+            source_info=eqn.source_info,
+        )
+        for new in traced.eqns
+    ]
+
+
 def blanked(closed: Any, at: Sequence[Site]) -> Any:
     """`closed` with every number at `at` blanked (literals made inputs, a
     placing equation's starts erased): two programs give equal keys for it
@@ -393,7 +477,7 @@ def generalised(closed: Any, at: Sequence[Site]) -> Any:
             invars = list(eqn.invars)
             invars[site.operand] = number_input(invars[site.operand].aval)
             eqns[site.eqn] = _jax_private.replaced(eqn, invars=invars)
-    eqns = [e for i, eqn in enumerate(eqns) for e in spliced.get(i, (eqn,))]
+    eqns = _fenced([e for i, eqn in enumerate(eqns) for e in spliced.get(i, (eqn,))])
     debug_info = jaxpr.debug_info
     if debug_info is not None and debug_info.arg_names is not None:
         constants = ("constant",) * len(jaxpr.constvars)

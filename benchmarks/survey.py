@@ -1,5 +1,6 @@
 """Survey scale (issue 29): `examples/survey.py` on 1 and 2 local Dask workers,
-with JAX's persistent compilation cache and without it.
+with JAX's persistent compilation cache and without it, and on 2 threads of one
+worker (issue 50).
 
 Each configuration runs the example as a user does, in a fresh process with a
 fresh results folder (and a fresh cache folder, except the "warm cache" line,
@@ -46,12 +47,15 @@ BLOCK = re.compile(
     re.S,
 )
 # (label, workers, cache): "cold" a new cache folder, "warm" the previous run's.
+# A negative worker count is that many threads of one worker in the example's
+# own process (`--threads`: Dask's threaded workers).
 CONFIGS = [
     ("1 worker, no cache", 1, None),
     ("2 workers, no cache", 2, None),
     ("1 worker, cache (cold)", 1, "cold"),
     ("2 workers, cache (cold)", 2, "cold"),
     ("2 workers, cache (warm: a second survey)", 2, "warm"),
+    ("2 threads of 1 worker, no cache", -2, None),
 ]
 
 
@@ -62,7 +66,8 @@ def run_once(
     command = [
         sys.executable,
         str(EXAMPLE),
-        *("--fields", str(fields), "--workers", str(workers), "--steps", str(steps)),
+        *("--fields", str(fields), "--steps", str(steps)),
+        *(("--workers", str(workers)) if workers > 0 else ("--threads", str(-workers))),
         *("--results", str(results), "--no-progress"),
     ]
     command += ["--no-cache"] if cache is None else ["--cache-dir", cache]
@@ -97,7 +102,7 @@ def measure(fields: int, steps: int, rounds: int) -> dict[str, Any]:
     for round_ in range(rounds):
         # Alternate the order, so that a neighbour's load does not always hit
         # the same line; the warm line keeps following the cold one it reads.
-        order = CONFIGS[:2] if round_ % 2 == 0 else CONFIGS[1::-1]
+        order = CONFIGS[:2] if round_ % 2 == 0 else [CONFIGS[5], *CONFIGS[1::-1]]
         order += (
             CONFIGS[2:] if round_ % 2 == 0 else [CONFIGS[3], CONFIGS[4], CONFIGS[2]]
         )

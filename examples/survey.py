@@ -23,8 +23,14 @@ this run, workers, and the fit step's compiles over the whole cluster.
 
 Needs dask and distributed (the `survey` extra: pip install -e '.[survey]').
 
-Run: python examples/survey.py [--fields N] [--workers P] [--cache-dir DIR]
-                               [--results DIR] [--scheduler ADDRESS]
+With `--threads T` the fields run instead on T threads of one worker inside
+this process (Dask's threaded workers, as `dask.delayed` and `dask.array` use
+by default): the threads call one `af.filter_jit` step, whose compiled programs
+they share, so the step compiles once without the cache.
+
+Run: python examples/survey.py [--fields N] [--workers P | --threads T]
+                               [--cache-dir DIR] [--results DIR]
+                               [--scheduler ADDRESS]
 """
 
 import os
@@ -331,6 +337,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--workers", type=int, default=2, help="worker processes (one thread each)"
     )
+    parser.add_argument(
+        "--threads",
+        type=int,
+        metavar="T",
+        help="fit on T threads of one worker in this process instead (Dask's "
+        "threaded workers): the threads share one af.filter_jit step, so the "
+        "step compiles once, with no cache needed",
+    )
     parser.add_argument("--steps", type=int, default=300, help="optax steps a field")
     parser.add_argument(
         "--scheduler",
@@ -368,6 +382,14 @@ def main(argv: list[str] | None = None) -> int:
         client = Client(args.scheduler)
         # The workers of a cluster started elsewhere cannot import this script.
         client.upload_file(__file__)
+    elif args.threads:
+        cluster = LocalCluster(
+            n_workers=1,
+            threads_per_worker=args.threads,
+            processes=False,
+            dashboard_address=None,
+        )
+        client = Client(cluster)
     else:
         cluster = LocalCluster(
             n_workers=args.workers, threads_per_worker=1, dashboard_address=None

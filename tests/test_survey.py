@@ -174,6 +174,36 @@ def test_an_embedded_cluster_compiles_the_step_once_and_reads_it_elsewhere(tmp_p
     assert len(compiling) == 1 and len(compiling | reading) == 2, metas
 
 
+def test_fields_on_threads_share_one_step_and_equal_a_one_process_run(tmp_path):
+    # Dask's threaded workers: the threads call one af.filter_jit step, so it
+    # compiles once with no cache, and each fit is what one thread alone gives.
+    result = python(
+        EXAMPLE,
+        *("--fields", "4", "--threads", "2", "--steps", "50", "--no-progress"),
+        *("--no-cache", "--results", str(tmp_path / "r")),
+        timeout=240,
+    )
+    assert result.returncode == 0, result.stderr
+    summary = last_json(result.stdout)
+    assert (summary["fitted"], summary["workers"], summary["step_compiles"]) == (
+        4,
+        1,
+        1,
+    ), result.stdout
+    (tmp_path / "alone").mkdir()
+    with script_module(EXAMPLE, "_arrayfield_survey_example") as survey:
+        for field in range(4):
+            survey.fit_field(field, 50, str(tmp_path / "alone"))
+    for field in range(4):
+        name = f"field-{field:05d}.npz"
+        with (
+            np.load(tmp_path / "r" / name) as threaded,
+            np.load(tmp_path / "alone" / name) as alone,
+        ):
+            for key in FITTED:
+                assert threaded[key].tobytes() == alone[key].tobytes(), (name, key)
+
+
 def test_the_survey_page_shows_the_measured_results_file():
     bench = EXAMPLE.parent.parent / "benchmarks" / "survey.py"
     with script_module(bench, "_arrayfield_bench_survey") as survey_bench:

@@ -178,6 +178,38 @@ def test_threads_give_eqx_filter_jits_values_and_compile_each_program_once():
     assert count["t_own"] <= eqx_compiles
 
 
+def _donating(name):
+    def body(state, grad, k):
+        return jax.tree_util.tree_map(lambda s, g: s - k * g, state, grad)
+
+    body.__name__ = body.__qualname__ = name
+    return body
+
+
+@pytest.mark.parametrize("numbers", [False, True], ids=["compiles", "numbers"])
+def test_threads_donating_distinct_buffers_match_eqx(numbers):
+    # Each thread donates its own fresh buffers: values, and which inputs are
+    # consumed, as eqx.filter_jit gives them.
+    step = af.filter_jit(_donating("t_donate"), donate="all", share_numbers=numbers)
+    reference = eqx.filter_jit(_donating("t_donate_eqx"), donate="all")
+
+    def work(i):
+        for j in range(12):
+            size, k = 2 + (i + j) % 3, [0.5, 1.5, 2.5][j % 3]
+            mine = (jnp.full(size, float(i)), jnp.full(size, float(j)))
+            theirs = (jnp.full(size, float(i)), jnp.full(size, float(j)))
+            got = step(mine, (jnp.ones(size), jnp.ones(size)), k)
+            want = reference(theirs, (jnp.ones(size), jnp.ones(size)), k)
+            for a, b in zip(got, want, strict=True):
+                np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
+            consumed = [x.is_deleted() for x in mine]
+            assert consumed == [x.is_deleted() for x in theirs], consumed
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # new numbers per call: RetraceWarnings
+        run_threads(work)
+
+
 @needs_sharing
 def test_clear_caches_beside_threads_making_new_keys_never_raises():
     from jax._src import util  # JAX's registry of caches that clear_caches clears

@@ -699,3 +699,30 @@ def test_a_module_built_as_an_axis_spec_is_af008(tmp_path):
     # What it warns of: the migrated spec stores its axis as an array.
     broken = run_code("import use", cwd=tmp_path)
     assert "vmap in_axes must be an int, None, or (nested) container" in broken.stderr
+
+
+def test_the_shape_argument_table_names_shape_parameters_of_each_function():
+    # Every position the table calls a shape, size or axis is one in the
+    # function's own signature (the array argument of `broadcast_to`, `tile`
+    # and `resize` is not: flagging it would declare an image field static).
+    import inspect
+
+    import jax.numpy as jnp
+    from jax import lax
+
+    from arrayfield.migrate._facts import _SHAPE_ARGS
+
+    shape_like = {"shape", "new_shape", "reps", "n", "N", "M", "num", "s", "axes"}
+    shape_like |= {"axis", "start", "stop", "step", "slice_sizes", "slice_size"}
+    for name, positions in _SHAPE_ARGS.items():
+        if positions is None:  # every positional argument (`x.reshape(2, 3)`)
+            continue
+        where = (jnp.fft, jnp, lax) if "fft" in name else (jnp, lax)
+        function = next(getattr(m, name) for m in where if hasattr(m, name))
+        parameters = [
+            p.name
+            for p in inspect.signature(function).parameters.values()
+            if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)
+        ]
+        named = [parameters[i] for i in positions]
+        assert set(named) <= shape_like, (name, named)

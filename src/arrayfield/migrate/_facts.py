@@ -21,7 +21,9 @@ _SHAPE_ARGS: dict[str, tuple[int, ...] | None] = {
     "reshape": None,
     "range": None,
     **dict.fromkeys(("zeros", "ones", "empty", "full", "identity"), (0,)),
-    **dict.fromkeys(("broadcast_to", "eye", "tile", "resize", "tri"), (0, 1)),
+    **dict.fromkeys(("eye", "tri"), (0, 1)),
+    # The array first, then its new shape or repetitions.
+    **dict.fromkeys(("broadcast_to", "tile", "resize"), (1,)),
     "arange": (0, 1, 2),
     "linspace": (2,),
     # jnp.fft: the size of the transform and its axes.

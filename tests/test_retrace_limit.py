@@ -54,6 +54,28 @@ def _fit(galaxy, steps: int) -> tuple[list[str], int]:
     return messages, len(traces)
 
 
+def test_under_share_numbers_the_warning_states_the_cost_it_measured():
+    # Every new offset is a new trace, but one program serves them all: the
+    # warning must not say each value is a new XLA compile.
+    from helpers import compiles_of
+
+    def shifted(x, offset):
+        return x[offset : offset + 2] * 2.0
+
+    step = af.filter_jit(shifted, share_numbers=True)
+    x = jnp.arange(16.0)
+    with warnings.catch_warnings(record=True) as caught, compiles_of("shifted") as c:
+        warnings.simplefilter("always")
+        for offset in range(12):
+            step(x, offset)
+    (message,) = [
+        str(w.message) for w in caught if issubclass(w.category, af.RetraceWarning)
+    ]
+    assert len(c) == 1
+    assert "a new XLA compile" not in message
+    assert "only a new family compiles" in message
+
+
 def test_a_fit_whose_numbers_change_warns_once_naming_each_field_and_its_fix():
     messages, traces = _fit(Galaxy(flux=1.0, n_iter=0, image=jnp.ones(2)), 30)
     assert traces == 30

@@ -67,11 +67,13 @@ if TYPE_CHECKING:
 __version__ = "0.1.0"
 
 
-def _explain_static_retraces(fn: Any, old: tuple, new: tuple, retraces: int) -> None:
+def _explain_static_retraces(
+    fn: Any, old: tuple, new: tuple, retraces: int, shares_numbers: bool
+) -> None:
     # af.filter_jit's unasked warning (`_hooks`): the diagnostics load only here.
     from .diagnostics._record import warn_static_retraces
 
-    warn_static_retraces(fn, old, new, retraces)
+    warn_static_retraces(fn, old, new, retraces, shares_numbers)
 
 
 _hooks.explain_static_retraces = _explain_static_retraces

@@ -6,6 +6,6 @@ from typing import Any
 
 # Explains af.filter_jit's warning about a function that keeps tracing because
 # Python numbers among its arguments change: `(fn, old (args, kwargs), new (args,
-# kwargs), retraces)`. Set
-# by `arrayfield/__init__.py`, which loads the diagnostics only when it fires.
-explain_static_retraces: Callable[[Any, tuple, tuple, int], None] | None = None
+# kwargs), retraces, whether fn shares programs that differ only in numbers)`.
+# Set by `arrayfield/__init__.py`, which loads the diagnostics only when it fires.
+explain_static_retraces: Callable[[Any, tuple, tuple, int, bool], None] | None = None

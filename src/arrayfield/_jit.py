@@ -340,7 +340,7 @@ def _count_number_retrace(
         treedef, [x if s is None else s for x, s in zip(leaves, previous, strict=True)]
     )
     old = tree.parts if type(tree) is WithKeywords else (tree, {})
-    explain(wrapper, old, call, layout.number_retraces)
+    explain(wrapper, old, call, layout.number_retraces, layout.numbers)
 
 
 def _runner(

@@ -567,21 +567,29 @@ class Site:
         warn_in_user_code(TraceReuseWarning("\n".join(lines)))
 
 
-def warn_static_retraces(fn: Any, old: tuple, new: tuple, retraces: int) -> None:
+def warn_static_retraces(
+    fn: Any, old: tuple, new: tuple, retraces: int, shares_numbers: bool = False
+) -> None:
     """af.filter_jit's warning, unasked and once per function, when `fn` has
     traced `retraces` times because Python numbers among its arguments took new
     values: what changed between the last two such calls (`(args, kwargs)`
-    each), why and the fix."""
+    each), why and the fix. Where `fn` shares programs that differ only in
+    numbers (`share_numbers=True`), a new value costs a trace, not a compile."""
     old_sig, new_sig = (
         signature(bind_arguments(fn, args, kwargs), args, kwargs, False)
         for args, kwargs in (old, new)
     )
     changes = diff(old_sig, new_sig, FILTER_JIT)
+    cost = (
+        "a new trace; with share_numbers=True, programs that differ only in "
+        "such numbers run one compiled program, so only a new family compiles."
+        if shares_numbers
+        else "a new trace and, as the value is part of the program, a new XLA compile."
+    )
     head = (
         f"{location(fn)} was traced again {retraces} times by af.filter_jit because "
         "Python numbers among its arguments took new values: a number is not an "
-        "array, so each new value is a new cache key, a new trace and, as the "
-        "value is part of the program, a new XLA compile."
+        f"array, so each new value is a new cache key, {cost}"
     )
     if changes:
         lines = summary(changes)

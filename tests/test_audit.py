@@ -369,8 +369,9 @@ def test_the_two_tree_report_prints_one_line_per_cause():
     lines = report.splitlines()
     assert lines[0] == (
         "af.audit: the other field compiles again: 5 leaves differ for "
-        "eqx.filter_jit; 0 certainly for af.filter_jit (it traces again for "
-        "every one, and compiles only where the trace is a new program)"
+        "eqx.filter_jit; 0 certainly for af.filter_jit (a new shape, dtype or "
+        "structure); for the others it traces again and compiles only where the "
+        "trace is a new program, which audit(tree, other, fn=step) reads"
     )
     line = _this_file_line(Field, "flux: float")
     assert lines[-1] == (

@@ -509,6 +509,10 @@ def test_audit_with_the_step_says_numbers_differ_shared():
     assert findings and all(f.kind == "value" for f in findings)
     assert all(f.hint.startswith("numbers differ: shared") for f in findings)
     assert "numbers differ: shared" in str(findings)
+    # With the step, the count for af.filter_jit is read, not a lower bound.
+    heading = str(findings).splitlines()[0]
+    assert "for af.filter_jit (read off the programs the step traces to)" in heading
+    assert "certainly" not in heading
 
 
 def test_audit_keeps_its_advice_for_a_number_that_is_no_static_field():

@@ -553,7 +553,7 @@ def _by_program(findings: Findings, fn: Callable[[Any], Any], tree, other) -> Fi
         if new.hint is _NUMBERS_HINT:  # the cause's own fix does not apply
             line = f"{line.split('; fix: ')[0]}; {_NUMBERS_CAUSE}"
         causes[id(new)] = (number, line)
-    return Findings(exact, findings.name, causes, two_trees=True)
+    return Findings(exact, findings.name, causes, two_trees=True, programs_read=True)
 
 
 def _change_finding(

@@ -129,10 +129,14 @@ class Findings(list[Finding]):
         name: str = "tree",
         causes: dict[int, tuple[int, str]] | None = None,
         two_trees: bool = False,
+        programs_read: bool = False,
     ):
         super().__init__(findings)
         self.name = name
         self.two_trees = two_trees
+        # Whether `recompiles` was read off the programs a function traces to
+        # (`audit(..., fn=step)`), so exact for af.filter_jit too.
+        self.programs_read = programs_read
         # A two-tree report's causes: id(finding) -> (cause number, its line).
         self._causes = causes or {}
 
@@ -142,7 +146,9 @@ class Findings(list[Finding]):
         `"af.filter_jit"`). Meant for a two-tree audit."""
         check_jit(jit)
         kept = [f for f in self if not f.recompiles or jit in f.recompiles]
-        return Findings(kept, self.name, self._causes, self.two_trees)
+        return Findings(
+            kept, self.name, self._causes, self.two_trees, self.programs_read
+        )
 
     def __str__(self) -> str:
         if self.two_trees:
@@ -169,11 +175,18 @@ class Findings(list[Finding]):
             )
         on_af = sum(AF in f.recompiles for f in self)
         count = len(self)
+        if self.programs_read:
+            on_af_text = f"{on_af} for {AF} (read off the programs the step traces to)"
+        else:
+            on_af_text = (
+                f"{on_af} certainly for {AF} (a new shape, dtype or structure); "
+                "for the others it traces again and compiles only where the "
+                "trace is a new program, which audit(tree, other, fn=step) reads"
+            )
         lines = [
             f"af.audit: the other {self.name} compiles again: {count} "
             f"lea{'ves' if count > 1 else 'f'} differ{'' if count > 1 else 's'} "
-            f"for {EQX}; {on_af} certainly for {AF} (it traces again for "
-            "every one, and compiles only where the trace is a new program)"
+            f"for {EQX}; {on_af_text}"
         ]
         for kind, heading in KINDS.items():
             causes: dict[int, str] = {}  # in the order of their first finding

@@ -151,6 +151,10 @@ if _core is not None and DROP_VAR is _Stand:
     MOVED.append("jax._src.core.DropVar (AttributeError)")
 _VAR: Any = getattr(_core, "Var", None)
 _CHECK_JAXPR: Any = getattr(_core, "check_jaxpr", None)
+if _core is not None and (_VAR is None or _CHECK_JAXPR is None):
+    # Program keys and generalised programs make variables and type-check:
+    # without these, nothing is shared (calls stay exact).
+    _SHARING_MOVED.append("jax._src.core.Var or check_jaxpr (AttributeError)")
 
 
 def closed_jaxpr(jaxpr: Any) -> Any:

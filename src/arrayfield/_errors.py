@@ -166,6 +166,11 @@ class RetraceWarning(UserWarning):
     __module__ = "arrayfield"  # tracebacks and reprs show the public name
 
 
+def versions() -> str:
+    """The JAX and equinox a `CompatibilityWarning` is about."""
+    return f"jax {jax.__version__} with equinox {equinox.__version__}"
+
+
 class CompatibilityWarning(UserWarning):
     """A capability of arrayfield's is off because this JAX or equinox moved
     something it relies on.

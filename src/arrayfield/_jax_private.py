@@ -50,10 +50,18 @@ def _read(module: str, name: str, *, needed_by: list[str] = MOVED) -> Any:
 
 def _optional(module: str, name: str) -> Any:
     """A name only some JAX versions have: None elsewhere, not a move."""
-    try:
-        return getattr(__import__(module, globals(), None, [name], 0), name)
-    except (ImportError, AttributeError):
-        return None
+    return _read(module, name, needed_by=[])
+
+
+def _attribute(
+    module: Any, path: str, name: str, *, needed_by: list[str] = MOVED
+) -> Any:
+    """`name` of a module `_read` gave, or None, recorded in `needed_by` unless
+    the module itself moved (then it was recorded already)."""
+    value = getattr(module, name, None)
+    if value is None and module is not None:
+        needed_by.append(f"{path}.{name} (AttributeError)")
+    return value
 
 
 class _Stand:
@@ -71,11 +79,10 @@ class _Off:
 _config = _read("jax._src", "config")
 _core = _read("jax._src", "core")
 
-# `.value`: `jax.disable_jit()` is on.
-DISABLE_JIT: Any = getattr(_config, "disable_jit", None)
+# `.value`: `jax.disable_jit()` is on. (Tested against None: a JAX config
+# state refuses `bool()`.)
+DISABLE_JIT: Any = _attribute(_config, "jax._src.config", "disable_jit")
 if DISABLE_JIT is None:
-    if _config is not None:
-        MOVED.append("jax._src.config.disable_jit (AttributeError)")
     DISABLE_JIT = _Off()
 
 
@@ -85,18 +92,11 @@ def jit_disabled() -> bool:
     return bool(DISABLE_JIT.value)
 
 
-def _trace_context_reader() -> Callable[[], Any]:
-    reader = getattr(_config, "trace_context", None)
-    if reader is None:
-        if _config is not None:
-            MOVED.append("jax._src.config.trace_context (AttributeError)")
-        return tuple
-    return reader
-
-
 # JAX's configuration as its jit cache keys it (x64, default device, ...): cheap,
 # a tuple JAX keeps up to date.
-trace_context: Callable[[], Any] = _trace_context_reader()
+trace_context: Callable[[], Any] = (
+    _attribute(_config, "jax._src.config", "trace_context") or tuple
+)
 
 # `(trace state, its top value, axis-env state, its top value)`: at the top level
 # when both states hold their top values (what JAX's `trace_state_clean()` tests,
@@ -146,15 +146,13 @@ JAXPR: type = jax.extend.core.Jaxpr
 CLOSED_JAXPR: type = getattr(jax.extend.core, "ClosedJaxpr", JAXPR)
 JAXPR_TYPES: tuple[type, ...] = tuple({JAXPR, CLOSED_JAXPR})
 LITERAL: type = jax.extend.core.Literal
-DROP_VAR: type = getattr(_core, "DropVar", _Stand)
-if _core is not None and DROP_VAR is _Stand:
-    MOVED.append("jax._src.core.DropVar (AttributeError)")
-_VAR: Any = getattr(_core, "Var", None)
-_CHECK_JAXPR: Any = getattr(_core, "check_jaxpr", None)
-if _core is not None and (_VAR is None or _CHECK_JAXPR is None):
-    # Program keys and generalised programs make variables and type-check:
-    # without these, nothing is shared (calls stay exact).
-    _SHARING_MOVED.append("jax._src.core.Var or check_jaxpr (AttributeError)")
+DROP_VAR: type = _attribute(_core, "jax._src.core", "DropVar") or _Stand
+# Program keys and generalised programs make variables and type-check: without
+# these, nothing is shared (calls stay exact).
+_VAR: Any = _attribute(_core, "jax._src.core", "Var", needed_by=_SHARING_MOVED)
+_CHECK_JAXPR: Any = _attribute(
+    _core, "jax._src.core", "check_jaxpr", needed_by=_SHARING_MOVED
+)
 
 
 def closed_jaxpr(jaxpr: Any) -> Any:
@@ -345,7 +343,8 @@ VALUE_PARAM_TYPES: frozenset[type] = frozenset(
     {
         getattr(_core, "ShapedArray", None),
         jax.sharding.NamedSharding,
-        jax.sharding.SingleDeviceSharding,
+        # Its public name is deprecated from JAX 0.12.1 (and warns when read).
+        _optional("jax._src.sharding_impls", "SingleDeviceSharding"),
         jax.sharding.PartitionSpec,
         _optional("jax._src.mesh", "Mesh"),
         _optional("jax._src.mesh", "AbstractMesh"),

@@ -12,12 +12,11 @@ import types
 import weakref
 from typing import Any
 
-import equinox as eqx
 import jax
 import numpy as np
 
 from . import _eqx_private, _jax_private, _numbers, _program
-from ._errors import CompatibilityWarning, warn_in_user_code
+from ._errors import CompatibilityWarning, versions, warn_in_user_code
 from ._program import Compiled, marked_program, user_program
 
 
@@ -151,10 +150,6 @@ def _any_callable() -> None:
 _eqx_private.register_cache_clear(_layouts.clear)
 
 
-def _versions() -> str:
-    return f"jax {jax.__version__} with equinox {eqx.__version__}"
-
-
 @functools.cache
 def dispatch_problem() -> str | None:
     # Asked at the first wrapper, not at import: the probes trace a tiny program.
@@ -164,7 +159,7 @@ def dispatch_problem() -> str | None:
     if problem is not None:
         warn_in_user_code(
             CompatibilityWarning(
-                f"af.filter_jit runs as eqx.filter_jit on {_versions()}: "
+                f"af.filter_jit runs as eqx.filter_jit on {versions()}: "
                 f"{problem}. Results and traces are equinox's; nothing is shared, "
                 "and retraces go unexplained unless an explain_retraces() block "
                 "is open."
@@ -182,7 +177,7 @@ def can_share() -> bool:
     if problem is not None and jax.__version_info__ >= (0, 5):
         warn_in_user_code(
             CompatibilityWarning(
-                f"af.filter_jit shares no compiles on {_versions()}: {problem}. "
+                f"af.filter_jit shares no compiles on {versions()}: {problem}. "
                 "Each trace compiles, as under eqx.filter_jit."
             )
         )
@@ -198,7 +193,7 @@ def can_share_numbers() -> bool:
         warn_in_user_code(
             CompatibilityWarning(
                 f"af.filter_jit(share_numbers=True) shares nothing on "
-                f"{_versions()}: {unshared}. "
+                f"{versions()}: {unshared}. "
                 "Each program compiles alone, as without the option."
             )
         )

@@ -301,13 +301,20 @@ def _dynamic(eqn: Any, starts: list[Any]) -> list[Any]:
                 fill.val, _jax_private.strongly_typed(fill.aval)
             )
         placed, inputs = paste, [operand, fill, *starts]
-    traced = jax.make_jaxpr(placed)(
+    return _traced_as(placed, inputs, eqn.outvars[0], eqn)
+
+
+def _traced_as(fn: Any, inputs: list[Any], output: Any, eqn: Any) -> list[Any]:
+    """The equations of `output = fn(*inputs)` on jaxpr variables (or literals),
+    traced from `jax.lax` itself, wired to those variables and placed where
+    `eqn` is (its context and source lines)."""
+    traced = jax.make_jaxpr(fn)(
         *(jax.ShapeDtypeStruct(x.aval.shape, x.aval.dtype) for x in inputs)
     ).jaxpr
     if not traced.eqns or traced.outvars[0] in traced.invars:
-        raise ValueError("jax.lax placed the block without an equation")
+        raise ValueError(f"jax.lax gave no equation for {fn!r}")
     renamed: dict[Any, Any] = dict(zip(traced.invars, inputs, strict=True))
-    renamed[traced.outvars[0]] = eqn.outvars[0]
+    renamed[traced.outvars[0]] = output
 
     def wired(x: Any) -> Any:
         return x if type(x) is _LITERAL else renamed.get(x, x)
@@ -380,28 +387,8 @@ def _fenced(eqns: list[Any]) -> list[Any]:
             continue
         cut = _jax_private.new_var(out.aval)
         fenced.append(_jax_private.replaced(eqn, outvars=[cut]))
-        fenced.extend(_barrier(cut, out, eqn))
+        fenced.extend(_traced_as(jax.lax.optimization_barrier, [cut], out, eqn))
     return fenced
-
-
-def _barrier(source: Any, target: Any, eqn: Any) -> list[Any]:
-    """The equations of `target = lax.optimization_barrier(source)`, traced
-    from `jax.lax` itself and placed where `eqn` is."""
-    aval = source.aval
-    traced = jax.make_jaxpr(jax.lax.optimization_barrier)(
-        jax.ShapeDtypeStruct(aval.shape, aval.dtype)
-    ).jaxpr
-    renamed = {traced.invars[0]: source, traced.outvars[0]: target}
-    return [
-        _jax_private.replaced(
-            new,
-            invars=[renamed.get(x, x) for x in new.invars],
-            outvars=[renamed.get(x, x) for x in new.outvars],
-            ctx=eqn.ctx,
-            source_info=eqn.source_info,
-        )
-        for new in traced.eqns
-    ]
 
 
 def blanked(closed: Any, at: Sequence[Site]) -> Any:

@@ -24,12 +24,15 @@ import weakref
 from collections.abc import Callable
 from typing import Any, TypeVar, overload
 
-import equinox
-import jax
-
 from .. import _eqx_private, _jax_private, _tracing
 from .._env import EXPLAIN_RETRACES, env_flag
-from .._errors import CompatibilityWarning, class_name, short_repr, warn_in_user_code
+from .._errors import (
+    CompatibilityWarning,
+    class_name,
+    short_repr,
+    versions,
+    warn_in_user_code,
+)
 from ._hints import FILTER_JIT, JAX_JIT
 from ._record import FUNCTION_LEAF, Scope, Site, calling_jit
 
@@ -264,8 +267,7 @@ def _say_what_is_unseen() -> None:
     if unseen:
         warn_in_user_code(
             CompatibilityWarning(
-                f"af.explain_retraces sees less on jax {jax.__version__} with "
-                f"equinox {equinox.__version__}: {'; '.join(unseen)}."
+                f"af.explain_retraces sees less on {versions()}: {'; '.join(unseen)}."
             )
         )
 

@@ -28,9 +28,10 @@ def _decorated_functions_compared_within_one_test():
 
 @pytest.fixture(params=[False, True], ids=["constants", "simplified-constants"])
 def jaxpr_constants(request):
-    """Each test twice: JAX's default, and `jax_use_simplified_jaxpr_constants`
-    (its planned default), under which a captured array is written into the
-    equations that read it instead of being a constant of the program."""
+    """Each test twice: with and without `jax_use_simplified_jaxpr_constants`
+    (off by default up to JAX 0.10, on from 0.12.1), under which a captured
+    array may be written into the equations that read it instead of being a
+    constant of the program."""
     before = getattr(jax.config, "jax_use_simplified_jaxpr_constants", None)
     if before is None:  # older JAX: captured arrays are always constants
         if request.param:

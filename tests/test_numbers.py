@@ -360,9 +360,9 @@ def test_constants_are_lifted(jaxpr_constants):
         return x - jnp.array(origin, jnp.float32)
 
     x = jnp.ones(2)
-    # Under simplified constants JAX writes the array into the `sub`: no constant.
-    traced = jax.jit(offset, static_argnums=1).trace(x, (1, 2))
-    assert bool(traced.jaxpr.consts) is not jaxpr_constants
+    # Whether the array is a constant of the program or written into the `sub`
+    # is JAX's choice (0.10 inlines it under simplified constants, 0.12.1
+    # keeps it a constant under both settings): the lift must not depend on it.
     assert _count(offset, [(x, o) for o in [(1, 2), (3, 4), (5, 6)]]) == (3, 1)
 
 

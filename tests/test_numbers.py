@@ -488,10 +488,21 @@ def test_explain_retraces_says_numbers_differ_shared_and_which_family():
         warnings.simplefilter("always")
         with af.explain_retraces():
             fit_fields(SHARING, 5, 1)
-    texts = [str(w.message) for w in caught if isinstance(w.message, af.RetraceWarning)]
+    told = [
+        w for w in caught if issubclass(w.category, af.RetraceNote | af.RetraceWarning)
+    ]
+    texts = [str(w.message) for w in told]
     # Field 1 joins field 0's family, field 2 repeats that; field 3's clipped
     # box starts another family; field 4 joins the first again.
     assert len(texts) == 4, texts
+    # Only the new family asks for attention: joining one is a note, which
+    # `-W error::arrayfield.RetraceWarning` lets through.
+    assert [w.category for w in told] == [
+        af.RetraceNote,
+        af.RetraceNote,
+        af.RetraceWarning,
+        af.RetraceNote,
+    ]
     assert "numbers differ: shared. It joined family 1," in texts[0]
     assert "compiled nothing" in texts[0]
     assert "1 more time" in texts[1] and "numbers differ: shared" in texts[1]
@@ -501,6 +512,20 @@ def test_explain_retraces_says_numbers_differ_shared_and_which_family():
     assert "It joined family 1," in texts[3]
     # No rewrite advised where only numbers differ.
     assert not any("ordinary array field" in texts[i] for i in (0, 1, 3))
+
+
+def test_retraces_that_share_pass_the_docs_error_filter():
+    # docs/diagnostics.md's `-W error::arrayfield.RetraceWarning`, on fields
+    # whose boxes all have one size: every retrace shares, nothing to fix.
+    jax.clear_caches()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        warnings.simplefilter("error", af.RetraceWarning)
+        with af.explain_retraces():
+            _, traces, compiles = fit_fields(SHARING, 3, 1)
+    assert (traces, compiles) == (3, 1)
+    notes = [w for w in caught if w.category is af.RetraceNote]
+    assert len(notes) == 2  # field 1's note, then "1 more time" for field 2
 
 
 def test_audit_with_the_step_says_numbers_differ_shared():

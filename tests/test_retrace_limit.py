@@ -180,3 +180,44 @@ def test_a_watched_function_elsewhere_does_not_silence_the_warning():
     messages, _ = _fit(Galaxy(flux=1.0, n_iter=0, image=jnp.ones(2)), LIMIT + 1)
     assert len(messages) == 1
     assert watched(jnp.ones(1)).shape == (1,)
+
+
+def test_numbers_in_static_fields_count_toward_the_warning():
+    # A survey's boxes at per-field origins: the origin is a static slice start,
+    # so each field is a new key (in the tree structure, not among the leaves).
+    class Box(eqx.Module):
+        flux: Float[Array, "2"]
+        origin: int = eqx.field(static=True)
+
+    @af.filter_jit
+    def render(box, frame):
+        return frame.at[box.origin : box.origin + 2].add(box.flux)
+
+    frame = jnp.zeros(32)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        for field in range(LIMIT + 1):
+            render(Box(jnp.ones(2), field), frame)
+    (message,) = [
+        str(w.message) for w in caught if issubclass(w.category, af.RetraceWarning)
+    ]
+    assert f"traced again {LIMIT} times" in message
+    assert "box.origin" in message and "7 -> 8" in message
+    # An origin cannot be an array slice start: the advice that works comes first.
+    assert "share_numbers=True" in message
+    assert "make it an ordinary array field" not in message
+
+
+def test_static_fields_that_hold_no_numbers_do_not_count():
+    class Named(eqx.Module):
+        x: Float[Array, "2"]
+        name: str = eqx.field(static=True)
+
+    @af.filter_jit
+    def scaled(named):
+        return named.x * 2
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", af.RetraceWarning)
+        for k in range(2 * LIMIT):
+            scaled(Named(jnp.ones(2), f"source {k}"))

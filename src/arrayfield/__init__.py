@@ -30,6 +30,7 @@ _PUBLIC = {
     "Field": "._typing",
     "Finding": ".diagnostics._findings",
     "Findings": ".diagnostics._findings",
+    "RetraceNote": "._errors",
     "RetraceWarning": "._errors",
     "TraceReuseWarning": "._errors",
     "ValidationError": "._errors",
@@ -49,6 +50,7 @@ if TYPE_CHECKING:
     from ._errors import AuditError as AuditError
     from ._errors import CompatibilityWarning as CompatibilityWarning
     from ._errors import ConversionError as ConversionError
+    from ._errors import RetraceNote as RetraceNote
     from ._errors import RetraceWarning as RetraceWarning
     from ._errors import TraceReuseWarning as TraceReuseWarning
     from ._errors import ValidationError as ValidationError

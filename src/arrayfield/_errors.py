@@ -166,6 +166,50 @@ class RetraceWarning(UserWarning):
     __module__ = "arrayfield"  # tracebacks and reprs show the public name
 
 
+class RetraceNote(UserWarning):
+    """A jitted function was traced again and nothing needs to change.
+
+    Issued by `af.explain_retraces` where a trace compiled nothing and nothing
+    the user could rewrite would have saved it: only static fields' numbers
+    changed (an origin), and `af.filter_jit(..., share_numbers=True)` ran the
+    program compiled for its family. Not a subclass of `RetraceWarning`, so
+    `pytest -W error::arrayfield.RetraceWarning` fails on what needs a fix and
+    lets these through; silence them with `-W ignore::arrayfield.RetraceNote`.
+
+    !!! example
+
+        ```python
+        import warnings
+
+        import equinox as eqx
+        import jax.numpy as jnp
+
+        import arrayfield as af
+
+
+        class Box(eqx.Module):
+            start: int = eqx.field(static=True)  # a slice start: stays an int
+
+
+        @af.filter_jit(share_numbers=True)
+        def window(box, x):
+            return x[box.start : box.start + 2]
+
+
+        x = jnp.arange(8.0)
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            with af.explain_retraces():
+                for start in (0, 1, 2):
+                    window(Box(start), x)
+        kinds = {type(w.message) for w in caught}
+        assert kinds == {af.RetraceNote}  # shared: nothing to fix
+        ```
+    """
+
+    __module__ = "arrayfield"  # tracebacks and reprs show the public name
+
+
 def versions() -> str:
     """The JAX and equinox a `CompatibilityWarning` is about."""
     return f"jax {jax.__version__} with equinox {equinox.__version__}"

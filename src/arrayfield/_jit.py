@@ -314,18 +314,22 @@ def _count_number_retrace(
     call: tuple,
 ) -> None:
     """A new key: count it if a Python number made it (it differs from
-    `previous`, the newest earlier key of the same structure, where either holds
-    one); from the `_RETRACE_LIMIT`-th on, warn once for the layout, explained
-    by the diagnostics (`_hooks`) from this call and the one before. Not for a
+    `previous`, `(treedef, static leaves)` of the newest earlier key of the same
+    structure, in a number a static field holds or in a non-array leaf where
+    either is a number); from the `_RETRACE_LIMIT`-th on, warn once for the
+    layout, explained by the diagnostics (`_hooks`) from this call and the one
+    before. Not for a
     call an `explain_retraces` block or decorator (or
     ARRAYFIELD_EXPLAIN_RETRACES=1) watches, in this thread: it explains each
     retrace already; another thread's unwatched call still warns. Callables and
     objects compared by identity do not count: a jitted function of functions
     traces per function by design, and `af.filter_jit` shares the compiles of
     such traces."""
-    if not any(
+    old_treedef, old_static = previous
+    # Treedefs with one shape apart from numbers (`number_free`) differ only there.
+    if old_treedef == treedef and not any(
         (type(a) in _NUMBERS or type(b) in _NUMBERS) and (type(a), a) != (type(b), b)
-        for a, b in zip(previous, static, strict=True)
+        for a, b in zip(old_static, static, strict=True)
     ):
         return
     layout.number_retraces += 1
@@ -337,7 +341,8 @@ def _count_number_retrace(
         return
     # The call before: this call's arrays, the earlier key's other leaves.
     tree = jtu.tree_unflatten(
-        treedef, [x if s is None else s for x, s in zip(leaves, previous, strict=True)]
+        old_treedef,
+        [x if s is None else s for x, s in zip(leaves, old_static, strict=True)],
     )
     old = tree.parts if type(tree) is WithKeywords else (tree, {})
     explain(wrapper, old, call, layout.number_retraces, layout.numbers)

@@ -15,9 +15,27 @@ from typing import Any
 import jax
 import numpy as np
 
-from . import _eqx_private, _jax_private, _numbers, _program
+from . import _eqx_private, _facts, _jax_private, _numbers, _program
 from ._errors import CompatibilityWarning, versions, warn_in_user_code
 from ._program import Compiled, marked_program, user_program
+
+
+def number_free(treedef: Any) -> Any:
+    """`treedef` with every Python number in its nodes' data (a static field's
+    origin, `eqx.field(static=True)`) replaced by its type: two call structures
+    that differ only in such numbers have one key. Walked once per new key,
+    that is once per trace."""
+    kind, data = treedef.node_data() or (None, None)
+    children = tuple(number_free(child) for child in treedef.children())
+    return kind, _without_numbers(data), children
+
+
+def _without_numbers(data: Any) -> Any:
+    if type(data) in _facts.PYTHON_NUMBERS:
+        return type(data)
+    if isinstance(data, (tuple, list)):  # a dict's keys come as a list
+        return tuple(_without_numbers(x) for x in data)
+    return data
 
 
 class Layout:
@@ -70,9 +88,10 @@ class Layout:
             1 if donate_first else 0 if fun_has_arrays or donate_rest else None
         )
         self.jits: dict[tuple, Compiled] = {}
-        # The static leaves of the newest key of each tree structure: what a new
-        # key is compared with (`_count_number_retrace`), without a pass over
-        # `jits`, which grows with every key a survey makes.
+        # `(treedef, static leaves)` of the newest key of each tree structure,
+        # numbers in static fields aside (`number_free`): what a new key is
+        # compared with (`_count_number_retrace`), without a pass over `jits`,
+        # which grows with every key a survey makes.
         self.latest: dict[Any, tuple] = {}
         # Whether calls run executables shared by program (`share_compiles`),
         # and by programs that differ only in numbers (`share_numbers`).
@@ -89,9 +108,10 @@ class Layout:
     def add(
         self, treedef: Any, static: tuple, names: tuple[str, str]
     ) -> tuple[Compiled, tuple | None]:
-        """`(the jax.jit for a call structure not in jits, the static leaves of
-        the newest earlier key of its tree structure)`; None for those where
-        another thread added the key first.
+        """`(the jax.jit for a call structure not in jits, (treedef, static
+        leaves) of the newest earlier key whose tree structure differs from this
+        one's at most in numbers held by static fields)`; None for the second
+        where there is none, or another thread added the key first.
 
         No lock: making a `jax.jit` traces nothing, and `setdefault` keeps the
         first of two threads' (a static leaf's `__eq__` may be user code, which
@@ -100,8 +120,13 @@ class Layout:
         compiled = self.jits.setdefault((treedef, static), made)
         if compiled is not made:
             return compiled, None
-        previous = self.latest.get(treedef)
-        self.latest[treedef] = static
+        shape = number_free(treedef)
+        try:
+            previous = self.latest.get(shape)
+        except (TypeError, ValueError):  # node data JAX never hashes (a dict)
+            shape = treedef
+            previous = self.latest.get(shape)
+        self.latest[shape] = (treedef, static)
         return compiled, previous
 
     def _compiled(

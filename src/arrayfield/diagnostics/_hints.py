@@ -118,8 +118,7 @@ def _reason(o: LeafSig, n: LeafSig, jit: str | None) -> Reason:
             return _identity_reason(n.type, static=True)
         return Reason(
             "a static=True field is part of the cache key, and its value changed",
-            "expected if it is a setting that takes a few values; if it changes "
-            "from step to step, make it an ordinary array field",
+            _STATIC_FIELD_FIX,
             "value",
         )
     if n.kind == "hashed":
@@ -131,6 +130,17 @@ def _reason(o: LeafSig, n: LeafSig, jit: str | None) -> Reason:
         "structure",
     )
 
+
+# What a static field's number is used for is not in the arguments: a slice
+# start or an origin must stay a number (as an array it cannot start a static
+# slice), a shape keeps its compiles, arithmetic could read an array.
+_STATIC_FIELD_FIX = (
+    "expected if it is a setting that takes a few values or a shape. A number "
+    "that places or offsets things (a slice start, an origin) must stay static: "
+    "af.filter_jit(..., share_numbers=True) compiles one program for all its "
+    "values; one that arithmetic alone reads can drop static=True and be an "
+    "array field, which saves the trace too"
+)
 
 _STATIC_FIX = (
     "if it changes from call to call, take it out of static_argnums/static_argnames "

@@ -18,6 +18,7 @@ from .. import _eqx_private
 from .._errors import (
     EQUINOX_DIR,
     JAX_DIR,
+    RetraceNote,
     RetraceWarning,
     TraceReuseWarning,
     warn_in_user_code,
@@ -87,6 +88,7 @@ class _Repeats:
         what: str,
         compiled: bool,
         numbers: str | None,
+        category: type[UserWarning] = RetraceWarning,
     ):
         self.where = where  # `qualname (file:line)` of the function
         # as `_diff.causes` gives them, with `compiled` and `numbers`
@@ -94,6 +96,7 @@ class _Repeats:
         self.what = what  # the causes, in words, for the one line
         self.compiled = compiled
         self.numbers = numbers
+        self.category = category  # the full warning's: the one line has it too
         self.count = 0
 
     def line(self) -> str:
@@ -129,7 +132,7 @@ def _tell(repeats: _Repeats | None) -> None:
     with _untold_lock:
         if _untold.pop(id(repeats), None) is None:
             return  # told already (or nothing counted)
-    warn_in_user_code(RetraceWarning(repeats.line()))
+    warn_in_user_code(repeats.category(repeats.line()))
 
 
 def _counted(repeats: _Repeats | None, causes: tuple) -> bool:
@@ -153,7 +156,7 @@ def tell_all_repeats() -> None:
 def _tell_at_exit() -> None:
     # Under `-W error::arrayfield.RetraceWarning` the first warning raised
     # already; a traceback from the interpreter's exit would add nothing.
-    with contextlib.suppress(RetraceWarning):
+    with contextlib.suppress(RetraceWarning, RetraceNote):
         tell_all_repeats()
 
 
@@ -161,6 +164,20 @@ def _static_field(change: Change) -> bool:
     """Whether the leaf that changed is a `static=True` field's value."""
     ref = change.field
     return ref is not None and bool(ref.field.metadata.get("static", False))
+
+
+def _on_purpose(changes: list[Change]) -> bool:
+    """Whether only static fields changed: numbers held as numbers on purpose
+    (an origin, a size), which no rewrite should turn into arrays."""
+    return bool(changes) and all(_static_field(c) for c in changes)
+
+
+def _category(changes: list[Change], numbers: str | None) -> type[UserWarning]:
+    """`RetraceNote` where the retrace ran its family's shared program and only
+    static fields changed (nothing to fix); `RetraceWarning` otherwise."""
+    if numbers == "shared" and _on_purpose(changes):
+        return RetraceNote
+    return RetraceWarning
 
 
 # Said after the advice for a retrace whose program differs from an earlier one
@@ -381,12 +398,15 @@ class Site:
             if _counted(repeats, key):
                 return True
             where = location(self.fn)
-            self.repeats = _Repeats(where, key, _in_words(changes), compiled, numbers)
+            category = _category(changes, numbers)
+            self.repeats = _Repeats(
+                where, key, _in_words(changes), compiled, numbers, category
+            )
         _tell(repeats)  # the count for the earlier causes comes first
         message = self._message(changes, compiled, numbers, family)
         if summary is not None and earlier:
             message += _new_in_program(summary, earlier, target, changes)
-        warn_in_user_code(RetraceWarning(message))
+        warn_in_user_code(category(message))
         return True
 
     def _new_wrapper(
@@ -468,7 +488,7 @@ class Site:
         # only such fields changed, sharing numbers is the answer, not a rewrite.
         # Any other number the user can pass as an array, which saves the trace
         # too: its advice stands, and sharing is said after it.
-        on_purpose = bool(changes) and all(_static_field(c) for c in changes)
+        on_purpose = _on_purpose(changes)
         if numbers == "could share" and on_purpose:
             return (
                 f"{location(self.fn)} was traced and compiled again, and its "

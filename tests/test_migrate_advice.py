@@ -726,3 +726,33 @@ def test_the_shape_argument_table_names_shape_parameters_of_each_function():
         ]
         named = [parameters[i] for i in positions]
         assert set(named) <= shape_like, (name, named)
+
+
+@pytest.mark.parametrize(
+    ("imports", "built"),
+    [
+        ("import jax.numpy as jnp", "jnp.asarray(rate, float)"),
+        ("import jax.numpy as np", "np.asarray(rate)"),  # `np` is jax.numpy
+        ("import numpy as np", "np.float32(rate)"),
+        ("from jax.numpy import array", "array(rate)"),
+    ],
+)
+def test_a_float_field_its_class_converts_itself_is_no_af001(tmp_path, imports, built):
+    # The field holds the array `__init__` builds: no new value of it recompiles.
+    write_tree(tmp_path, {"model.py": _converted(imports, built)})
+    assert codes(migrate(tmp_path, "--check", ".")) == []
+
+
+def test_a_float_field_its_class_stores_as_a_float_is_af001(tmp_path):
+    write_tree(tmp_path, {"model.py": _converted("import math", "float(rate)")})
+    assert codes(migrate(tmp_path, "--check", ".")) == ["model.py:6 AF001 A.rate"]
+
+
+def _converted(imports: str, built: str) -> str:
+    return (
+        f"import equinox as eqx\n{imports}\n\n\n"
+        "class A(eqx.Module):\n"
+        "    rate: float\n\n"
+        "    def __init__(self, rate):\n"
+        f"        self.rate = {built}\n"
+    )

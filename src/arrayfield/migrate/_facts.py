@@ -61,6 +61,14 @@ PARTIAL = "partial"
 SHAPE_VALUE = "shape_value"  # the result of a helper that returns a list of ints
 STRING = "string"  # an f-string or a string built from parameters
 OBJECT = "object"  # an instance of a class that is not a Module
+BUILT = "built"  # an array the class's own code builds: `jnp.asarray(x, float)`
+
+# Calls that make an array (for equinox, NumPy's count) of what they are given.
+ARRAY_BUILDERS = frozenset(
+    f"{module}.{name}"
+    for module in ("jax.numpy", "numpy")
+    for name in ("asarray", "array", "float32", "float64", "int32", "int64")
+)
 
 
 class ClassFacts:

@@ -11,7 +11,15 @@ from functools import cache, cached_property
 from pathlib import Path
 from typing import NamedTuple, TypeVar
 
-from ._facts import OBJECT, SHAPE_VALUE, ClassFacts, FileFacts, resolved_path
+from ._facts import (
+    ARRAY_BUILDERS,
+    BUILT,
+    OBJECT,
+    SHAPE_VALUE,
+    ClassFacts,
+    FileFacts,
+    resolved_path,
+)
 from ._lint import STDLIB, LintConfig
 
 _EQUINOX_MODULE = frozenset({"equinox.Module", "equinox._module.Module"})
@@ -400,6 +408,9 @@ class ProjectIndex:
                     out.maybe_pytree.add(attr)
         for attr, (called, line) in member.calls.items():
             resolved = self.qualify(facts, called)
+            if resolved in ARRAY_BUILDERS:
+                out.assigns.setdefault(attr, {}).setdefault(BUILT, f"{where}:{line}")
+                continue
             located = None if resolved is None else self._locate(resolved)
             if located is not None and located[1] in located[0].int_list_functions:
                 kinds = out.assigns.setdefault(attr, {})

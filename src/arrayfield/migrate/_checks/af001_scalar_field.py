@@ -9,13 +9,14 @@ from collections.abc import Mapping
 from .. import _syntax as syntax
 from .._annotations import scalar_annotation
 from .._diagnostics import Diagnostic
-from .._facts import CONTROL, PARAM, SHAPE
+from .._facts import BUILT, CONTROL, PARAM, SHAPE
 from .._site import FieldReading, FieldSite
 
 CODE = "AF001"
 SUMMARY = (
     "non-static field annotated float/complex (or an int that eqx.tree_at "
-    "replaces) without an array converter and not used in control flow or as a "
+    "replaces) without an array converter, not made an array by its class's own "
+    "code (`self.x = jnp.asarray(x)`) and not used in control flow or as a "
     'size: use Float[Array, ""] (or Complex/Int[Array, ""]) so a new value does '
     "not recompile; a number default nothing in the project sets is a "
     "constant: static=True first"
@@ -41,6 +42,10 @@ def check_field(
     uses = site.uses()
     if scalar is None or SHAPE in uses or CONTROL in uses:
         return None  # a size or a flag must stay a Python number
+    if BUILT in site.assigns():
+        # The class stores an array it builds itself (`self.x = jnp.asarray(x)`):
+        # the annotation is loose, but no new value of it recompiles.
+        return None
     array = f'{_JAXTYPING_NAMES.get(scalar, "Float")}[Array, ""]'
     default = site.default
     constants = site.context.constants if site.context else ()

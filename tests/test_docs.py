@@ -33,10 +33,15 @@ from helpers import run_code
 ROOT = Path(__file__).resolve().parent.parent
 PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
 
-# Examples that show af.filter_jit sharing callables, which it does not do on the
-# oldest supported equinox (docs/many_fields.md says why), or count compiles by
-# program name, which the oldest JAX does not give: skipped there only.
-NEEDS_SHARING = {"docs/many_fields.md:34", "docs/diagnostics.md:185"}
+# Examples that show af.filter_jit sharing callables or numbers, which it does not
+# do on the oldest supported equinox and JAX (docs/many_fields.md says why), or
+# count compiles by program name, which the oldest JAX does not give: skipped
+# there only.
+NEEDS_SHARING = {
+    "docs/many_fields.md:34",
+    "docs/diagnostics.md:185",
+    "af.RetraceNote",
+}
 CONTINUE = "<!-- docs-test: continue -->"
 SUBPROCESS = "<!-- docs-test: subprocess -->"
 _FENCE = re.compile(r"^(?P<indent>[ \t]*)```(?P<lang>[\w-]*)[ \t]*$")
@@ -174,7 +179,7 @@ def test_the_examples_that_need_sharing_are_where_the_list_says():
 @pytest.mark.parametrize("chain", _page_chains(), ids=lambda chain: chain[0].where)
 def test_markdown_python_block_runs(chain: list[Block]):
     if chain[0].where in NEEDS_SHARING and _jax_private.sharing_problem() is not None:
-        pytest.skip("shows af.filter_jit sharing callables: needs equinox >= 0.13")
+        pytest.skip("shows af.filter_jit sharing, which this JAX or equinox does not allow")
     if chain[0].marker == SUBPROCESS:
         run_in_subprocess(chain[0])
     else:
@@ -205,7 +210,7 @@ def test_public_name_has_equinox_style_docstring_with_example(name: str):
 @pytest.mark.parametrize("name", public_names())
 def test_public_docstring_examples_run(name: str):
     if f"af.{name}" in NEEDS_SHARING and _jax_private.sharing_problem() is not None:
-        pytest.skip("shows af.filter_jit sharing callables: needs equinox >= 0.13")
+        pytest.skip("shows af.filter_jit sharing, which this JAX or equinox does not allow")
     doc = inspect.getdoc(getattr(arrayfield, name)) or ""
     blocks = python_blocks(doc, f"af.{name}")
     if not blocks:

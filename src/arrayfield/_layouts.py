@@ -6,6 +6,7 @@ whether this JAX and equinox let dispatch stand on its own and share compiles
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import threading
 import types
@@ -35,6 +36,14 @@ def _without_numbers(data: Any) -> Any:
         return type(data)
     if isinstance(data, (tuple, list)):  # a dict's keys come as a list
         return tuple(_without_numbers(x) for x in data)
+    if isinstance(data, dict):  # equinox before 0.13 keeps `__annotations__`
+        return tuple((key, _without_numbers(x)) for key, x in data.items())
+    if dataclasses.is_dataclass(data) and not isinstance(data, type):
+        # equinox before 0.13 keeps a Module's static values in a dataclass
+        fields = dataclasses.fields(data)
+        return type(data), tuple(
+            _without_numbers(getattr(data, f.name)) for f in fields
+        )
     return data
 
 

@@ -179,7 +179,7 @@ def test_the_examples_that_need_sharing_are_where_the_list_says():
 @pytest.mark.parametrize("chain", _page_chains(), ids=lambda chain: chain[0].where)
 def test_markdown_python_block_runs(chain: list[Block]):
     if chain[0].where in NEEDS_SHARING and _jax_private.sharing_problem() is not None:
-        pytest.skip("shows af.filter_jit sharing, which this JAX or equinox does not allow")
+        pytest.skip("shows af.filter_jit sharing: not on this JAX or equinox")
     if chain[0].marker == SUBPROCESS:
         run_in_subprocess(chain[0])
     else:
@@ -210,7 +210,7 @@ def test_public_name_has_equinox_style_docstring_with_example(name: str):
 @pytest.mark.parametrize("name", public_names())
 def test_public_docstring_examples_run(name: str):
     if f"af.{name}" in NEEDS_SHARING and _jax_private.sharing_problem() is not None:
-        pytest.skip("shows af.filter_jit sharing, which this JAX or equinox does not allow")
+        pytest.skip("shows af.filter_jit sharing: not on this JAX or equinox")
     doc = inspect.getdoc(getattr(arrayfield, name)) or ""
     blocks = python_blocks(doc, f"af.{name}")
     if not blocks:

@@ -906,3 +906,51 @@ def test_a_program_read_from_the_persistent_cache_is_not_called_a_compile(tmp_pa
     runs = [python("-c", _WARM_CACHE, cache, check=True) for _ in range(2)]
     said = [run.stdout.split()[-1] for run in runs]
     assert said == ["False", "True"]  # compiled, then read from disk
+
+
+def test_a_field_of_an_installed_package_gets_the_fix_its_user_can_make():
+    # eqx.nn.Dropout.p is annotated float in equinox: the user cannot change the
+    # annotation, but can set an array where they set it.
+    traces = []
+
+    @eqx.filter_jit
+    def apply(dropout, x, key):
+        traces.append(1)
+        return dropout(x, key=key)
+
+    dropout = eqx.nn.Dropout(p=0.1, inference=False)
+    x, key = jnp.ones(4), jax.random.key(0)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        with af.explain_retraces():
+            for p in (0.1, 0.2):
+                apply(eqx.tree_at(lambda d: d.p, dropout, p), x, key)
+    (text,) = [str(w.message) for w in caught if w.category is af.RetraceWarning]
+    assert (
+        "fix: Dropout.p is declared in the installed package equinox, so from your "
+        "own code: where its value changes between calls, give it an array" in text
+    )
+    assert "In equinox itself: Dropout.p is annotated float" in text
+    # The first fix, as printed, from the user's side: one trace for every value.
+    traces.clear()
+    for p in (0.1, 0.2, 0.3):
+        apply(eqx.tree_at(lambda d: d.p, dropout, jnp.asarray(p)), x, key)
+    assert len(traces) == 1
+
+
+def test_a_field_of_the_users_own_class_keeps_the_annotation_fix():
+    class Dropout(eqx.Module):  # this file's: the user's own code
+        p: float
+
+    @eqx.filter_jit
+    def apply(dropout, x):
+        return x * dropout.p
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        with af.explain_retraces():
+            for p in (0.1, 0.2):
+                apply(Dropout(p), jnp.ones(2))
+    (text,) = [str(w.message) for w in caught if w.category is af.RetraceWarning]
+    assert "installed package" not in text
+    assert 'annotate it Float[Array, ""]' in text

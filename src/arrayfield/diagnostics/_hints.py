@@ -269,6 +269,30 @@ def number_fix(
     changed: bool = False,
     shape: tuple[int, ...] | None = None,
 ) -> str:
+    """How to stop a Python number in this position from being hashed: the fix
+    below, and first, where the field is declared in an installed package, the
+    one the user can make without editing it."""
+    fix = _number_fix(field, value, within, changed, shape)
+    ref = field or within
+    package = None if ref is None else ref.package
+    if package is None or bypassed_init(field):  # af.normalize is the user's
+        return fix
+    return (
+        f"{ref.where} is declared in the installed package {package}, so from your "
+        "own code: where its value changes between calls, give it an array, "
+        "jnp.asarray(x, dtype=...), wherever you set it (the package's setter, "
+        f"eqx.tree_at, the constructor), with no change to {package}. In "
+        f"{package} itself: {fix}"
+    )
+
+
+def _number_fix(
+    field: FieldRef | None,
+    value: Any,
+    within: FieldRef | None,
+    changed: bool,
+    shape: tuple[int, ...] | None,
+) -> str:
     """How to stop a Python number in this position from being hashed. An int
     may be a shape, size or id, which must stay a Python int: no array advice,
     unless `changed`, the value was seen changing between calls (then it is data,

@@ -7,11 +7,15 @@ for a call, or whatever name the caller of `audit` gives.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import functools
 import inspect
 import os
 import re
+import site
+import sys
+import sysconfig
 import threading
 from collections.abc import Callable
 from typing import Any
@@ -62,6 +66,31 @@ def bind_arguments(
     return dict(bound.arguments)
 
 
+@functools.cache
+def _install_dirs() -> tuple[str, ...]:
+    """Where installed distributions live: site-packages and its kin."""
+    dirs = {sysconfig.get_paths()[key] for key in ("purelib", "platlib")}
+    with contextlib.suppress(AttributeError):  # a virtualenv's old `site`
+        dirs.update(site.getsitepackages())
+    with contextlib.suppress(AttributeError):
+        dirs.add(site.getusersitepackages())
+    return tuple(os.path.join(os.path.realpath(d), "") for d in dirs if d)
+
+
+def installed_package(cls: type) -> str | None:
+    """The top-level package of `cls` when its module was installed (is in a
+    site-packages directory), else None (the user's project, an editable
+    install, a script)."""
+    module = sys.modules.get(cls.__module__)
+    path = getattr(module, "__file__", None)
+    if not path:
+        return None
+    path = os.path.realpath(path)
+    if not any(path.startswith(d) for d in _install_dirs()):
+        return None
+    return cls.__module__.partition(".")[0]
+
+
 @dataclasses.dataclass(frozen=True)
 class FieldRef:
     """The dataclass field a leaf is the direct value of (`MyModule.x`)."""
@@ -95,6 +124,13 @@ class FieldRef:
         if line is None:
             return ""
         return f" (declared as {cls.__qualname__}.{self.name}, {line})"
+
+    @property
+    def package(self) -> str | None:
+        """The installed package the declaring class comes from (`equinox` for
+        `eqx.nn.Dropout.p`), or None for the user's own code: a fix inside an
+        installed package is not one the user can make."""
+        return installed_package(self.declared_in)
 
     @property
     def named(self) -> str:

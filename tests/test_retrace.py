@@ -954,3 +954,25 @@ def test_a_field_of_the_users_own_class_keeps_the_annotation_fix():
     (text,) = [str(w.message) for w in caught if w.category is af.RetraceWarning]
     assert "installed package" not in text
     assert 'annotate it Float[Array, ""]' in text
+
+
+def test_a_list_that_grows_is_advised_padding_not_a_none_switch():
+    class Source(eqx.Module):
+        flux: jax.Array
+
+    class Scene(eqx.Module):
+        sources: list
+
+    @eqx.filter_jit
+    def total(scene):
+        return sum(s.flux for s in scene.sources)
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        with af.explain_retraces():
+            for n in (3, 4):
+                total(Scene([Source(jnp.ones(2)) for _ in range(n)]))
+    (text,) = [str(w.message) for w in caught if w.category is af.RetraceWarning]
+    assert "scene.sources has another length" in text
+    assert "Pad it to a few common lengths" in text
+    assert "switching between None" not in text

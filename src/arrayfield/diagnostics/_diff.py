@@ -42,7 +42,7 @@ def diff(
                     n.text,
                     "pytree structure changed: this leaf appeared (it was None, "
                     "or the field, key or element did not exist)",
-                    _with_field(STRUCTURE_FIX, n.named_by),
+                    _with_field(_structure_fix(path, old), n.named_by),
                     field=n.named_by,
                 )
             )
@@ -88,7 +88,7 @@ def diff(
                     "(absent)",
                     "pytree structure changed: this leaf disappeared (it is None "
                     "now, or the field, key or element is gone)",
-                    _with_field(STRUCTURE_FIX, o.named_by),
+                    _with_field(_structure_fix(path, new), o.named_by),
                     field=o.named_by,
                 )
             )
@@ -116,6 +116,26 @@ def diff(
                     )
                 )
     return changes
+
+
+_INDEX = re.compile(r"\[\d+\]")
+
+
+def _structure_fix(path: str, other: Signature) -> str:
+    """The fix for a leaf at `path` that `other` lacks: where an element of a
+    list or tuple is what came or went (`sources[3]`), the sequence changed
+    length, which padding handles as it does shapes; else the general fix."""
+    for index in _INDEX.finditer(path):
+        element = path[: index.end()]
+        if not any(p.startswith(element) for p in other.leaves):
+            sequence = path[: index.start()]
+            return (
+                f"{sequence} has another length: each length is another structure "
+                "and compiles again. Pad it to a few common lengths (unused "
+                "elements masked out), as for shapes, or stack its elements into "
+                "one array field"
+            )
+    return STRUCTURE_FIX
 
 
 def _with_field(fix: str, field: FieldRef | None) -> str:

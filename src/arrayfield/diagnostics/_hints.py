@@ -275,8 +275,8 @@ def number_fix(
     fix = _number_fix(field, value, within, changed, shape)
     ref = field or within
     package = None if ref is None else ref.package
-    if package is None or bypassed_init(field):  # af.normalize is the user's
-        return fix
+    if ref is None or package is None or bypassed_init(field):
+        return fix  # (af.normalize is the user's own, not the package's)
     return (
         f"{ref.where} is declared in the installed package {package}, so from your "
         "own code: where its value changes between calls, give it an array, "

@@ -40,6 +40,7 @@ DISPATCH = (
     "_executables",
     "_program",
     "_layouts",
+    "_aot",
     "_jit",
 )
 DIAGNOSTICS = tuple(

@@ -34,7 +34,16 @@ import equinox as eqx
 import jax
 import jax.tree_util as jtu
 
-from . import _eqx_private, _facts, _hooks, _jax_private, _layouts, _program, _tracing
+from . import (
+    _aot,
+    _eqx_private,
+    _facts,
+    _hooks,
+    _jax_private,
+    _layouts,
+    _program,
+    _tracing,
+)
 from ._env import DEFAULT_RETRACE_LIMIT, RETRACE_LIMIT, env_count
 from ._program import (
     Compiled,
@@ -406,9 +415,11 @@ class _FilterJit(eqx.Module):
 
     __call__ = _call
 
-    def lower(self, /, *args: Any, **kwargs: Any) -> Any:
-        """`jax.jit(...).lower` for these arguments, exactly as `eqx.filter_jit`."""
-        return self._fallback.lower(*args, **kwargs)
+    def lower(self, /, *args: Any, **kwargs: Any) -> _aot.Lowered:
+        """`eqx.filter_jit(...).lower` for these arguments, whose `.compile()`
+        checks that each call has the static part it was lowered for."""
+        lowered = self._fallback.lower(*args, **kwargs)
+        return _aot.Lowered(lowered, self._plan.signature, args, kwargs)
 
     def __get__(self, instance: Any, owner: Any) -> Any:
         del owner
@@ -488,6 +499,17 @@ def filter_jit(
     (the device running out of memory mid-program, say) then surfaces where the
     result is first used, as with `jax.jit`, rather than at the call.
 
+    And one check equinox does not make: `af.filter_jit(f).lower(...).compile()`
+    returns a step that runs only calls with the static part it was compiled
+    for (the tree structure, static fields, Python numbers and their types).
+    Equinox's compiled step passes the arrays of any call to the executable and
+    drops the rest, so a step compiled for one field and called with another
+    field's static `origin` returns that field's data computed at the first
+    field's origin, silently. Here that call raises a `TypeError` naming the
+    first argument or field that differs (`box.origin is 2 where it was 1`);
+    a call with the same static part returns bitwise what the wrapper's live
+    call returns. Arrays of another shape or dtype are JAX's to refuse.
+
     **Arguments:**
 
     - `fun`: the function (or callable Module) to compile. Omit it to get a
@@ -511,7 +533,11 @@ def filter_jit(
         and cannot fold an input, so results may differ from
         `eqx.filter_jit`'s in the last bits (the Many fields page states the
         bound and what is never lifted). Shapes, loop bounds and branch indices
-        are never shared: a box of another size is another family.
+        are never shared: a box of another size is another family. Its price,
+        measured at the top of the Many fields page: a family's first field
+        compiles a program that takes longer to compile, and every step runs a
+        little slower than on the field's own program, so it loses where most
+        fields start a family of their own, and on very long fits.
     - `share_offsets`: the former name of `share_numbers` (deprecated; it now
         shares every embedded number, not only integer offsets).
 

@@ -1,0 +1,157 @@
+"""Ahead of time: `af.filter_jit(f).lower(...).compile()`, checked at every call.
+
+Equinox's compiled step runs whatever it is called with, as long as the arrays
+have the avals it was compiled for: the static part of the call (static fields,
+Python numbers, the tree structure) was baked into the program when it was
+lowered, and a call with another static part silently gets the program of the
+first, another field's answer. `Compiled` here compares each call's static part
+with the one it was lowered for and raises, naming the first argument leaf or
+static field that differs. Arrays are JAX's to check (shapes and dtypes).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import inspect
+from typing import Any
+
+import equinox as eqx
+import jax.tree_util as jtu
+
+from ._errors import short_repr
+
+
+def static_part(signature: inspect.Signature | None, args: tuple, kwargs: dict) -> Any:
+    """What a call bakes into its program: the tree structure of its bound
+    arguments and each non-array leaf, with its type (`1` and `1.0` compare
+    equal, but trace to other dtypes)."""
+    arguments = _bound(signature, args, kwargs)
+    leaves, treedef = jtu.tree_flatten(arguments)
+    return treedef, tuple(None if eqx.is_array(x) else (type(x), x) for x in leaves)
+
+
+def _bound(signature: inspect.Signature | None, args: tuple, kwargs: dict) -> dict:
+    """The call's arguments by parameter name, as the function sees them."""
+    if signature is not None:
+        try:
+            bound = signature.bind(*args, **kwargs)
+        except TypeError:
+            pass
+        else:
+            return dict(bound.arguments)
+    return {**{f"args[{i}]": a for i, a in enumerate(args)}, **kwargs}
+
+
+class Lowered:
+    """`af.filter_jit(f).lower(...)`: equinox's lowered program, whose
+    `.compile()` checks the static part of each call."""
+
+    def __init__(self, lowered: Any, signature: Any, args: tuple, kwargs: dict):
+        self._lowered = lowered
+        self._signature = signature
+        self._arguments = _bound(signature, args, kwargs)
+        self._static = static_part(signature, args, kwargs)
+
+    def as_text(self) -> str:
+        return self._lowered.as_text()
+
+    def compile(self, /, compiler_options: dict[str, str | bool] | None = None) -> Any:
+        compiled = self._lowered.compile(compiler_options=compiler_options)
+        return Compiled(compiled, self._signature, self._arguments, self._static)
+
+    def __getattr__(self, name: str) -> Any:  # equinox's own attributes
+        return getattr(self._lowered, name)
+
+
+class Compiled:
+    """The compiled step: runs only for calls whose static part is the one it
+    was compiled for, and raises otherwise, naming what differs."""
+
+    def __init__(self, compiled: Any, signature: Any, arguments: dict, static: Any):
+        self._compiled = compiled
+        self._signature = signature
+        self._arguments = arguments
+        self._static = static
+
+    def __call__(self, /, *args: Any, **kwargs: Any) -> Any:
+        __tracebackhide__ = True
+        static = static_part(self._signature, args, kwargs)
+        if not _same(static, self._static):
+            raise TypeError(self._mismatch(_bound(self._signature, args, kwargs)))
+        return self._compiled(*args, **kwargs)
+
+    def __getattr__(self, name: str) -> Any:  # cost_analysis, as_text, ...
+        return getattr(self._compiled, name)
+
+    def _mismatch(self, arguments: dict) -> str:
+        what = _first_difference(self._arguments, arguments, "") or (
+            "the arguments' structure differs from the one it was compiled for"
+        )
+        return (
+            f"this compiled af.filter_jit step was lowered for other static values: "
+            f"{what}. Static fields, Python numbers and the tree structure are "
+            "part of the program, so running it would return the answer for the "
+            "values it was compiled for. Lower and compile it again for these "
+            "arguments, or call the af.filter_jit wrapper, which compiles for each."
+        )
+
+
+def _same(a: Any, b: Any) -> bool:
+    try:
+        return bool(a == b)
+    except Exception:  # an `==` that raises or gives an array: not provably same
+        return False
+
+
+def _first_difference(old: Any, new: Any, path: str) -> str | None:
+    """The first place, in the order the fields are declared, where two calls'
+    arguments differ in something other than an array's values, said as
+    "where is new where it was old"."""
+    if eqx.is_array(old) and eqx.is_array(new):
+        return None  # avals: JAX's own check says which
+    if isinstance(old, dict) and isinstance(new, dict) and list(old) != list(new):
+        if not path:  # the call's own arguments: which were given
+            return (
+                f"the arguments given are {', '.join(new) or 'none'} where they were "
+                f"{', '.join(old) or 'none'} (a default left out and the same value "
+                "given are two calls)"
+            )
+        return f"{path} has keys {list(new)} where it had {list(old)}"
+    if type(old) is not type(new):
+        return _said(path or "the arguments", old, new)
+    if isinstance(old, dict):
+        for key in old:
+            name = key if not path else f"{path}[{key!r}]"
+            found = _first_difference(old[key], new[key], name)
+            if found is not None:
+                return found
+        return None
+    if isinstance(old, list | tuple):
+        if len(old) != len(new):
+            return f"{path} has {len(new)} elements where it had {len(old)}"
+        for i, (a, b) in enumerate(zip(old, new, strict=True)):
+            found = _first_difference(a, b, f"{path}[{i}]")
+            if found is not None:
+                return found
+        return None
+    if dataclasses.is_dataclass(old) and isinstance(old, eqx.Module):
+        for field in dataclasses.fields(old):
+            a, b = getattr(old, field.name, None), getattr(new, field.name, None)
+            found = _first_difference(a, b, f"{path}.{field.name}")
+            if found is not None:
+                return found
+        return None
+    leaves_old, tree_old = jtu.tree_flatten(old)
+    leaves_new, tree_new = jtu.tree_flatten(new)
+    if tree_old != tree_new or (leaves_old == [old] and not _same(old, new)):
+        return _said(path, old, new)
+    if leaves_old != [old]:  # another pytree node: its children
+        for i, (a, b) in enumerate(zip(leaves_old, leaves_new, strict=True)):
+            found = _first_difference(a, b, f"{path}<leaf {i}>")
+            if found is not None:
+                return found
+    return None
+
+
+def _said(path: str, old: Any, new: Any) -> str:
+    return f"{path} is {short_repr(new, 80)} where it was {short_repr(old, 80)}"

@@ -764,6 +764,7 @@ def boxed_fields_case(results: Results) -> None:
     results.rows += rows
     results.traces_ok &= all(row.status != "FAIL" for row in rows)
     results.tables["boxed_fields"] = Table(*field_numbers.table(measured))
+    results.tables["share_numbers_costs"] = Table(*field_numbers.costs(measured))
     results.raw["boxed_fields"] = measured
 
 

@@ -1,7 +1,8 @@
 """Which executable runs a traced program: the one this process compiled
 before for the same program (`program_key`) and placement; with
-`share_numbers`, its family's generalised program (`_numbers`), compiled once
-per family; else a compile of its own. Each is compiled by one thread while
+`share_numbers`, from a family's second program on, the family's program
+generalised over the numbers that differ (`_numbers`); else a compile of its
+own. Each is compiled by one thread while
 others that need it wait, and the tables are cleared with JAX's and equinox's
 caches.
 """
@@ -20,7 +21,7 @@ import jax.extend
 import jax.tree_util as jtu
 
 from . import _eqx_private, _jax_private, _numbers, _tracing
-from ._program_key import program_key
+from ._program_key import program_key, value_key
 
 
 def with_output_tree(executable: Any, out_tree: Any, *call_args: Any) -> Any:
@@ -79,12 +80,18 @@ def _computed_once(
 
 class _Family:
     """Programs that differ only in the numbers they embed (`_numbers`): the
-    family's number in this process (diagnostics name it)."""
+    family's number in this process (diagnostics name it), the numbers and
+    constants of its first program (`first`, by bits: `_numbers.bits` and
+    `value_key`), which compiled as its own, and the indices of the numbers its
+    generalised program takes as inputs (`lifted`: those that differed from the
+    first's in some later trace; it only grows)."""
 
-    __slots__ = ("number",)
+    __slots__ = ("first", "lifted", "number")
 
-    def __init__(self, number: int):
+    def __init__(self, number: int, first: tuple):
         self.number = number
+        self.first = first
+        self.lifted: frozenset[int] = frozenset()
 
 
 class _Executables:
@@ -102,8 +109,9 @@ class _Executables:
         self.general: dict[tuple, _Once] = {}
         self.lock = threading.Lock()
 
-    def family_for(self, key: tuple) -> tuple[_Family, bool]:
-        """`(the family of this key, whether it is new)`, numbered in order."""
+    def family_for(self, key: tuple, first: tuple) -> tuple[_Family, bool]:
+        """`(the family of this key, whether it is new)`, numbered in order; a
+        new one notes `first` as its first program's numbers."""
         family = self.families.get(key)
         if family is not None:
             return family, False
@@ -111,8 +119,15 @@ class _Executables:
             family = self.families.get(key)
             if family is not None:
                 return family, False
-            family = self.families[key] = _Family(len(self.families) + 1)
+            family = self.families[key] = _Family(len(self.families) + 1, first)
             return family, True
+
+    def widened(self, family: _Family, lifted: frozenset[int]) -> frozenset[int]:
+        """The family's lifted numbers grown by `lifted` (threads widen it at
+        once: the union of theirs)."""
+        with self.lock:
+            family.lifted |= lifted
+            return family.lifted
 
     def cache_clear(self) -> None:
         self.by_key.clear()
@@ -155,8 +170,8 @@ def executable_for(
     """`(executable, compiled now for itself, numbers)` for a traced program whose
     committed arguments have these shardings (None: none committed): the one
     compiled for the same program and placement before; else, with
-    `share_numbers`, the generalised program of its family (`_numbers`),
-    compiled now if it is the family's first, and the numbers to call it with;
+    `share_numbers`, where it is not its family's first, the family's
+    generalised program (`_generalised_for`) and the numbers to call it with;
     else a new compile of its own."""
     # An executable also checks each call's pytree against the one it was
     # compiled for, so the same program called with other containers (a donating
@@ -185,9 +200,13 @@ def _generalised_for(
 ) -> tuple[Any, tuple[Any, ...]] | None:
     """`(generalised executable, this trace's numbers as its inputs)` for a
     program that embeds numbers or constants (`_numbers`), or None: it compiles
-    a program of its own. Without `share` only the family is noted, and a trace
-    whose family was seen before is counted in `_tracing.record.number_families`
-    (it would have shared)."""
+    a program of its own. A family's first program is its own (exact, as where
+    nothing varies); a later one differing from it only in numbers runs the
+    family's program generalised over the numbers that differed so far (and the
+    constants), compiled at the first trace that needs it, and again, wider,
+    where a trace differs in a number it keeps as a literal. Without `share`
+    only the family is noted, and a trace whose family was seen before is
+    counted in `_tracing.record.number_families` (it would have shared)."""
     closed, params = _jax_private.traced_program(traced)
     if not _jax_private.plain_jit_options(params) or has_host_work(closed):
         return None
@@ -199,25 +218,48 @@ def _generalised_for(
             return None
         found = _numbers.numbers(closed.jaxpr, at)
         family_key = (_numbers.family_key(closed, at, params), *where)
+        seen = (_numbers.bits(found), tuple(map(value_key, closed.consts)))
     except Exception:  # a program this JAX writes otherwise: its own compile
         return None
-    family, new = _executables.family_for(family_key)
+    family, new = _executables.family_for(family_key, seen)
     if not share:
         if not new:
             _tracing.record.number_families += 1
+        return None
+    if new:  # its own program, compiled as any other
+        _tracing.record.family = (family.number, "first")
+        _tracing.record.number_runs += 1
+        return None
+    first_numbers, first_consts = family.first
+    differ = frozenset(
+        i  # one family: the same sites, so as many numbers
+        for i, (a, b) in enumerate(zip(first_numbers, seen[0], strict=True))
+        if a != b
+    )
+    if not differ and first_consts == seen[1]:
+        return None  # the first program itself (placed otherwise, say)
+    try:
+        lifted = family.lifted
+        if not differ <= lifted:
+            _, covered = _numbers.selected(closed.jaxpr, at, differ)
+            lifted = _executables.widened(family, covered)
+        at, _ = _numbers.selected(closed.jaxpr, at, lifted)
+        found = _numbers.numbers(closed.jaxpr, at)
+    except Exception:  # as above: its own compile
         return None
     inputs = (
         tuple(map(jax.device_put, _numbers.packed(found))),
         tuple(map(jax.device_put, closed.consts)),
     )
-    executable, started = _computed_once(
+    executable, compiled = _computed_once(
         _executables.general,
-        family_key,
+        (family_key, lifted),
         lambda: _compile_general(closed, at, found, params, call_args, inputs),
     )
     if executable is None:  # JAX would not have it: a program of its own
         return None
-    _tracing.record.family = (family.number, started)
+    _tracing.record.family = (family.number, "generalised" if compiled else "joined")
+    _tracing.record.number_runs += 1
     return executable, inputs
 
 

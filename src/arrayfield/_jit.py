@@ -525,19 +525,23 @@ def filter_jit(
         program (`centre - origin` with an int `origin`), the start of a slice
         or of a block placed into an array (sources at per-field origins,
         `frame.at[oy:oy + h, ox:ox + w].add(box)`), or a constant array it
-        captures (each field's data, closed over). The first such trace
-        compiles a program that takes those numbers as inputs, and every trace
-        of the same family runs it: one compile per family, where a family is
-        every program equal to it but for those numbers. Off by default, because
-        it is not exact: XLA folds constants into the operations that read them
-        and cannot fold an input, so results may differ from
-        `eqx.filter_jit`'s in the last bits (the Many fields page states the
-        bound and what is never lifted). Shapes, loop bounds and branch indices
-        are never shared: a box of another size is another family. Its price,
-        measured at the top of the Many fields page: a family's first field
-        compiles a program that takes longer to compile, and every step runs a
-        little slower than on the field's own program, so it loses where most
-        fields start a family of their own, and on very long fits.
+        captures (each field's data, closed over). A family is every program
+        equal to another but for those numbers. Its first trace compiles its
+        own program, exactly as without the option; the second compiles one
+        that takes the numbers in which it differs from the first (and the
+        constants) as inputs, keeping the others literals; every later trace
+        that differs only there runs it, compiling nothing (one that differs
+        in a number kept a literal compiles it once more, wider). Off by
+        default, because it is not exact from a family's second trace on: XLA
+        folds constants into the operations that read them and cannot fold an
+        input, so results may differ from `eqx.filter_jit`'s in the last bits
+        (the Many fields page states the bound and what is never lifted).
+        Shapes, loop bounds and branch indices are never shared: a box of
+        another size is another family. Its price, measured at the top of the
+        Many fields page: a family compiles twice, the second program more
+        slowly, and later steps run a little slower than on the field's own
+        program, so it gains nothing where most fields start a family of their
+        own, and loses on very long fits.
     - `share_offsets`: the former name of `share_numbers` (deprecated; it now
         shares every embedded number, not only integer offsets).
 
@@ -581,7 +585,7 @@ def filter_jit(
         warnings.warn(
             "af.filter_jit(share_offsets=True) is now share_numbers=True: it "
             "shares programs that differ in any number they embed (float "
-            "literals too), compiling once per family",
+            "literals too), compiling twice per family",
             DeprecationWarning,
             stacklevel=2,
         )

@@ -7,10 +7,12 @@ the origin enters arithmetic (`centre - origin`), a float literal. So every
 field traces to its own program, and the programs differ in nothing but those
 numbers.
 
-Under `af.filter_jit(share_numbers=True)` such a program is *generalised*: each
-number it embeds where a runtime value can stand becomes an input, and one
-compile serves every program of the family (programs equal but for those
-numbers). What is lifted:
+Under `af.filter_jit(share_numbers=True)` a family's first program (programs
+equal but for those numbers) compiles as its own; the second is *generalised*:
+each number it embeds where a runtime value can stand, and that differs from the
+first's, becomes an input (`selected`), and that compile serves every later
+program of the family that differs from the first only there. What may be
+lifted:
 
 - every integer or floating-point scalar literal given to an equation, also to
   a nested `jit`, `custom_jvp`/`custom_vjp` or `checkpoint` call (it receives
@@ -251,6 +253,44 @@ def numbers(jaxpr: Any, at: Sequence[Site]) -> tuple[Number, ...]:
             value = np.asarray(eqn.invars[site.operand].val, dtype).item()
             found.append(Number(value, dtype, bool(aval.weak_type)))
     return tuple(found)
+
+
+def selected(
+    jaxpr: Any, at: Sequence[Site], lifted: frozenset[int]
+) -> tuple[tuple[Site, ...], frozenset[int]]:
+    """The sites of `at` holding a number whose index (in `numbers` order) is in
+    `lifted`, and the indices of every number those sites hold: a placing
+    equation's starts are lifted together, and a nested jit keeps only its
+    own sites that hold one."""
+    kept: list[Site] = []
+    covered: set[int] = set()
+    i = 0
+    for site in at:
+        eqn = jaxpr.eqns[site.eqn]
+        if site.inner:
+            inner_jaxpr = eqn.params["jaxpr"].jaxpr
+            n = len(numbers(inner_jaxpr, site.inner))
+            inner, inner_covered = selected(
+                inner_jaxpr,
+                site.inner,
+                frozenset(k - i for k in lifted if i <= k < i + n),
+            )
+            if inner:
+                kept.append(Site(site.eqn, None, inner))
+                covered.update(i + k for k in inner_covered)
+        else:
+            n = len(_starts(eqn)) if site.operand is None else 1
+            if any(i <= k < i + n for k in lifted):
+                kept.append(site)
+                covered.update(range(i, i + n))
+        i += n
+    return tuple(kept), frozenset(covered)
+
+
+def bits(found: Sequence[Number]) -> tuple[bytes, ...]:
+    """Each number as its type's bytes: equal exactly when the literals are the
+    same (`-0.0` is not `0.0`, a NaN is its own payload)."""
+    return tuple(np.asarray(n.value, n.dtype).tobytes() for n in found)
 
 
 def packed(found: Sequence[Number]) -> tuple[np.ndarray, ...]:

@@ -179,7 +179,6 @@ class Compiled:
             run = functools.partial(
                 _executables.with_numbers, executable, numbers, out_tree
             )
-            _tracing.record.number_runs += 1
         # Threads that met this signature at once each traced it (as `jax.jit`
         # lets them); the first to get here decides what later calls run.
         run = self.runs.setdefault(signature, run)

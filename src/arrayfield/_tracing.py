@@ -54,10 +54,13 @@ counter = _Counter()
 
 class _TraceRecord(threading.local):
     """What this thread's `af.filter_jit` traces did, written by dispatch and
-    read by `explain_retraces` around a call: how many traces ran a program
-    shared by numbers (`number_runs`) and how many would have, had the wrapper
-    shared numbers (`number_families`); `family`, the number of the family the
-    latest such trace joined and whether it started it; and `program`, the
+    read by `explain_retraces` around a call: how many traces met a family of
+    programs that differ only in numbers (`number_runs`) and how many would
+    have, had the wrapper shared numbers (`number_families`); `family`, the
+    number of the family the latest such trace met and what it did there
+    ("first": its own program started it; "generalised": it compiled the
+    family's program over the numbers that differ; "joined": it ran that
+    program, compiling nothing); and `program`, the
     latest traced program (`(closed jaxpr, jit parameters)`) with the trace
     count when it was traced, kept only while this thread's call is `watched`
     (by an `explain_retraces` block or decorator: a depth, set around the call).
@@ -68,7 +71,7 @@ class _TraceRecord(threading.local):
     watched: int = 0
     number_runs: int = 0
     number_families: int = 0
-    family: tuple[int, bool] = (0, False)
+    family: tuple[int, str] = (0, "")
     program: Any = None
 
 

@@ -137,9 +137,9 @@ def _reason(o: LeafSig, n: LeafSig, jit: str | None) -> Reason:
 _STATIC_FIELD_FIX = (
     "expected if it is a setting that takes a few values or a shape. A number "
     "that places or offsets things (a slice start, an origin) must stay static: "
-    "af.filter_jit(..., share_numbers=True) compiles one program for all its "
-    "values; one that arithmetic alone reads can drop static=True and be an "
-    "array field, which saves the trace too"
+    "af.filter_jit(..., share_numbers=True) runs one shared program for all "
+    "its values after the first; one that arithmetic alone reads can drop "
+    "static=True and be an array field, which saves the trace too"
 )
 
 _STATIC_FIX = (

@@ -173,9 +173,10 @@ def _on_purpose(changes: list[Change]) -> bool:
 
 
 def _category(changes: list[Change], numbers: str | None) -> type[UserWarning]:
-    """`RetraceNote` where the retrace ran its family's shared program and only
-    static fields changed (nothing to fix); `RetraceWarning` otherwise."""
-    if numbers == "shared" and _on_purpose(changes):
+    """`RetraceNote` where the retrace ran its family's shared program (or
+    compiled it, once) and only static fields changed (nothing to fix);
+    `RetraceWarning` otherwise."""
+    if numbers in ("shared", "generalised") and _on_purpose(changes):
         return RetraceNote
     return RetraceWarning
 
@@ -190,8 +191,16 @@ _SHARING_NOTE = {
     ),
     "new family": (
         "\nIts program starts family {family}: share_numbers=True compiled it "
-        "to take the numbers it embeds as inputs, and every later trace that "
-        "differs from it only in those numbers runs it."
+        "as its own program (results bitwise eqx.filter_jit's); the family's "
+        "next trace that differs from it only in the numbers it embeds compiles "
+        "one program taking those numbers as inputs, and every later such trace "
+        "runs that."
+    ),
+    "generalised": (
+        "\nIts program differs from the first of family {family} only in the "
+        "numbers it embeds: share_numbers=True compiled the family's program, "
+        "which takes the numbers that differ as inputs, and every later trace "
+        "that differs only in those numbers runs it, compiling nothing."
     ),
     "shared": (
         "\nIts program differs from one traced before only in the numbers it "
@@ -508,6 +517,15 @@ class Site:
                 "the numbers as inputs and was compiled before, so this call "
                 f"compiled nothing; nothing needs to change. {changed}"
             )
+        if numbers == "generalised" and on_purpose:
+            return (
+                f"{location(self.fn)} was traced again, and its program differs "
+                f"from the first of family {family} only in the numbers it "
+                "embeds: numbers differ: shared. share_numbers=True compiled the "
+                "family's program, which takes the numbers that differ as "
+                "inputs, once: later traces that differ only in those compile "
+                f"nothing; nothing needs to change. {changed}"
+            )
         note = _SHARING_NOTE.get(numbers or "", "").format(family=family)
         return self._advice(changes, compiled) + note
 
@@ -602,7 +620,8 @@ def warn_static_retraces(
     changes = diff(old_sig, new_sig, FILTER_JIT)
     cost = (
         "a new trace; with share_numbers=True, programs that differ only in "
-        "such numbers run one compiled program, so only a new family compiles."
+        "such numbers run one shared program after the first, so a family "
+        "compiles twice, however many values it meets."
         if shares_numbers
         else "a new trace and, as the value is part of the program, a new XLA compile."
     )

@@ -72,12 +72,15 @@ def _numbers_seen() -> tuple[int, int]:
 
 def _numbers_since(seen: tuple[int, int]) -> tuple[str | None, int]:
     """What a call did with numbers since `_numbers_seen()` gave `seen`:
-    `("shared", the family it joined)`, `("new family", its number)` where it
-    compiled a family's program, `("could share", 0)` or `(None, 0)`."""
+    `("new family", its number)` where its own program started a family,
+    `("generalised", the family)` where it compiled the family's program over
+    the numbers that differ, `("shared", the family it joined)`,
+    `("could share", 0)` or `(None, 0)`."""
     runs, families = _numbers_seen()
     if runs != seen[0]:
-        family, started = _tracing.record.family
-        return ("new family" if started else "shared"), family
+        family, did = _tracing.record.family
+        said = {"first": "new family", "generalised": "generalised"}
+        return said.get(did, "shared"), family
     return ("could share" if families != seen[1] else None), 0
 
 

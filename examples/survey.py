@@ -46,7 +46,6 @@ from pathlib import Path
 from typing import Any
 
 import equinox as eqx
-import jax
 import jax.numpy as jnp
 import numpy as np
 import optax
@@ -136,14 +135,11 @@ def fit_step(
 
 
 def use_persistent_cache(cache_dir: str | None) -> None:
-    """Turn JAX's persistent compilation cache on in this process (off: None)."""
-    if cache_dir is None:
-        return
-    jax.config.update("jax_compilation_cache_dir", cache_dir)
-    # Cache every program, however quick to compile or small: the step compiles
-    # in well under JAX's default threshold of one second.
-    jax.config.update("jax_persistent_cache_min_compile_time_secs", 0)
-    jax.config.update("jax_persistent_cache_min_entry_size_bytes", -1)
+    """Turn JAX's persistent compilation cache on in this process (off: None),
+    keeping every program, however quick to compile: the step compiles in well
+    under JAX's default threshold of one second."""
+    if cache_dir is not None:
+        af.use_compile_cache(cache_dir)
 
 
 # -- the task: fit one field, write its result ------------------------------------
@@ -222,9 +218,8 @@ def read_meta(path: Path) -> dict[str, Any]:
 
 class CompileCachePlugin(WorkerPlugin):
     """Turns the cache on in every worker, also in workers that join (or
-    restart) later: the scheduler keeps the plugin. It must run before the
-    worker's first compile: JAX decides once per process whether it uses the
-    cache."""
+    restart) later: the scheduler keeps the plugin. It runs before the worker
+    compiles the step: a program compiled before it is not written."""
 
     def __init__(self, cache_dir: str | None) -> None:
         self.cache_dir = cache_dir

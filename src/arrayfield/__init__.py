@@ -41,9 +41,11 @@ _PUBLIC = {
     "field": "._field",
     "filter_jit": "._jit",
     "normalize": "._normalize",
+    "use_compile_cache": "._compile_cache",
 }
 
 if TYPE_CHECKING:
+    from ._compile_cache import use_compile_cache as use_compile_cache
     from ._compiles import CompileCount as CompileCount
     from ._compiles import count_compiles as count_compiles
     from ._errors import AnnotationWarning as AnnotationWarning

@@ -219,7 +219,13 @@ def generated(programs: int) -> dict[str, Any]:
     largest difference with numbers shared."""
     rng = np.random.default_rng(28)
     frame = jnp.asarray(rng.normal(size=(2, 40, 40)), jnp.float32)
-    counts = {"leaves": 0, "shared_equal": 0, "default_equal": 0, "max_rel": 0.0}
+    counts = {
+        "leaves": 0,
+        "shared_equal": 0,
+        "default_equal": 0,
+        "max_rel": 0.0,  # the gradients: elementwise, inside the bound
+        "loss_max_rel": 0.0,  # the loss: a cancelling sum, outside it
+    }
     for _ in range(programs):
         shapes = [
             (int(rng.integers(1, 16)), int(rng.integers(1, 16))) for _ in range(3)
@@ -244,15 +250,17 @@ def generated(programs: int) -> dict[str, Any]:
             fn = jit(_program)
             outs[name] = [jax.tree.leaves(fn(frame, c)) for c in calls]
         for e, a, s in zip(*outs.values(), strict=True):
-            for x, y, z in zip(e, a, s, strict=True):
+            for i, (x, y, z) in enumerate(zip(e, a, s, strict=True)):
                 x, y, z = np.asarray(x), np.asarray(y), np.asarray(z)
                 counts["leaves"] += 1
                 counts["default_equal"] += int(np.array_equal(x, y))
                 counts["shared_equal"] += int(np.array_equal(x, z))
                 scale = float(np.max(np.abs(x))) or 1.0
-                counts["max_rel"] = max(
-                    counts["max_rel"], float(np.max(np.abs(x - z))) / scale
-                )
+                # Leaf 0 is the loss, a sum of 3,200 terms of both signs: its
+                # rounding depends on the order XLA sums in, far more than
+                # its value (docs/many_fields.md: outside the bound).
+                which = "loss_max_rel" if i == 0 else "max_rel"
+                counts[which] = max(counts[which], float(np.max(np.abs(x - z))) / scale)
     counts["programs"] = programs
     return counts
 
@@ -343,7 +351,8 @@ def rows(measured: dict[str, Any]) -> list[dict[str, str]]:
             "arrayfield": f"{g['shared_equal']}/{g['leaves']}",
             "ratio": "",
             "target": f"report (largest difference {g['max_rel']:.1e} of the "
-            "leaf's largest value)",
+            "leaf's largest value in the gradients, bound "
+            f"{BOUND:.0e}; {g['loss_max_rel']:.1e} in the loss, a cancelling sum)",
             "status": "info"
             if g["default_equal"] == g["leaves"] and g["max_rel"] <= BOUND
             else "FAIL",
@@ -381,7 +390,10 @@ def table(measured: dict[str, Any]) -> tuple[list[str], list, str]:
         f"{g['programs']} generated programs of 4 fields each (random placements, "
         "origins and float scales, with their gradients), shared numbers gave "
         f"{g['shared_equal']}/{g['leaves']} output leaves bitwise equal to "
-        f"`eqx.filter_jit`'s and a largest difference of {g['max_rel']:.1e}. "
+        f"`eqx.filter_jit`'s and a largest difference of {g['max_rel']:.1e} in "
+        f"the gradients; in the loss, a sum of 3,200 terms of both signs (whose "
+        "rounding depends on the order XLA sums in: cancellation, outside the "
+        f"bound), {g['loss_max_rel']:.1e} of its value. "
         f"One step of a later field: {c['own_us']:.0f} µs on its own program, "
         f"{c['shared_us']:.0f} µs on the shared one when each step is waited for, "
         f"{c['own_back_to_back_us']:.0f} and {c['shared_back_to_back_us']:.0f} µs "

@@ -712,6 +712,66 @@ def test_each_kind_is_lifted(kind):
     assert _count(numbers_program, [(x, f) for f in fields]) == (3, 2)
 
 
+# docs/many_fields.md's bound for half precision: units in the last place of the
+# leaf's largest value (measured: up to about 3 for float16).
+HALF_ULPS = 8
+
+
+@pytest.mark.parametrize("dtype", [jnp.float16, jnp.bfloat16], ids=str)
+def test_half_precision_stays_within_its_bound(dtype):
+    rng = np.random.default_rng(46)
+    eps = float(jnp.finfo(dtype).eps)
+    for _ in range(12):
+        kinds = tuple(str(k) for k in rng.choice(OPS, int(rng.integers(1, 5))))
+        x = jnp.asarray(rng.normal(size=6), dtype)
+        fields = [
+            Numbers(
+                kinds,
+                tuple(float(v) for v in rng.uniform(0.25, 3.0, len(kinds))),
+                tuple(int(v) for v in rng.integers(0, 50, len(kinds))),
+            )
+            for _ in range(3)
+        ]
+        jax.clear_caches()
+        own, shared = eqx.filter_jit(numbers_program), SHARING(numbers_program)
+        for i, f in enumerate(fields):
+            a, b = own(x, f), shared(x, f)
+            if i == 0:  # the family's first: its own program
+                assert_bitwise(a, b)
+            for p, q in zip(jax.tree.leaves(a), jax.tree.leaves(b), strict=True):
+                assert (p.dtype, p.weak_type) == (q.dtype, q.weak_type)
+                p, q = np.asarray(p, np.float64), np.asarray(q, np.float64)
+                assert np.array_equal(np.isnan(p), np.isnan(q)), kinds
+                finite = np.isfinite(p)
+                scale = float(np.max(np.abs(p[finite]), initial=0.0)) or 1.0
+                worst = float(np.max(np.abs(p - q)[finite], initial=0.0))
+                assert worst <= HALF_ULPS * eps * scale, (kinds, worst / eps / scale)
+
+
+def _integer_program(x: jax.Array, numbers: Numbers) -> jax.Array:
+    for c, k in zip(numbers.cs, numbers.ks, strict=True):
+        m = int(c * 7) + 1  # a positive integer literal
+        x = (x * m + k) // m - (x % m) + jnp.clip(x, -k, k)
+        x = x.at[k % 4 : k % 4 + 2].add(jnp.int32(k))
+    return x
+
+
+@pytest.mark.parametrize("dtype", [jnp.int32, jnp.uint8, jnp.int8], ids=str)
+def test_integers_are_exact(dtype):
+    rng = np.random.default_rng(7)
+    x = jnp.asarray(rng.integers(0, 100, 6), dtype)
+    fields = [
+        Numbers(("int",) * 2, tuple(rng.uniform(0.25, 3.0, 2)), (k, 100 - k))
+        for k in (3, 41, 97, 0)
+    ]
+    own, shared = eqx.filter_jit(_integer_program), SHARING(_integer_program)
+    jax.clear_caches()
+    with compiles_of("_integer_program") as compiled:
+        for f in fields:
+            assert_bitwise(own(x, f), shared(x, f))  # wraparound included
+    assert len(compiled) == 4 + 2  # eqx's four, and the family's two
+
+
 def test_a_number_keeps_its_weak_type():
     def scaled(s, c):  # s weakly typed, c a Python float: the product is weak
         return s * c, s + c

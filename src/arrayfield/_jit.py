@@ -534,8 +534,12 @@ def filter_jit(
         in a number kept a literal compiles it once more, wider). Off by
         default, because it is not exact from a family's second trace on: XLA
         folds constants into the operations that read them and cannot fold an
-        input, so results may differ from `eqx.filter_jit`'s in the last bits
-        (the Many fields page states the bound and what is never lifted).
+        input, so results may differ from `eqx.filter_jit`'s in the last bits:
+        integers exact, float32 and float64 within 1e-5 of each output's
+        largest value, float16 and bfloat16 within 8 units in its last place,
+        except where the output amplifies a last-bit difference (cancelling
+        sums, ill-conditioned functions, jumps); the Many fields page states
+        the bound and what is never lifted.
         Shapes, loop bounds and branch indices are never shared: a box of
         another size is another family. Its price, measured at the top of the
         Many fields page: a family compiles twice, the second program more

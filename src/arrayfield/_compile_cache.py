@@ -139,7 +139,23 @@ def use_compile_cache(
         jax.config.update(_MIN_SIZE_OPTION, -1)  # small programs too, on any disk
     if _unset(_MAX_SIZE_OPTION, _JAX_MAX_SIZE):
         jax.config.update(_MAX_SIZE_OPTION, max_size)
+    _reopen()
     return directory
+
+
+def _reopen() -> None:
+    """Have JAX read the options again at its next compile. JAX 0.4 opens its
+    cache at the first compile of the process and keeps it as it was then
+    (no directory: nothing written); `reset_cache`, public under
+    `jax.experimental`, makes a call after that first compile count. Where it
+    is missing, a late call keeps only what later versions keep anyway."""
+    try:
+        from jax.experimental.compilation_cache import compilation_cache
+    except ImportError:
+        return
+    reset = getattr(compilation_cache, "reset_cache", None)
+    if reset is not None:
+        reset()
 
 
 def _unset(option: str, default: object) -> bool:

@@ -552,6 +552,35 @@ def test_explain_retraces_says_numbers_differ_shared_and_which_family():
     assert not any("ordinary array field" in texts[i] for i in (0, 1, 3))
 
 
+class _Edge(eqx.Module):
+    x: int = eqx.field(static=True)
+
+
+def _clipped_render(frame, s):
+    w = min(4, frame.shape[0] - s.x)  # a box clipped at the frame's edge
+    return frame.at[s.x : s.x + w].add(1.0).sum()
+
+
+def test_a_new_family_says_where_its_computation_differs():
+    # No static field names the clipped box's size (it is computed): the
+    # warning names the line where the program stops matching its family's.
+    step = SHARING(_clipped_render)
+    jax.clear_caches()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        with af.explain_retraces():
+            for x in (1, 2, 3, 8):
+                step(jnp.zeros(10), _Edge(x))
+    told = [w for w in caught if issubclass(w.category, af.RetraceWarning)]
+    (text,) = [str(w.message) for w in told]
+    assert "Its program starts family 2" in text
+    assert "What keeps it out of the families before" in text
+    line = _clipped_render.__code__.co_firstlineno + 2
+    assert f"test_numbers.py:{line}" in text
+    notes = [str(w.message) for w in caught if w.category is af.RetraceNote]
+    assert len(notes) == 2 and not any("fix:" in n for n in notes)
+
+
 def test_retraces_that_share_pass_the_docs_error_filter():
     # docs/diagnostics.md's `-W error::arrayfield.RetraceWarning`, on fields
     # whose boxes all have one size: every retrace shares, nothing to fix.

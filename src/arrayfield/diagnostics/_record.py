@@ -211,17 +211,30 @@ _SHARING_NOTE = {
 
 
 def _new_in_program(
-    summary: Program, earlier: list[Program], target: Any, changes: list[Change]
+    summary: Program,
+    earlier: list[Program],
+    target: Any,
+    changes: list[Change],
+    numbers: str | None = None,
 ) -> str:
     """What the program of a retrace that compiled has that the closest one
     compiled before for the same function had not, as lines to append; nothing
-    where the argument changes already say it (other shapes)."""
+    where the argument changes already say it (other shapes), except for a
+    trace that starts a family of its own (`share_numbers`): the changes name
+    a static field, but what keeps it apart is where its computation differs
+    (a slice of another size: a box clipped at the frame's edge)."""
     old = closest_program(earlier, summary)
     if old is None:
         return ""
     found = difference(old, summary, getattr(target, "__name__", "the function"))
     if found is None or found.kind == "inputs":
         return ""
+    if found.kind == "computation" and numbers == "new family":
+        head = (
+            "What keeps it out of the families before, against the closest "
+            "program compiled before (numbers alone never start a family)"
+        )
+        return "\n" + "\n".join([f"{head}:", *found.lines])
     if found.kind == "computation" and changes:
         return ""
     head = "What is new in its program, against the closest one compiled before"
@@ -413,8 +426,10 @@ class Site:
             )
         _tell(repeats)  # the count for the earlier causes comes first
         message = self._message(changes, compiled, numbers, family)
-        if summary is not None and earlier:
-            message += _new_in_program(summary, earlier, target, changes)
+        # A note (numbers shared on purpose) says all there is: the program's
+        # numbers differ, and no fix applies.
+        if summary is not None and earlier and category is not RetraceNote:
+            message += _new_in_program(summary, earlier, target, changes, numbers)
         warn_in_user_code(category(message))
         return True
 

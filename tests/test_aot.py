@@ -110,3 +110,29 @@ def test_lowered_keeps_equinox_and_jax_methods():
     compiled = lowered.compile()
     assert isinstance(compiled.compiled, jax.stages.Compiled)
     assert "slice" in compiled.compiled.as_text()
+
+
+def test_lower_takes_specs_where_arrays_go():
+    step = af.filter_jit(render)
+    box = Box(flux=2.0, origin=1)
+    spec_box = eqx.filter_eval_shape(lambda: box)  # flux as a ShapeDtypeStruct
+    image = jax.ShapeDtypeStruct(IMAGE.shape, IMAGE.dtype)
+    compiled = step.lower(spec_box, image).compile()
+    np.testing.assert_array_equal(compiled(box, IMAGE), step(box, IMAGE))
+    # The lowered program is the one a live call runs.
+    assert step.lower(spec_box, image).as_text() == step.lower(box, IMAGE).as_text()
+    with pytest.raises(TypeError, match=r"box\.origin is 2 where it was 1"):
+        compiled(Box(flux=2.0, origin=2), IMAGE)
+
+
+def test_a_spec_with_a_weak_type_is_an_error_naming_it():
+    weak = jax.ShapeDtypeStruct((), jnp.float32, weak_type=True)
+    with pytest.raises(TypeError, match=r"\.lower: ShapeDtypeStruct.*weak type"):
+        af.filter_jit(render).lower(Box(flux=weak, origin=1), IMAGE)
+
+
+def test_eval_shape_as_equinox():
+    box = Box(flux=2.0, origin=1)
+    got = af.filter_jit(render).eval_shape(box, IMAGE)
+    want = eqx.filter_eval_shape(render, box, IMAGE)
+    assert (got.shape, got.dtype) == (want.shape, want.dtype) == ((3,), jnp.float32)

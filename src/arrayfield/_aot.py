@@ -16,7 +16,9 @@ import inspect
 from typing import Any
 
 import equinox as eqx
+import jax
 import jax.tree_util as jtu
+import numpy as np
 
 from ._errors import short_repr
 
@@ -40,6 +42,28 @@ def _bound(signature: inspect.Signature | None, args: tuple, kwargs: dict) -> di
         else:
             return dict(bound.arguments)
     return {**{f"args[{i}]": a for i, a in enumerate(args)}, **kwargs}
+
+
+def specs_as_arrays(tree: Any, where: str) -> Any:
+    """`tree` with each `jax.ShapeDtypeStruct` (what `jax.eval_shape` and
+    `eqx.filter_eval_shape` return) as a NumPy array of its shape and dtype
+    that holds one element (zero strides): equinox traces NumPy arrays, and
+    lowering reads only their shape and dtype, so nothing of the spec's size
+    is allocated. A spec with a sharding or a weak type has no such array: an
+    error, where equinox would take it for a static value."""
+
+    def array(x: Any) -> Any:
+        if not isinstance(x, jax.ShapeDtypeStruct):
+            return x
+        if getattr(x, "sharding", None) is not None or x.weak_type:
+            raise TypeError(
+                f"{where}: {x} has a sharding or a weak type, which a lowering "
+                "from a spec cannot carry here; pass an array placed (or "
+                "typed) as the calls will be"
+            )
+        return np.broadcast_to(np.zeros((), x.dtype), x.shape)
+
+    return jtu.tree_map(array, tree)
 
 
 class Lowered:

@@ -416,10 +416,18 @@ class _FilterJit(eqx.Module):
     __call__ = _call
 
     def lower(self, /, *args: Any, **kwargs: Any) -> _aot.Lowered:
-        """`eqx.filter_jit(...).lower` for these arguments, whose `.compile()`
-        checks that each call has the static part it was lowered for."""
+        """`eqx.filter_jit(...).lower` for these arguments (arrays, or
+        `jax.ShapeDtypeStruct` specs of them), whose `.compile()` checks that
+        each call has the static part it was lowered for."""
+        args, kwargs = _aot.specs_as_arrays((args, kwargs), f"{self!r}.lower")
         lowered = self._fallback.lower(*args, **kwargs)
         return _aot.Lowered(lowered, self._plan.signature, args, kwargs)
+
+    def eval_shape(self, /, *args: Any, **kwargs: Any) -> Any:
+        """The output's shapes and dtypes (`jax.ShapeDtypeStruct`s, other
+        leaves as the trace returns them) without compiling: as
+        `eqx.filter_eval_shape` of the function."""
+        return eqx.filter_eval_shape(self.__wrapped__, *args, **kwargs)
 
     def __get__(self, instance: Any, owner: Any) -> Any:
         del owner
@@ -499,7 +507,11 @@ def filter_jit(
     (the device running out of memory mid-program, say) then surfaces where the
     result is first used, as with `jax.jit`, rather than at the call.
 
-    And one check equinox does not make: `af.filter_jit(f).lower(...).compile()`
+    Ahead of time, `.lower(...)` also takes `jax.ShapeDtypeStruct` specs where
+    arrays go (what `eqx.filter_eval_shape` returns; equinox would take a spec
+    for a static value), and `.eval_shape(...)` gives the output's shapes and
+    dtypes without compiling. One check equinox does not make:
+    `af.filter_jit(f).lower(...).compile()`
     returns a step that runs only calls with the static part it was compiled
     for (the tree structure, static fields, Python numbers and their types).
     Equinox's compiled step passes the arrays of any call to the executable and

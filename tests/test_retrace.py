@@ -40,6 +40,15 @@ def _this_line() -> int:
     return sys._getframe(1).f_lineno
 
 
+@pytest.fixture(autouse=True)
+def _no_program_compiled_before():
+    """What these tests count (compiled again, or a program compiled before)
+    depends on what this process compiled: af.filter_jit shares a program
+    compiled by any earlier wrapper, also another test's (`x + 1` is common).
+    Each test starts with none."""
+    jax.clear_caches()
+
+
 @pytest.fixture
 def caught():
     with warnings.catch_warnings(record=True) as record:

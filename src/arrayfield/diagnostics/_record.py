@@ -636,7 +636,8 @@ def warn_static_retraces(
     cost = (
         "a new trace; with share_numbers=True, programs that differ only in "
         "such numbers run one shared program after the first, so a family "
-        "compiles twice, however many values it meets."
+        "compiles twice, however many values it meets (a third time only "
+        "where a value differs in a number its first two shared)."
         if shares_numbers
         else "a new trace and, as the value is part of the program, a new XLA compile."
     )

@@ -80,7 +80,11 @@ class Lowered:
         return self._lowered.as_text()
 
     def compile(self, /, compiler_options: dict[str, str | bool] | None = None) -> Any:
-        compiled = self._lowered.compile(compiler_options=compiler_options)
+        compiled = (  # equinox 0.12's compile() takes no options
+            self._lowered.compile()
+            if compiler_options is None
+            else self._lowered.compile(compiler_options=compiler_options)
+        )
         return Compiled(compiled, self._signature, self._arguments, self._static)
 
     def __getattr__(self, name: str) -> Any:  # equinox's own attributes

@@ -26,6 +26,17 @@ def _decorated_functions_compared_within_one_test():
         record.DECORATED.by_code.clear()
 
 
+@pytest.fixture(autouse=True)
+def _no_persistent_cache_left_on():
+    """A test that turns JAX's persistent compilation cache on in this process
+    (an example of af.use_compile_cache run in process, say) makes every later
+    test here read programs from disk: their compile counts then depend on
+    what ran before, anywhere. Such a test runs in a subprocess."""
+    yield
+    left = jax.config.jax_compilation_cache_dir  # pyright: ignore[reportAttributeAccessIssue]
+    assert left is None, f"this test left JAX's persistent cache on, at {left}"
+
+
 @pytest.fixture(params=[False, True], ids=["constants", "simplified-constants"])
 def jaxpr_constants(request):
     """Each test twice: with and without `jax_use_simplified_jaxpr_constants`

@@ -100,10 +100,15 @@ def use_compile_cache(
 
     !!! example
 
+        <!-- docs-test: subprocess -->
         ```python
+        import tempfile
+
         import arrayfield as af
 
-        cache = af.use_compile_cache()  # before the first compile of the job
+        # Early in the job; with no path, a per-user directory.
+        cache = af.use_compile_cache(tempfile.mkdtemp())
+        assert cache.is_dir()
         ```
     """
     if not enabled:

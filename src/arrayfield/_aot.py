@@ -23,11 +23,10 @@ import numpy as np
 from ._errors import short_repr
 
 
-def static_part(signature: inspect.Signature | None, args: tuple, kwargs: dict) -> Any:
+def static_part(arguments: dict) -> Any:
     """What a call bakes into its program: the tree structure of its bound
-    arguments and each non-array leaf, with its type (`1` and `1.0` compare
-    equal, but trace to other dtypes)."""
-    arguments = _bound(signature, args, kwargs)
+    arguments (`_bound`) and each non-array leaf, with its type (`1` and `1.0`
+    compare equal, but trace to other dtypes)."""
     leaves, treedef = jtu.tree_flatten(arguments)
     return treedef, tuple(None if eqx.is_array(x) else (type(x), x) for x in leaves)
 
@@ -74,7 +73,7 @@ class Lowered:
         self._lowered = lowered
         self._signature = signature
         self._arguments = _bound(signature, args, kwargs)
-        self._static = static_part(signature, args, kwargs)
+        self._static = static_part(self._arguments)
 
     def as_text(self) -> str:
         return self._lowered.as_text()
@@ -103,9 +102,9 @@ class Compiled:
 
     def __call__(self, /, *args: Any, **kwargs: Any) -> Any:
         __tracebackhide__ = True
-        static = static_part(self._signature, args, kwargs)
-        if not _same(static, self._static):
-            raise TypeError(self._mismatch(_bound(self._signature, args, kwargs)))
+        arguments = _bound(self._signature, args, kwargs)
+        if not _same(static_part(arguments), self._static):
+            raise TypeError(self._mismatch(arguments))
         return self._compiled(*args, **kwargs)
 
     def __getattr__(self, name: str) -> Any:  # cost_analysis, as_text, ...

@@ -585,6 +585,42 @@ def test_hooks_still_find_what_filter_jit_reads():
     assert _jax_private.dispatch_problem() is None
 
 
+def test_equinox_wrapper_made_only_for_the_calls_handed_to_it(monkeypatch):
+    made = []
+    real = _jit._equinox_filter_jit
+
+    def counted(*args, **kwargs):
+        made.append(kwargs)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(_jit, "_equinox_filter_jit", counted)
+
+    class Affine(eqx.Module):
+        w: jax.Array
+
+        def __call__(self, x, options):
+            return self.w * x
+
+    step = af.filter_jit(Affine(jnp.arange(3.0)))
+    x = jnp.ones(3)
+    assert_same(step(x, "a"), jnp.arange(3.0))
+    assert made == []  # split and named with public calls: no equinox wrapper
+
+    class Unhashable:
+        __hash__ = None  # pyright: ignore[reportAssignmentType]
+
+    with pytest.raises(ValueError):  # an unhashable static leaf: equinox's error
+        step(x, Unhashable())
+    assert made == [{"donate": "none"}]
+    # A copy with other arrays hands its calls over with its own arrays.
+    doubled = jtu.tree_map(lambda v: v * 2 if eqx.is_array(v) else v, step)
+    assert_same(doubled.lower(x, "a").compile()(x, "a"), 2 * jnp.arange(3.0))
+    assert_same(doubled(x, "a"), 2 * jnp.arange(3.0))
+    assert len(made) == 2
+    af.filter_jit(lambda v: v, donate="all", inline=True)  # every call is equinox's
+    assert made[-1] == {"donate": "all", "inline": True}
+
+
 # -- the loops -----------------------------------------------------------------------
 
 

@@ -434,7 +434,7 @@ def test_clean_array_module_loop_traces_once_and_warns_never():
 
 def _global_state():
     return (
-        _eqx_private.jit_wrapper_class().__dict__["__call__"],
+        _eqx_private.jit_wrapper_classes()[0].__dict__["__call__"],
         list(jax_monitoring.get_event_duration_listeners()),
         _eqx_private.call_hook_installed(),
         _retrace._thread.session,

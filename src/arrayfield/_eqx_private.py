@@ -1,12 +1,14 @@
 """Equinox's jit internals that dispatch and diagnostics read, each through one
 accessor here.
 
-- Being `eqx.filter_jit` (for `af.filter_jit`): how equinox names the function
-  it compiles, its runtime-error message for `eqx.error_if`, its test of JAX's
-  callback log line, its cache-clearing list, and the partition held by the
-  callables `eqx.filter_jit` returns (instances of the private
-  `equinox._jit._JitWrapper`), where `af.filter_jit` hands a call to equinox.
-- Seeing every `eqx.filter_jit` call. While an `explain_retraces()` block is
+- Being `eqx.filter_jit` (for `af.filter_jit`): its runtime-error message for
+  `eqx.error_if`, its test of JAX's callback log line and its cache-clearing
+  list. `af.filter_jit` splits the function and names its programs itself, with
+  public calls, and makes an `eqx.filter_jit` only for the calls it hands over.
+- Seeing every `eqx.filter_jit` call (the diagnostics alone). The callables
+  `eqx.filter_jit` returns are instances of the private
+  `equinox._jit._JitWrapper`; the `jax.jit` holding their traces is `_cached`.
+  While an `explain_retraces()` block is
   open, the `__call__` of `_JitWrapper` (and of every class registered with
   `watch_jit_class`, such as `af.filter_jit`'s wrapper) is swapped for a
   watching one, and put back when the last block closes: the one change to
@@ -15,7 +17,8 @@ accessor here.
   user cannot decorate.
 
 Every read is guarded: what moved is recorded in `MOVED`, and
-`dispatch_problem()` / `watch_problem()` name it, after a behavioural probe, so
+`dispatch_problem()` / `watch_problem()` name it (the second after probing
+the wrapper class), so
 that `af.filter_jit` runs as `eqx.filter_jit` and the diagnostics say what they
 cannot see, each after one `CompatibilityWarning`.
 
@@ -60,7 +63,6 @@ def _name(module: Any, where: str, name: str, default: Any = None) -> Any:
 
 _jit = _module("_jit")
 _filters = _module("_filters")
-_compile_utils = _module("_compile_utils")
 _caches = _module("_caches")
 
 
@@ -107,9 +109,11 @@ is_traced_leaf: Callable[[Any], bool] = (
 _JIT_WRAPPER: type | None = _name(_jit, "_jit", "_JitWrapper")
 
 
-def jit_wrapper_class() -> type | None:
-    """The class of the callables `eqx.filter_jit` returns (None where it moved)."""
-    return _JIT_WRAPPER
+def jit_wrapper_classes() -> tuple[type, ...]:
+    """The classes of the callables `eqx.filter_jit` returns (where this equinox
+    lets us see it) and of those registered with `watch_jit_class`."""
+    own = () if _JIT_WRAPPER is None else (_JIT_WRAPPER,)
+    return (*own, *_registered_classes)
 
 
 def equinox_filter_jit() -> Callable[..., Any]:
@@ -121,21 +125,10 @@ def equinox_filter_jit() -> Callable[..., Any]:
 # Captured when this module loads, before any program can repoint it.
 _PUBLIC_FILTER_JIT: Callable[..., Any] = equinox.filter_jit
 
-# The halves of the function `eqx.filter_jit` partitioned when it wrapped it: a
-# tuple of its arrays (None elsewhere) and `(other leaves, treedef)`.
-DYNAMIC_FUN = "_dynamic_fun"
-static_fun_of: Callable[[Any], Any] = operator.attrgetter("_static_fun")
 # The `jax.jit` object holding a wrapper's compiled traces. `eqx.filter_jit` shares
-# one per function object (and jit options), so keying on it groups the traces that
+# one per function name (and jit options), so keying on it groups the traces that
 # really share a cache. An attrgetter: it runs on every watched call.
 cache_of: Callable[[Any], Any] = operator.attrgetter("_cached")
-
-_GET_FN_NAMES: Any = _name(_compile_utils, "_compile_utils", "get_fn_names")
-
-
-def fn_names(fun: Any) -> tuple[str, str]:
-    """`(__name__, __qualname__)` as equinox names the function it compiles."""
-    return _GET_FN_NAMES(fun)
 
 
 class _NoError(Exception):
@@ -204,33 +197,15 @@ def _wrapper_fields_problem() -> str | None:
     return None
 
 
-def _probe(x: Any) -> Any:
-    return x + 1
-
-
 @functools.cache
 def dispatch_problem() -> str | None:
     """What stops `af.filter_jit` from standing in for `eqx.filter_jit` on this
-    equinox, or None: names that moved, else a probe that wraps a function with
-    equinox and reads what `af.filter_jit` reads off the wrapper."""
-    if MOVED:
-        return "moved: " + ", ".join(MOVED)
-    problem = _wrapper_fields_problem()
-    if problem is not None:
-        return problem
-    try:
-        wrapper = equinox_filter_jit()(_probe)
-        if not isinstance(wrapper, _JIT_WRAPPER):  # type: ignore[arg-type]
-            return "eqx.filter_jit no longer returns a _JitWrapper"
-        static_fun_of(wrapper)
-        getattr(wrapper, DYNAMIC_FUN)
-        cache_of(wrapper)
-        names = fn_names(_probe)
-        if names != (_probe.__name__, _probe.__qualname__):
-            return f"equinox._compile_utils.get_fn_names gave {names!r}"
-    except Exception as error:
-        return f"reading eqx.filter_jit's wrapper failed ({type(error).__name__})"
-    return None
+    equinox, or None: a name it reads that moved (the leaves equinox traces are
+    checked against `eqx.is_array` where they are read). Its wrapper class is the
+    diagnostics' alone: `af.filter_jit` splits functions itself and builds an
+    `eqx.filter_jit` only for the calls it hands to equinox."""
+    moved = [name for name in MOVED if not name.startswith("equinox._jit._JitWrapper")]
+    return "moved: " + ", ".join(moved) if moved else None
 
 
 @functools.cache

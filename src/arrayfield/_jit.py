@@ -5,8 +5,9 @@ every call before `jax.jit` hashes them again. This wrapper flattens the argumen
 once, keys a dictionary of `jax.jit`s by exactly what equinox's cache key holds
 (the tree structure, which carries static fields, and every non-array leaf by
 value), and calls that `jax.jit` with the array leaves. Everything else it cannot
-reproduce exactly (jit options, unhashable static leaves, `.lower`) goes to the
-`eqx.filter_jit` wrapper it keeps for that purpose.
+reproduce exactly (jit options, unhashable static leaves, `.lower`) goes to an
+`eqx.filter_jit` wrapper, built the first time such a call comes (the function
+is split into its arrays and the rest as equinox splits it, with public calls).
 
 So every call traces exactly when `eqx.filter_jit` would. What a trace produced is
 then compared with the programs this process compiled before
@@ -149,16 +150,18 @@ class _Plan:
     reads go through `Module.__getattribute__`, which costs on a hot path)."""
 
     __slots__ = (
+        "equinox",
         "filter_warning",
         "high",
         "layout",
         "low",
         "names",
+        "options",
         "signature",
         "static_fun",
     )
 
-    def __init__(self, signature, names, layout, filter_warning, static_fun):
+    def __init__(self, signature, names, layout, filter_warning, static_fun, options):
         self.signature: inspect.Signature = signature
         self.low, self.high = _arity(signature)
         self.names: tuple[str, str] = names
@@ -166,6 +169,10 @@ class _Plan:
         self.filter_warning: bool = filter_warning
         # This wrapper's own static part: equal to its layout's, maybe not it.
         self.static_fun = static_fun
+        # `eqx.filter_jit`'s keywords, and the wrapper it last built from them:
+        # `(the function's arrays it was built for, the eqx.filter_jit wrapper)`.
+        self.options: dict[str, Any] = options
+        self.equinox: tuple[Any, Any] | None = None
 
     # A static field of the wrapper, so part of its tree structure: two wrappers
     # of one function must compare equal, as two `eqx.filter_jit` wrappers do.
@@ -187,7 +194,7 @@ def _call(wrapper: _FilterJit, /, *args: Any, **kwargs: Any) -> Any:
     plan: _Plan = _get(wrapper, "_plan")
     layout = plan.layout
     if layout is None:
-        return _call_equinox(_get(wrapper, "_fallback"), args, kwargs)
+        return _call_equinox(_equinox(wrapper), args, kwargs)
     if kwargs or not plan.low <= len(args) <= plan.high:
         bound = plan.signature.bind(*args, **kwargs)
         args, kwargs = bound.args, bound.kwargs
@@ -214,7 +221,7 @@ def _call(wrapper: _FilterJit, /, *args: Any, **kwargs: Any) -> Any:
         try:
             hash(static)
         except Exception:  # an unhashable static leaf: equinox raises its own error
-            return _call_equinox(_get(wrapper, "_fallback"), args, kwargs)
+            return _call_equinox(_equinox(wrapper), args, kwargs)
         # Hashable, but == raised against a cached key (JAX's ValueError for it).
         raise ValueError(
             f"{plan.names[1]}: a non-array argument raised when compared with == "
@@ -239,13 +246,13 @@ def _call(wrapper: _FilterJit, /, *args: Any, **kwargs: Any) -> Any:
         if traced is not None:  # the traced leaves among the first n_first
             n_first = bisect.bisect_left(traced, n_first)
         first, rest = leaves[:n_first], leaves[n_first:]
-        dynamic_fun = _get(_get(wrapper, "_fallback"), _eqx_private.DYNAMIC_FUN)
+        dynamic_fun = _get(wrapper, "_dynamic_fun")
         if layout.fun_at:
             call_args = (first, dynamic_fun, rest)
         else:
             call_args = (dynamic_fun, first, rest)
     else:
-        call_args = (_get(_get(wrapper, "_fallback"), _eqx_private.DYNAMIC_FUN), leaves)
+        call_args = (_get(wrapper, "_dynamic_fun"), leaves)
     run = compiled.jitted
     signature: tuple = ()
     if (
@@ -381,6 +388,52 @@ def _runner(
         return compiled.runner(call_args, signature)
 
 
+def _split(fun: Any) -> tuple[tuple, tuple]:
+    """`fun` as `eqx.filter_jit` splits it: its arrays (None elsewhere), and
+    `(its other leaves, its treedef)`, the hashable part a cache key holds."""
+    leaves, treedef = jtu.tree_flatten(fun)
+    arrays = tuple(x if eqx.is_array(x) else None for x in leaves)
+    others = tuple(None if eqx.is_array(x) else x for x in leaves)
+    return arrays, (others, treedef)
+
+
+def _joined(arrays: tuple, static_fun: tuple) -> Any:
+    others, treedef = static_fun
+    leaves = [a if s is None else s for a, s in zip(arrays, others, strict=True)]
+    return jtu.tree_unflatten(treedef, leaves)
+
+
+def _equinox(wrapper: _FilterJit) -> Any:
+    """The `eqx.filter_jit` wrapper that stands for `wrapper`, for the calls
+    `af.filter_jit` hands to equinox. Built when first needed and kept while
+    the function's arrays stay the same objects; a new one shares equinox's
+    traces (equinox keeps one `jax.jit` per function name and options)."""
+    plan: _Plan = _get(wrapper, "_plan")
+    arrays = _get(wrapper, "_dynamic_fun")
+    built = plan.equinox
+    if built is None or built[0] is not arrays:
+        fun = _joined(arrays, plan.static_fun)
+        built = plan.equinox = (arrays, _equinox_filter_jit(fun, **plan.options))
+    return built[1]
+
+
+def _names(fun: Any) -> tuple[str, str]:
+    """`(__name__, __qualname__)` of what `fun` wraps, as equinox names the
+    programs it compiles: past `functools.wraps` and `functools.partial`, and the
+    class's names for a callable object without its own."""
+    while True:
+        if hasattr(fun, "__wrapped__"):
+            fun = fun.__wrapped__
+        elif isinstance(fun, functools.partial):
+            fun = fun.func
+        else:
+            break
+    try:
+        return fun.__name__, fun.__qualname__
+    except AttributeError:
+        return type(fun).__name__, type(fun).__qualname__
+
+
 def _call_equinox(fallback: Any, args: tuple, kwargs: dict) -> Any:
     __tracebackhide__ = True
     try:
@@ -400,18 +453,23 @@ def shares_compiles(fn: Any) -> bool:
 
 
 class _FilterJit(eqx.Module):
-    # The eqx.filter_jit wrapper: its leaves (the function's arrays) are this one's.
-    _fallback: Any
+    # The function's qualified name: a leaf, as in eqx.filter_jit's wrapper, so
+    # that both wrappers of a function flatten to the same leaves.
+    fn: str
+    # The function as `_split` splits it (as eqx.filter_jit's wrapper holds it):
+    # its arrays are this wrapper's leaves, the rest is in its tree structure.
+    _dynamic_fun: tuple
+    _static_fun: Any = eqx.field(static=True, repr=False)
     _plan: _Plan = eqx.field(static=True, repr=False)
-    # What explain_retraces groups calls by: the layout, or the fallback's jax.jit.
+    # What explain_retraces groups calls by: the layout, or equinox's jax.jit.
     _cached: Any = eqx.field(static=True, repr=False)
 
     @property
     def __wrapped__(self) -> Any:
-        return self._fallback.__wrapped__
+        return _joined(self._dynamic_fun, self._static_fun)
 
     def __repr__(self) -> str:
-        return f"af.filter_jit({self._fallback.fn})"
+        return f"af.filter_jit({self.fn})"
 
     __call__ = _call
 
@@ -420,7 +478,7 @@ class _FilterJit(eqx.Module):
         `jax.ShapeDtypeStruct` specs of them), whose `.compile()` checks that
         each call has the static part it was lowered for."""
         args, kwargs = _aot.specs_as_arrays((args, kwargs), f"{self!r}.lower")
-        lowered = self._fallback.lower(*args, **kwargs)
+        lowered = _equinox(self).lower(*args, **kwargs)
         return _aot.Lowered(lowered, self._plan.signature, args, kwargs)
 
     def eval_shape(self, /, *args: Any, **kwargs: Any) -> Any:
@@ -608,13 +666,13 @@ def filter_jit(
         share_numbers = True
     if donate not in _DONATE:
         _equinox_filter_jit(fun, donate=donate)  # raises equinox's error for it
-    fallback = _equinox_filter_jit(fun, donate=donate, **jitkwargs)
+    options = {"donate": donate, **jitkwargs}
     if _layouts.dispatch_problem() is not None:
-        return fallback
+        return _equinox_filter_jit(fun, **options)
     filter_warning, donate_first, donate_rest = _DONATE[donate]
     signature = inspect.signature(fun)
-    names = _eqx_private.fn_names(fun)
-    static_fun = _eqx_private.static_fun_of(fallback)
+    names = _names(fun)
+    dynamic_fun, static_fun = _split(fun)
     layout: _layouts.Layout | None = None
     if not jitkwargs:
         try:
@@ -631,9 +689,18 @@ def filter_jit(
                 (donate_first, donate_rest),
                 (share, share_numbers),
             )
+    plan = _Plan(signature, names, layout, filter_warning, static_fun, options)
+    cached: Any = layout
+    if layout is None:  # every call goes to equinox: its jax.jit holds the traces
+        fallback = _equinox_filter_jit(fun, **options)
+        plan.equinox = (dynamic_fun, fallback)
+        if _eqx_private.watch_problem() is None:  # else explained as one site
+            cached = _eqx_private.cache_of(fallback)
     wrapper = _FilterJit(
-        _fallback=fallback,
-        _plan=_Plan(signature, names, layout, filter_warning, static_fun),
-        _cached=_eqx_private.cache_of(fallback) if layout is None else layout,
+        fn=names[1],
+        _dynamic_fun=dynamic_fun,
+        _static_fun=static_fun,
+        _plan=plan,
+        _cached=cached,
     )
     return eqx.module_update_wrapper(wrapper)

@@ -24,7 +24,7 @@ import jax
 import jax.tree_util as jtu
 import numpy as np
 
-from .._eqx_private import is_filter_jit, jit_wrapper_class
+from .._eqx_private import is_filter_jit, jit_wrapper_classes
 from .._errors import AuditError, format_annotation
 from .._facts import PYTHON_NUMBERS, is_module
 from .._spec import Unresolved, field_spec
@@ -371,9 +371,9 @@ def audit(
     leaves, statics = walk(tree, name)
     constants = _Constants()
     findings = []
-    wrapper = jit_wrapper_class()
+    wrappers = jit_wrapper_classes()
     for leaf in leaves:
-        if leaf.field is not None and leaf.field.owner is wrapper:
+        if leaf.field is not None and leaf.field.owner in wrappers:
             continue  # the function's name; its function is checked below
         finding = _leaf_finding(
             leaf.path,
@@ -389,7 +389,7 @@ def audit(
                 finding = dataclasses.replace(finding, field=holder.location)
             findings.append(finding)
     for static in statics:
-        if static.field.owner is wrapper:
+        if static.field.owner in wrappers:
             finding = _jit_wrapper_finding(static, constants)
             if finding is not None:
                 findings.append(finding)
@@ -424,8 +424,7 @@ def _jit_wrapper_finding(static: StaticField, constants: _Constants) -> Finding 
     ]
     if not fresh:
         return None
-    # The wrapper's own path: af.filter_jit keeps equinox's in `_fallback`.
-    path = static.path.removesuffix("._static_fun").removesuffix("._fallback")
+    path = static.path.removesuffix("._static_fun")  # the wrapper's own path
     return Finding(
         path,
         fresh[0],

@@ -60,7 +60,7 @@ DIAGNOSTICS = tuple(
     )
 )
 # Operating many fields at scale (af.count_compiles): reads JAX's events only.
-SCALE = ("_compiles", "_compile_cache")
+SCALE = ("_compiles", "_compile_cache", "_export")
 # Dispatch's own state: the diagnostics read programs (`_program_key`,
 # `_numbers`) but never these.
 DISPATCH_STATE = ("_executables", "_program", "_layouts", "_jit")

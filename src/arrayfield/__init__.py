@@ -27,6 +27,7 @@ _PUBLIC = {
     "CompatibilityWarning": "._errors",
     "CompileCount": "._compiles",
     "ConversionError": "._errors",
+    "Exported": "._export",
     "Field": "._typing",
     "Finding": ".diagnostics._findings",
     "Findings": ".diagnostics._findings",
@@ -37,7 +38,9 @@ _PUBLIC = {
     "assert_clean": ".diagnostics._audit",
     "audit": ".diagnostics._audit",
     "count_compiles": "._compiles",
+    "deserialize": "._export",
     "explain_retraces": ".diagnostics._retrace",
+    "export": "._export",
     "field": "._field",
     "filter_jit": "._jit",
     "normalize": "._normalize",
@@ -56,6 +59,9 @@ if TYPE_CHECKING:
     from ._errors import RetraceWarning as RetraceWarning
     from ._errors import TraceReuseWarning as TraceReuseWarning
     from ._errors import ValidationError as ValidationError
+    from ._export import Exported as Exported
+    from ._export import deserialize as deserialize
+    from ._export import export as export
     from ._field import field as field
     from ._jit import filter_jit as filter_jit
     from ._normalize import normalize as normalize

@@ -23,15 +23,15 @@ import numpy as np
 from ._errors import short_repr
 
 
-def static_part(arguments: dict) -> Any:
+def static_part(arguments: Any) -> Any:
     """What a call bakes into its program: the tree structure of its bound
-    arguments (`_bound`) and each non-array leaf, with its type (`1` and `1.0`
+    arguments (`by_name`) and each non-array leaf, with its type (`1` and `1.0`
     compare equal, but trace to other dtypes)."""
     leaves, treedef = jtu.tree_flatten(arguments)
     return treedef, tuple(None if eqx.is_array(x) else (type(x), x) for x in leaves)
 
 
-def _bound(signature: inspect.Signature | None, args: tuple, kwargs: dict) -> dict:
+def by_name(signature: inspect.Signature | None, args: tuple, kwargs: dict) -> dict:
     """The call's arguments by parameter name, as the function sees them."""
     if signature is not None:
         try:
@@ -72,7 +72,7 @@ class Lowered:
     def __init__(self, lowered: Any, signature: Any, args: tuple, kwargs: dict):
         self._lowered = lowered
         self._signature = signature
-        self._arguments = _bound(signature, args, kwargs)
+        self._arguments = by_name(signature, args, kwargs)
         self._static = static_part(self._arguments)
 
     def as_text(self) -> str:
@@ -102,35 +102,46 @@ class Compiled:
 
     def __call__(self, /, *args: Any, **kwargs: Any) -> Any:
         __tracebackhide__ = True
-        arguments = _bound(self._signature, args, kwargs)
-        if not _same(static_part(arguments), self._static):
-            raise TypeError(self._mismatch(arguments))
+        arguments = by_name(self._signature, args, kwargs)
+        what = difference(self._arguments, self._static, arguments)
+        if what is not None:
+            raise TypeError(
+                "this compiled af.filter_jit step was lowered for other static "
+                f"values: {what}. {BAKED_IN} Lower and compile it again for these "
+                "arguments, or call the af.filter_jit wrapper, which compiles "
+                "for each."
+            )
         return self._compiled(*args, **kwargs)
 
     def __getattr__(self, name: str) -> Any:  # cost_analysis, as_text, ...
         return getattr(self._compiled, name)
 
-    def _mismatch(self, arguments: dict) -> str:
-        what = _first_difference(self._arguments, arguments, "") or (
-            "the arguments' structure differs from the one it was compiled for"
-        )
-        return (
-            f"this compiled af.filter_jit step was lowered for other static values: "
-            f"{what}. Static fields, Python numbers and the tree structure are "
-            "part of the program, so running it would return the answer for the "
-            "values it was compiled for. Lower and compile it again for these "
-            "arguments, or call the af.filter_jit wrapper, which compiles for each."
-        )
+
+BAKED_IN = (
+    "Static fields, Python numbers and the tree structure are part of the "
+    "program, so running it would return the answer for the values it was "
+    "made for."
+)
 
 
-def _same(a: Any, b: Any) -> bool:
+def difference(expected: dict, static: Any, arguments: dict) -> str | None:
+    """None where `arguments` have the static part `static` of `expected`'s
+    (`static_part(expected)`), else the first difference, said."""
+    if same(static_part(arguments), static):
+        return None
+    return first_difference(expected, arguments, "") or (
+        "the arguments' structure differs from the one it was made for"
+    )
+
+
+def same(a: Any, b: Any) -> bool:
     try:
         return bool(a == b)
     except Exception:  # an `==` that raises or gives an array: not provably same
         return False
 
 
-def _first_difference(old: Any, new: Any, path: str) -> str | None:
+def first_difference(old: Any, new: Any, path: str) -> str | None:
     """The first place, in the order the fields are declared, where two calls'
     arguments differ in something other than an array's values, said as
     "where is new where it was old"."""
@@ -149,7 +160,7 @@ def _first_difference(old: Any, new: Any, path: str) -> str | None:
     if isinstance(old, dict):
         for key in old:
             name = key if not path else f"{path}[{key!r}]"
-            found = _first_difference(old[key], new[key], name)
+            found = first_difference(old[key], new[key], name)
             if found is not None:
                 return found
         return None
@@ -157,24 +168,24 @@ def _first_difference(old: Any, new: Any, path: str) -> str | None:
         if len(old) != len(new):
             return f"{path} has {len(new)} elements where it had {len(old)}"
         for i, (a, b) in enumerate(zip(old, new, strict=True)):
-            found = _first_difference(a, b, f"{path}[{i}]")
+            found = first_difference(a, b, f"{path}[{i}]")
             if found is not None:
                 return found
         return None
     if dataclasses.is_dataclass(old) and isinstance(old, eqx.Module):
         for field in dataclasses.fields(old):
             a, b = getattr(old, field.name, None), getattr(new, field.name, None)
-            found = _first_difference(a, b, f"{path}.{field.name}")
+            found = first_difference(a, b, f"{path}.{field.name}")
             if found is not None:
                 return found
         return None
     leaves_old, tree_old = jtu.tree_flatten(old)
     leaves_new, tree_new = jtu.tree_flatten(new)
-    if tree_old != tree_new or (leaves_old == [old] and not _same(old, new)):
+    if tree_old != tree_new or (leaves_old == [old] and not same(old, new)):
         return _said(path, old, new)
     if leaves_old != [old]:  # another pytree node: its children
         for i, (a, b) in enumerate(zip(leaves_old, leaves_new, strict=True)):
-            found = _first_difference(a, b, f"{path}<leaf {i}>")
+            found = first_difference(a, b, f"{path}<leaf {i}>")
             if found is not None:
                 return found
     return None

@@ -1,0 +1,198 @@
+"""`af.export` and `af.deserialize`: a step over ArrayModules (static int and
+float fields, Python numbers, an optax state, non-array outputs) saved in one
+process and run in another, bitwise equal to the live call, and refusing calls
+with another static part (issue 51, item 3)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import arrayfield as af
+from helpers import assert_bitwise, script_module
+
+# The step's module: the loading process imports its classes by name.
+MODEL = textwrap.dedent(
+    """
+    import equinox as eqx
+    import jax
+    import jax.numpy as jnp
+    import optax
+    from jaxtyping import Array, Float
+
+    import arrayfield as af
+
+
+    class Source(af.ArrayModule):
+        flux: Float[Array, ""]
+        centre: Float[Array, "2"]
+        origin: tuple = af.field(static=True)
+        reg: float = af.field(static=True, default=0.1)
+
+
+    OPTIMISER = optax.adam(1e-2)
+
+
+    def loss(source, image):
+        y0, x0 = source.origin
+        patch = image[y0 : y0 + 4, x0 : x0 + 4]
+        model = source.flux * jnp.exp(-jnp.sum(source.centre**2))
+        return jnp.sum((patch - model) ** 2) + source.reg * source.flux**2
+
+
+    @af.filter_jit
+    def step(source, state, image, count):
+        value, grads = jax.value_and_grad(loss)(source, image)
+        updates, state = OPTIMISER.update(grads, state, source)
+        return eqx.apply_updates(source, updates), state, value, "stepped", count + 1
+
+
+    def arguments(origin=(1, 2), reg=0.1, flux=1.0):
+        source = Source(flux=flux, centre=[0.1, 0.2], origin=origin, reg=reg)
+        state = OPTIMISER.init(eqx.filter(source, eqx.is_array))
+        image = jnp.arange(64.0).reshape(8, 8) / 64
+        return source, state, image, 3
+    """
+)
+
+LOADER = textwrap.dedent(
+    """
+    import json, sys
+    import numpy as np
+    import jax
+    import arrayfield as af
+    from exported_model import arguments
+
+    loaded = af.deserialize(open(sys.argv[1], "rb").read())
+    source, state, value, note, count = out = loaded(*arguments(flux=1.5))
+    leaves = jax.tree_util.tree_leaves(out)
+    arrays = [np.asarray(x) for x in leaves if hasattr(x, "dtype")]
+    np.savez(sys.argv[2], *arrays)
+    refused = []
+    for changed in ({"origin": (1, 3)}, {"reg": 0.2}):
+        try:
+            loaded(*arguments(flux=1.5, **changed))
+        except TypeError as error:
+            refused.append(str(error))
+    print(json.dumps({
+        "others": [note, count, type(source).__name__, source.origin, source.reg],
+        "refused": refused,
+    }))
+    """
+)
+
+
+@pytest.fixture
+def model(tmp_path):
+    path = tmp_path / "exported_model.py"
+    path.write_text(MODEL)
+    with script_module(path, "exported_model") as module:
+        yield module
+
+
+def test_an_exported_step_returns_the_live_result(model):
+    args = model.arguments()
+    exported = af.export(model.step, *args)
+    for flux in (1.0, -2.0):  # new array values, the same static part
+        call = model.arguments(flux=flux)
+        assert_bitwise(exported(*call), model.step(*call))
+    # Specs where arrays go (eqx.filter_eval_shape's output): the same program.
+    specs = eqx.filter_eval_shape(lambda: args[:3])
+    from_specs = af.export(model.step, *specs, 3)
+    assert_bitwise(from_specs(*args), model.step(*args))
+    assert repr(exported) == "af.Exported(step)"
+
+
+def test_another_static_part_raises_naming_it(model):
+    exported = af.export(model.step, *model.arguments())
+    with pytest.raises(TypeError, match=r"source\.origin\[1\] is 3 where it was 2"):
+        exported(*model.arguments(origin=(1, 3)))
+    with pytest.raises(TypeError, match=r"source\.reg is 0\.2 where it was 0\.1"):
+        exported(*model.arguments(reg=0.2))
+    source, state, image, _ = model.arguments()
+    with pytest.raises(TypeError, match=r"count is 4 where it was 3"):
+        exported(source, state, image, 4)
+    with pytest.raises(TypeError, match="by position and keyword"):  # as exported
+        exported(source, state, image, count=3)
+    with pytest.raises(ValueError):  # an array of another shape: JAX refuses it
+        exported(source, state, image[:4], 3)
+
+
+def test_a_fresh_process_loads_it_and_gets_the_live_result_bitwise(model, tmp_path):
+    data = af.export(model.step, *model.arguments()).serialize()
+    (tmp_path / "step.bin").write_bytes(data)
+    (tmp_path / "loader.py").write_text(LOADER)
+    env = {**os.environ, "PYTHONPATH": str(tmp_path), "JAX_PLATFORMS": "cpu"}
+    done = subprocess.run(
+        [sys.executable, "loader.py", "step.bin", "out.npz"],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    got = json.loads(done.stdout.splitlines()[-1])
+    live = model.step(*model.arguments(flux=1.5))
+    arrays = [x for x in jax.tree_util.tree_leaves(live) if hasattr(x, "dtype")]
+    saved = np.load(tmp_path / "out.npz")
+    assert len(saved.files) == len(arrays)
+    for i, x in enumerate(arrays):
+        loaded = saved[f"arr_{i}"]
+        assert loaded.dtype == x.dtype and loaded.tobytes() == np.asarray(x).tobytes()
+    assert got["others"] == ["stepped", 4, "Source", [1, 2], 0.1]
+    assert [m.split(": ")[1].split(".")[0] for m in got["refused"]] == [
+        "source",
+        "source",
+    ]
+    assert "origin[1] is 3 where it was 2" in got["refused"][0]
+    assert "reg is 0.2 where it was 0.1" in got["refused"][1]
+
+
+def test_non_array_parts_that_do_not_pickle_are_refused_at_serialize():
+    class Local(af.ArrayModule):  # a local class: pickle cannot name it
+        scale: float = af.field(static=True)
+
+    exported = af.export(lambda m, x: x * m.scale, Local(scale=2.0), jnp.ones(2))
+    np.testing.assert_array_equal(exported(Local(scale=2.0), jnp.ones(2)), [2.0, 2.0])
+    with pytest.raises(TypeError, match=r"must pickle.*top level"):
+        exported.serialize()
+
+
+def test_bytes_that_are_no_step_are_refused():
+    with pytest.raises(ValueError, match=r"not a step written by af\.export"):
+        af.deserialize(b"\x00" * 64)
+
+
+def test_a_class_the_loading_process_lacks_is_named(model, tmp_path):
+    data = af.export(model.step, *model.arguments()).serialize()
+    code = (
+        "import sys, arrayfield as af\naf.deserialize(open(sys.argv[1], 'rb').read())"
+    )
+    (tmp_path / "step.bin").write_bytes(data)
+    done = subprocess.run(
+        [sys.executable, "-c", code, str(tmp_path / "step.bin")],
+        env={**os.environ, "JAX_PLATFORMS": "cpu"},  # no PYTHONPATH: no model
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode != 0
+    assert "exported_model" in done.stderr
+    assert "import the modules that define their classes" in done.stderr
+
+
+def test_without_flatbuffers_the_extra_is_named(model, monkeypatch):
+    exported = af.export(model.step, *model.arguments())
+    monkeypatch.setitem(sys.modules, "flatbuffers", None)  # import raises
+    with pytest.raises(ImportError, match=r"arrayfield\[export\]"):
+        exported.serialize()

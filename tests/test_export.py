@@ -127,6 +127,10 @@ def test_another_static_part_raises_naming_it(model):
         exported(source, state, image[:4], 3)
 
 
+@pytest.mark.skipif(
+    tuple(map(int, eqx.__version__.split(".")[:2])) < (0, 13),
+    reason="equinox 0.12 keeps class annotations in rebuilt Modules' tree structure",
+)
 def test_a_fresh_process_loads_it_and_gets_the_live_result_bitwise(model, tmp_path):
     data = af.export(model.step, *model.arguments()).serialize()
     (tmp_path / "step.bin").write_bytes(data)

@@ -25,11 +25,23 @@ from typing import Any
 
 import equinox as eqx
 import jax
+import jax.export  # a submodule `import jax` loads only on newer JAX
 import jax.tree_util as jtu
 import numpy as np
 
 from . import _aot, _eqx_private
 from ._errors import short_repr
+
+# A difference no field shows: the arguments passed by keyword where they were
+# by position (or the reverse), or a node's hidden data. Equinox 0.12 keeps a
+# class's `__annotations__` in the tree structure of the Modules JAX rebuilds
+# (`tree_map`, optax's states): a loaded copy of it never compares equal.
+_UNSEEN = (
+    "the arguments are passed by position and keyword otherwise, or their "
+    "trees differ in data no field shows (on equinox 0.12, Modules rebuilt by "
+    "jax.tree_util keep their class's annotations there, which a loaded step "
+    "cannot match: load it with equinox 0.13 or later)"
+)
 
 # What a serialized step starts with, and the version of what follows.
 _MAGIC = b"arrayfield.export\x00"
@@ -122,9 +134,10 @@ class Exported:
     def __call__(self, /, *args: Any, **kwargs: Any) -> Any:
         __tracebackhide__ = True
         if not _aot.same(_aot.static_part((args, kwargs)), self._static):
-            what = _aot.first_difference(
-                self._expected, self._by_name(args, kwargs), ""
-            ) or ("the arguments are passed by position and keyword otherwise")
+            what = (
+                _aot.first_difference(self._expected, self._by_name(args, kwargs), "")
+                or _UNSEEN
+            )
             raise TypeError(
                 f"{self!r} was exported for other static values: {what}. "
                 f"{_aot.BAKED_IN} Export the step again for these arguments "

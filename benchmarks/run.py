@@ -8,7 +8,8 @@ asserted. Trace counts are exact: if one is wrong the script exits with status 1
 `field_compiles.py` K fields of a sky-fitting job under the three jits, with
 JAX's persistent compilation cache across processes (issue 20),
 `field_numbers.py` fields whose sources sit at other origins with numbers shared
-(issue 28), and
+(issue 28), `first_call.py` a step's first call in a fresh process, from the
+persistent cache and from an export (issue 51), and
 `migrate_tree.py` `arrayfield migrate --check` against `ruff check` (issue 21).
 
 Every number arrayfield publishes comes from the one file a run writes:
@@ -766,6 +767,20 @@ def boxed_fields_case(results: Results) -> None:
     results.tables["boxed_fields"] = Table(*field_numbers.table(measured))
     results.tables["share_numbers_costs"] = Table(*field_numbers.costs(measured))
     results.raw["boxed_fields"] = measured
+
+
+# -- the first call in a fresh process (benchmarks/first_call.py) -------------------
+
+
+@case
+def first_call_case(results: Results) -> None:
+    first_call = _sibling("first_call")
+    measured = first_call.main(results.quick)
+    rows = [Row(**row) for row in first_call.rows(measured)]
+    results.rows += rows
+    results.traces_ok &= all(row.status != "FAIL" for row in rows)
+    results.tables["first_call"] = Table(*first_call.table(measured))
+    results.raw["first_call"] = measured
 
 
 # -- migrate --check against ruff (benchmarks/migrate_tree.py) -----------------------

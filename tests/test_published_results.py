@@ -27,6 +27,7 @@ FIGURE_PAGES = [
     "docs/performance.md",
     "docs/many_fields.md",
     "docs/migration.md",
+    "docs/ahead_of_time.md",
 ]
 # A timing or a speed-up as prose writes it: "36.3 us", "12 ms", "1.17x", "415x".
 FIGURE = re.compile(r"\b\d[\d,]*(\.\d+)?\s?(us|µs|ms|x)\b")

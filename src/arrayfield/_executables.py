@@ -21,7 +21,7 @@ import jax.extend
 import jax.tree_util as jtu
 
 from . import _eqx_private, _jax_private, _numbers, _tracing
-from ._program_key import program_key, value_key
+from ._program_key import constant_keys, program_key
 
 
 def with_output_tree(executable: Any, out_tree: Any, *call_args: Any) -> Any:
@@ -183,9 +183,7 @@ def executable_for(
         return found.value, False, None
     general = None
     if share_numbers or _tracing.record.watched:  # explain_retraces reads families
-        general = _generalised_for(
-            traced, (in_tree, placement), call_args, share_numbers
-        )
+        general = _generalised_for(traced, key, call_args, share_numbers)
     if general is not None:
         return general[0], False, general[1]
     # One compile per program, also when threads traced it at once.
@@ -196,7 +194,7 @@ def executable_for(
 
 
 def _generalised_for(
-    traced: Any, where: tuple, call_args: tuple, share: bool
+    traced: Any, key: tuple, call_args: tuple, share: bool
 ) -> tuple[Any, tuple[Any, ...]] | None:
     """`(generalised executable, this trace's numbers as its inputs)` for a
     program that embeds numbers or constants (`_numbers`), or None: it compiles
@@ -217,8 +215,9 @@ def _generalised_for(
         if not at and not closed.consts:
             return None
         found = _numbers.numbers(closed.jaxpr, at)
-        family_key = (_numbers.family_key(closed, at, params), *where)
-        seen = (_numbers.bits(found), tuple(map(value_key, closed.consts)))
+        # `key`: (program key, in_tree, placement), as `executable_for` made it.
+        family_key = (_numbers.family_key(closed, at, params), *key[1:])
+        seen = (_numbers.bits(found), constant_keys(key[0], closed))
     except Exception:  # a program this JAX writes otherwise: its own compile
         return None
     family, new = _executables.family_for(family_key, seen)

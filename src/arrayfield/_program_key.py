@@ -88,6 +88,14 @@ def program_key(traced: Any) -> tuple:
     return closed_key(closed, params)
 
 
+def constant_keys(key: tuple, closed: Any) -> tuple:
+    """The `value_key`s of `closed`'s constants, read from its `program_key`
+    (`key`) where the walk made them, so large constants are not hashed twice."""
+    if len(key) > 1:  # ("closed", jaxpr key, constants' keys), options, context
+        return key[0][2]
+    return tuple(map(value_key, closed.consts))
+
+
 def closed_key(closed: Any, params: dict[str, Any]) -> tuple:
     """The key of a closed jaxpr compiled with a jit's parameters `params`."""
     return _key(_Walk(), closed, params)

@@ -795,3 +795,70 @@ def test_a_hierarchy_deeper_than_fifty_classes_is_read_to_its_root(tmp_path):
         assert len(found) == 1, result.stdout
         diagnostics.append(found[0].replace(f"chain{depth}", "chain"))
     assert diagnostics[0] == diagnostics[1]
+
+
+def test_star_imports_are_followed_to_the_module_that_defines_the_base(tmp_path):
+    write_tree(
+        tmp_path,
+        {
+            "pkg/__init__.py": "from .reexport import *\n",
+            "pkg/reexport.py": "from .core import *\n",
+            "pkg/core.py": "import equinox as eqx\n\nclass Core(eqx.Module):\n"
+            "    width: float\n\nclass _Hidden(eqx.Module):\n    pass\n",
+            "model.py": "from pkg import Core\n\nclass Other(Core):\n"
+            "    height: float\n",
+        },
+    )
+    assert codes(migrate(tmp_path, "--check", ".")) == [
+        "model.py:4 AF001 Other.height",
+        "pkg/core.py:4 AF001 Core.width",
+    ]
+
+
+@pytest.mark.parametrize(
+    ("dynamic", "line"),
+    [
+        ("globals().update({k: getattr(_m, k) for k in _m.__all__})", 3),
+        ("for _k in _m.__all__:\n    globals()[_k] = getattr(_m, _k)", 4),
+        ("import sys\nsetattr(sys.modules[__name__], 'Base', _m.Base)", 4),
+        ("def __getattr__(name):\n    return getattr(_m, name)", 3),
+        ("__getattr__, __dir__, __all__ = lazy.attach(__name__, ['base'])", 3),
+    ],
+)
+def test_a_base_re_exported_at_run_time_is_said_not_to_be_known(
+    tmp_path, dynamic, line
+):
+    write_tree(
+        tmp_path,
+        {
+            "pkg/__init__.py": f"from . import base as _m\n\n{dynamic}\n",
+            "pkg/base.py": "import equinox as eqx\n\n__all__ = ['Base']\n\n"
+            "class Base(eqx.Module):\n    scale: float = 1.0\n",
+            "model.py": "from pkg import Base\n\nclass Model(Base):\n"
+            "    offset: float\n\nclass Twice(Base):\n    more: float\n",
+        },
+    )
+    result = migrate(tmp_path, "--check", ".")
+    # Once per file and base, at the first class that uses it, naming the line.
+    assert codes(result) == [
+        "model.py:3 AF009 Base",
+        "pkg/base.py:6 AF001 Base.scale",
+    ]
+    assert f"re-exported dynamically at pkg/__init__.py:{line}" in result.stdout
+    assert "cannot tell whether 'Base' derives from eqx.Module" in result.stdout
+
+
+def test_a_base_no_module_binds_is_said_not_to_be_known(tmp_path):
+    write_tree(
+        tmp_path,
+        {
+            "pkg/__init__.py": "",
+            "pkg/base.py": "import equinox as eqx\n\nclass Base(eqx.Module):\n"
+            "    pass\n",
+            "model.py": "from pkg import Base\n\nclass Model(Base):\n"
+            "    offset: float\n",
+        },
+    )
+    result = migrate(tmp_path, "--check", ".")
+    assert codes(result) == ["model.py:3 AF009 Base"]
+    assert "pkg/__init__.py does not bind it where migrate can read" in result.stdout

@@ -86,9 +86,10 @@ class ClassFacts:
     `ClassVar` (no `__init__` parameter).
     """
 
-    def __init__(self, qualname: str, bases: list[str]) -> None:
+    def __init__(self, qualname: str, bases: list[str], line: int = 0) -> None:
         self.qualname = qualname
         self.bases = bases
+        self.line = line  # of the `class` statement
         self.has_init = False
         self.value_eq = False
         self.uses: dict[str, dict[str, int]] = {}
@@ -112,7 +113,10 @@ class FileFacts:
     (`_returns_int_list`). `set_names`: every name the file may give a field
     a value through: before `=` or as a string (`setattr(m, "name", v)`).
     `positional`: callee -> the most positional arguments a call of it passes
-    (`_positional_counts`).
+    (`_positional_counts`). `star_imports`: the modules it imports `*` from
+    (absolute names); `dynamic_export`: the first line that may bind module
+    names at run time (`globals().update`, `setattr(sys.modules[...])`, a
+    module `__getattr__`), which no reading of the text resolves.
     """
 
     def __init__(self, path: str, module: str, is_package: bool) -> None:
@@ -128,6 +132,8 @@ class FileFacts:
         self.set_names: frozenset[str] = frozenset()
         self.positional: dict[str, float] = {}
         self.bindings: dict[str, str] = {}
+        self.star_imports: list[str] = []
+        self.dynamic_export: int | None = None
 
     def imports_equinox(self) -> bool:
         return any(
@@ -435,6 +441,10 @@ class _FileReader(_Visitor):
             )
         bind(node, self.facts.imports, module)
         bind(node, self.facts.bindings)
+        if isinstance(node, ast.ImportFrom) and any(a.name == "*" for a in node.names):
+            star = module if module is not None else node.module
+            if star and not self.scopes:
+                self.facts.star_imports.append(star)
 
     visit_ImportFrom = visit_Import
 
@@ -477,7 +487,8 @@ class _FileReader(_Visitor):
         qualname = node.name if outer is None else f"{outer}.{node.name}"
         # `Parent[int]`: a generic class subscripted is still `Parent`.
         written = [b.value if isinstance(b, ast.Subscript) else b for b in node.bases]
-        facts = ClassFacts(qualname, [n for n in map(dotted_name, written) if n])
+        bases = [n for n in map(dotted_name, written) if n]
+        facts = ClassFacts(qualname, bases, node.lineno)
         facts.value_eq = bool(node.decorator_list)
         self.facts.classes.setdefault(qualname, facts)
         for decorator in node.decorator_list:
@@ -533,7 +544,23 @@ def read_file(path: str, source: bytes, tree: ast.Module) -> FileFacts:
         ]
     )
     facts.positional = _positional_counts(source)
+    dynamic = _DYNAMIC_EXPORT.search(source)
+    if dynamic is not None:
+        facts.dynamic_export = source.count(b"\n", 0, dynamic.start()) + 1
     return facts
+
+
+# Module names bound at run time: `globals().update(...)`, `globals()[name] =`,
+# `setattr(sys.modules[__name__], ...)`, a module-level `__getattr__` (lazy
+# exports, PEP 562: defined, or assigned as lazy_loader's `attach` does). Read
+# off the bytes: only a base that the text does not resolve asks for it.
+_DYNAMIC_EXPORT = re.compile(
+    rb"globals\(\)\s*(?:\.\s*update\b|\[)"
+    rb"|setattr\(\s*sys\.modules\b"
+    rb"|^def __getattr__\("
+    rb"|^__getattr__\b[^\n=]*=",  # __getattr__, __dir__, __all__ = lazy.attach(...)
+    re.MULTILINE,
+)
 
 
 # What may give a field a value, read off the bytes (C speed, every file): a

@@ -120,6 +120,7 @@ class FileContext(NamedTuple):
     files import from this module (their imports stay). `lint`: the lint
     settings for the file, the tree's own packages among its first-party
     modules. `bindings`: the names its imports bind (`FileFacts.bindings`).
+    `unresolved`: its classes' bases migrate cannot resolve (`unresolved_bases`).
     """
 
     classes: dict[str, ClassContext]
@@ -130,6 +131,8 @@ class FileContext(NamedTuple):
     exported: frozenset[str] = frozenset()
     lint: LintConfig = LintConfig()
     bindings: dict[str, str] | None = None
+    # (line of the class, base as written, why) where a base cannot be resolved.
+    unresolved: tuple[tuple[int, str, str], ...] = ()
 
 
 _Value = TypeVar("_Value")
@@ -274,10 +277,61 @@ class ProjectIndex:
         elif head in facts.aliases and depth < 20 and facts.aliases[head] != name:
             target = self._qualify(facts, facts.aliases[head], depth + 1)
         else:
-            return None
+            target = self._from_star(facts, head, depth)
+            if target is None:
+                return None
         if target is None:
             return None
         return self._canonical(f"{target}.{rest}" if rest else target, depth + 1)
+
+    def _from_star(self, facts: FileFacts, name: str, depth: int) -> str | None:
+        """`module.name` where `from module import *` in `facts`'s file binds
+        `name`: a module of the tree that defines it, imports it or star-imports
+        it in turn (a name with a leading underscore is not star-exported)."""
+        if name.startswith("_") or depth > 20:
+            return None
+        for module in facts.star_imports:
+            rooted = self._rooted(module, self._root[facts.path])
+            found = self._module(rooted)
+            if found is not None and (
+                self._defines(found, name) or self._from_star(found, name, depth + 1)
+            ):
+                return f"{rooted}.{name}"
+        return None
+
+    @staticmethod
+    def _defines(facts: FileFacts, name: str) -> bool:
+        return (
+            name in facts.classes
+            or name in facts.imports
+            or name in facts.aliases
+            or name in facts.int_list_functions
+        )
+
+    def unresolved_bases(self, facts: FileFacts) -> list[tuple[ClassFacts, str, str]]:
+        """`(class, base as written, why)` for each base of a class of this file
+        that names a module of the tree where reading its text does not find
+        the name: bound at run time (`FileFacts.dynamic_export`) or nowhere
+        migrate can see. Whether such a class is a Module cannot be told."""
+        found = []
+        for cls in facts.classes.values():
+            for base in cls.bases:
+                qualified = self.qualify(facts, base)
+                located = None if qualified is None else self._locate(qualified)
+                if located is None:
+                    continue
+                module, rest = located
+                if self._defines(module, rest.partition(".")[0]):
+                    continue
+                if self._from_star(module, rest.partition(".")[0], 0):
+                    continue
+                why = (
+                    f"re-exported dynamically at {module.path}:{module.dynamic_export}"
+                    if module.dynamic_export is not None
+                    else f"{module.path} does not bind it where migrate can read"
+                )
+                found.append((cls, base, why))
+        return found
 
     def _canonical(self, qualified: str, depth: int) -> str:
         """Follow re-exports: `pkg.Base` -> `pkg.base.Base` when `pkg/__init__.py`
@@ -457,6 +511,9 @@ class ProjectIndex:
             frozenset(n for n in written if self._imported_equinox_module(facts, n)),
             frozenset(self._imported_names.get(self.key(facts), ())),
             bindings=facts.bindings,
+            unresolved=tuple(
+                (cls.line, base, why) for cls, base, why in self.unresolved_bases(facts)
+            ),
         )
 
     @cached_property

@@ -17,7 +17,13 @@ from . import _diagnostics as diag
 from . import _syntax as syntax
 from ._annotations import ArrayKind, array_kind, is_class_var, is_field_wrapped
 from ._bindings import ImportMap, has_block, nested_statements
-from ._checks import CALL_RULES, FIELD_RULES, af004_converter_kind, calls_matter
+from ._checks import (
+    CALL_RULES,
+    FIELD_RULES,
+    af004_converter_kind,
+    af009_unresolved_base,
+    calls_matter,
+)
 from ._diagnostics import Diagnostic
 from ._index import FileContext
 from ._names import dotted_name
@@ -147,6 +153,10 @@ class AstAnalysis:
             if isinstance(statement, ast.Assign):
                 self._module_assignment(statement.targets, statement.value)
         self._walk(self.tree.body, scan_calls)
+        if self.context is not None and self.context.unresolved:
+            self.diagnostics += af009_unresolved_base.diagnostics(
+                self.context.unresolved
+            )
 
     def _walk(self, nodes: Iterable[ast.AST], scan_calls: bool) -> None:
         """Enters each definition before its decorators, bases and parameters

@@ -76,8 +76,10 @@ def index_project(
 ) -> tuple[ProjectIndex, list[FileError]]:
     """Phase 1: index the files that mention equinox, then, until nothing new
     turns up, those that mention a Module class found so far (a subclass in a
-    file that imports only the project's own base class) and the modules that
-    files with Module classes import from (where their fields' types are).
+    file that imports only the project's own base class), the modules that
+    files with Module classes import from (where their fields' types are),
+    and those a class's base is imported from or a file star-imports (where a
+    re-export is resolved).
 
     The parses go into `trees`, if given, for phase 2."""
     trees = {} if trees is None else trees
@@ -122,6 +124,16 @@ def index_project(
             if index.module_classes(file)
             for target in file.imports.values()
         }
+        # Where a class's base is imported from, and what a file imports `*`
+        # from: a base re-exported there is found only by reading them.
+        imported.update(
+            file.imports[base.partition(".")[0]]
+            for file in new
+            for cls in file.classes.values()
+            for base in cls.bases
+            if base.partition(".")[0] in file.imports
+        )
+        imported.update(module for file in new for module in file.star_imports)
         if imported and not by_module:  # made once, when first needed
             for path in pending:
                 by_module.setdefault(module_name(path)[0], []).append(path)
@@ -187,8 +199,9 @@ def _name_patterns(names: Sequence[str]) -> list[re.Pattern[bytes]]:
 
 def files_to_rewrite(contents: Mapping[Path, bytes], index: ProjectIndex) -> list[Path]:
     """The files phase 2 reads: those with a Module class, that import
-    equinox (`Base = eqx.Module`, a `type(...)` class), or that may call the
-    tree's Module classes as a call rule reads (`calls_matter`)."""
+    equinox (`Base = eqx.Module`, a `type(...)` class), that may call the
+    tree's Module classes as a call rule reads (`calls_matter`), or whose
+    classes have a base migrate cannot resolve (AF009)."""
     work = []
     for path, data in contents.items():
         facts = index.files.get(str(path))
@@ -196,6 +209,7 @@ def files_to_rewrite(contents: Mapping[Path, bytes], index: ProjectIndex) -> lis
             index.module_classes(facts)
             or facts.imports_equinox()
             or (calls_matter(data) and index.context(str(path)).bases)
+            or index.unresolved_bases(facts)
         ):
             work.append(path)
     return work

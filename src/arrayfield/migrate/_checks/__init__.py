@@ -15,6 +15,7 @@ from . import (
     af006_class_per_call,
     af007_trainable_constant,
     af008_axis_spec,
+    af009_unresolved_base,
 )
 
 RULES = (
@@ -26,6 +27,7 @@ RULES = (
     af006_class_per_call,
     af007_trainable_constant,
     af008_axis_spec,
+    af009_unresolved_base,
 )
 CODES: dict[str, str] = {rule.CODE: rule.SUMMARY for rule in RULES}
 # In this order: a rule may read what an earlier one found (AF007 gives way to AF002).

@@ -1,0 +1,5 @@
+from skylib import Profile
+
+
+class WideProfile(Profile):
+    scale: float

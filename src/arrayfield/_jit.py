@@ -443,15 +443,6 @@ def _call_equinox(fallback: Any, args: tuple, kwargs: dict) -> Any:
         raise
 
 
-def shares_compiles(fn: Any) -> bool:
-    """Whether `fn` is an `af.filter_jit` wrapper that shares compiled programs
-    (`share_compiles=True`, and not passed whole to equinox)."""
-    if type(fn) is not _FilterJit:
-        return False
-    layout = _get(fn, "_plan").layout
-    return layout is not None and layout.share
-
-
 class _FilterJit(eqx.Module):
     # The function's qualified name: a leaf, as in eqx.filter_jit's wrapper, so
     # that both wrappers of a function flatten to the same leaves.

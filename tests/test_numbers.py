@@ -420,6 +420,63 @@ def test_fresh_steps_closing_over_each_fields_data_share_one_program(jaxpr_const
         assert_close(a, b)
 
 
+class _Special(eqx.Module):
+    c: float = eqx.field(static=True)
+
+
+def _reciprocal_of_sum(x, m):  # `x + 0.0` folds to `x`: 1/-0.0 is -inf
+    return 1.0 / (x + m.c)
+
+
+def _scaled_log(x, m):  # a subnormal folds to itself, flushes to zero at run time
+    return x * jnp.log(jnp.float32(m.c))
+
+
+@pytest.mark.parametrize(
+    ("fun", "x", "values"),
+    [
+        (_reciprocal_of_sum, [-0.0, 1.0], [1.0, 2.0, 0.0, -0.0]),
+        (_scaled_log, [1.0, 2.0], [1.0, 2.0, 1e-40]),
+        (_reciprocal_of_sum, [1.0, 2.0], [1.0, 2.0, float("inf"), float("nan")]),
+    ],
+    ids=["zeros", "subnormal", "inf-nan"],
+)
+def test_special_float_values_stay_literals(fun, x, values):
+    x = jnp.asarray(x, jnp.float32)
+    fields = [_Special(c) for c in values]
+    seen = {}
+    for name, jit in {"eqx": eqx.filter_jit, "numbers": SHARING}.items():
+        jax.clear_caches()
+        step = jit(fun)
+        with compiles_of(fun.__name__) as compiled:
+            seen[name] = [step(x, f) for f in fields]
+        seen[name + " compiles"] = len(compiled)
+    for a, b in zip(seen["eqx"], seen["numbers"], strict=True):
+        assert_bitwise(a, b)
+    # The family's own and generalised programs, then each special value its
+    # own: as many as eqx.filter_jit (0.0 and -0.0 are one key to both).
+    assert seen["numbers compiles"] == seen["eqx compiles"]
+
+
+def test_captured_arrays_of_zeros_or_subnormals_stay_constants(jaxpr_constants):
+    def fit(jit, data):
+        @jit
+        def step(x):  # `data` is a constant of the program
+            return 1.0 / (x + data), jnp.log(data + 0.0 * x)
+
+        return step(jnp.full(2, -0.0))
+
+    fields = [jnp.full(2, v, jnp.float32) for v in (1.0, 2.0, 0.0, 3.0)]
+    fields.append(jnp.asarray([1.0, 1e-40], jnp.float32))
+    for data in fields:
+        jax.clear_caches()
+        # Each in a process of both: the later ones share with the first two.
+        outs = {}
+        for name, jit in {"eqx": eqx.filter_jit, "numbers": SHARING}.items():
+            outs[name] = [fit(jit, d) for d in (fields[0], fields[1], data)]
+        assert_bitwise(outs["eqx"][2], outs["numbers"][2])
+
+
 def test_a_branch_index_stays():
     def switched(x, k):
         return jax.lax.switch(k, [jnp.sin, jnp.cos, jnp.tanh], x)

@@ -244,6 +244,8 @@ def _generalised_for(
             lifted = _executables.widened(family, covered)
         at, _ = _numbers.selected(closed.jaxpr, at, lifted)
         found = _numbers.numbers(closed.jaxpr, at)
+        if _numbers.folded_otherwise(found, closed.consts):
+            return None  # these values as literals: its own program
     except Exception:  # as above: its own compile
         return None
     inputs = (

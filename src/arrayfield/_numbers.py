@@ -44,6 +44,12 @@ A slice, pad or gather that an indexing equation reads is fenced with an
 optimisation barrier in the generalised program (`_fenced`): XLA would merge
 it with the read and lose the clamp of a start given at run time.
 
+A trace whose lifted numbers include a float zero, subnormal, infinity or NaN
+(or whose captured float arrays hold a subnormal, or only zeros) compiles its
+own program instead (`folded_otherwise`): XLA folds such literals otherwise than
+it computes with them at run time (`x + 0.0` keeps `-0.0`; a subnormal folds
+to itself, and flushes to zero at run time).
+
 The generalised program computes what each field's program computes, operation
 for operation, but it is not the same program: XLA folds constants into what
 reads them (`x * 2.0` into a fused multiply, a constant start into a fused
@@ -285,6 +291,36 @@ def selected(
                 covered.update(range(i, i + n))
         i += n
     return tuple(kept), frozenset(covered)
+
+
+def folded_otherwise(found: Sequence[Number], consts: Sequence[Any]) -> bool:
+    """Whether XLA may compute with these values otherwise as literals than as
+    inputs, so that the generalised program would not give what the trace's
+    own program gives: a float number that is zero (either sign: `x + 0.0`
+    folds to `x`, keeping `-0.0`), subnormal (folded at compile time, flushed
+    to zero at run time), infinite or NaN; a float constant array holding a
+    subnormal, or only zeros. Such a trace compiles its own program."""
+    for number in found:
+        if _floating(number.dtype):
+            value = np.asarray(number.value, number.dtype)
+            if value == 0 or not np.isfinite(value) or _subnormal(value):
+                return True
+    for const in consts:
+        dtype = getattr(const, "dtype", None)
+        if dtype is None or not _floating(dtype) or const.size == 0:
+            continue
+        values = np.asarray(const)
+        if not np.any(values) or np.any(_subnormal(values)):
+            return True
+    return False
+
+
+def _floating(dtype: Any) -> bool:
+    return bool(jnp.issubdtype(dtype, jnp.floating))  # bfloat16's kind is "V"
+
+
+def _subnormal(values: np.ndarray) -> np.ndarray:
+    return (values != 0) & (np.abs(values) < jnp.finfo(values.dtype).tiny)
 
 
 def bits(found: Sequence[Number]) -> tuple[bytes, ...]:

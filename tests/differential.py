@@ -18,6 +18,7 @@ must never run another's call wrongly.
 Run by hand for longer than CI does (this file is a script too):
 
     JAX_PLATFORMS=cpu .venv/bin/python tests/differential.py --examples 2000
+    (--numbers: against `af.filter_jit(share_numbers=True)`, within its bound)
 """
 
 from __future__ import annotations
@@ -790,6 +791,11 @@ def main(argv: list[str] | None = None) -> int:
         help="also generate the known disagreement (equal keys, new signature)",
     )
     parser.add_argument(
+        "--numbers",
+        action="store_true",
+        help="against af.filter_jit(share_numbers=True), within its bound",
+    )
+    parser.add_argument(
         "--keep-going",
         action="store_true",
         help="record disagreements and continue instead of shrinking the first",
@@ -815,7 +821,7 @@ def main(argv: list[str] | None = None) -> int:
                 flush=True,
             )
         try:
-            check(scenario)
+            (check_numbers if options.numbers else check)(scenario)
         except AssertionError as error:
             if not options.keep_going:
                 raise

@@ -50,15 +50,11 @@ _FORMAT = 1
 
 @dataclasses.dataclass(frozen=True)
 class _Array:
-    """An array's place in a saved tree: its shape and dtype (a leaf)."""
+    """An array's place in a saved tree: its shape and dtype (a leaf, compared
+    by value: a call's arrays are saved so too before they are compared)."""
 
     shape: tuple[int, ...]
-    dtype: str
-
-    def stand_in(self) -> np.ndarray:
-        # An array of this shape and dtype with one element (zero strides):
-        # `_aot`'s comparison needs an array here, and reads nothing of it.
-        return np.broadcast_to(np.zeros((), self.dtype), self.shape)
+    dtype: str  # its name: PRNG key types (`key<fry>`) have no NumPy dtype
 
 
 def _is_input(x: Any) -> bool:
@@ -67,15 +63,10 @@ def _is_input(x: Any) -> bool:
 
 def _saved(tree: Any) -> Any:
     return jtu.tree_map(
-        lambda x: (
-            _Array(tuple(np.shape(x)), np.dtype(x.dtype).name) if _is_input(x) else x
-        ),
+        lambda x: _Array(tuple(x.shape), str(x.dtype)) if _is_input(x) else x,
         tree,
+        is_leaf=lambda x: isinstance(x, jax.ShapeDtypeStruct),
     )
-
-
-def _restored(tree: Any) -> Any:
-    return jtu.tree_map(lambda x: x.stand_in() if type(x) is _Array else x, tree)
 
 
 def _traced_function(fun: Any) -> Any:
@@ -111,11 +102,11 @@ class Exported:
         self._names = names  # the function's name, its positional parameters'
         self._arguments = arguments  # (args, kwargs), arrays as `_Array`s
         self._outputs = outputs  # the output, arrays as `_Array`s
-        args, kwargs = _restored(arguments)
-        self._expected = self._by_name(args, kwargs)
-        # As passed, positions and keywords apart: the program's inputs are the
-        # call's arrays in the order `export` flattened them.
-        self._static = _aot.static_part((args, kwargs))
+        self._expected = self._by_name(*arguments)
+        # As passed, positions and keywords apart (the program's inputs are the
+        # call's arrays in the order `export` flattened them), each array's
+        # shape and dtype included.
+        self._static = _aot.static_part(arguments)
         self._out_leaves, self._out_tree = jtu.tree_flatten(outputs)
         self._run = jax.jit(program.call)
 
@@ -133,13 +124,12 @@ class Exported:
 
     def __call__(self, /, *args: Any, **kwargs: Any) -> Any:
         __tracebackhide__ = True
-        if not _aot.same(_aot.static_part((args, kwargs)), self._static):
-            what = (
-                _aot.first_difference(self._expected, self._by_name(args, kwargs), "")
-                or _UNSEEN
-            )
+        saved = _saved((args, kwargs))
+        if not _aot.same(_aot.static_part(saved), self._static):
+            what = _aot.first_difference(self._expected, self._by_name(*saved), "")
+            what = what or _UNSEEN
             raise TypeError(
-                f"{self!r} was exported for other static values: {what}. "
+                f"{self!r} was exported for other arguments: {what}. "
                 f"{_aot.BAKED_IN} Export the step again for these arguments "
                 "(passed as they were: the same positions and keywords)."
             )
@@ -189,8 +179,9 @@ def export(fun: Any, /, *args: Any, **kwargs: Any) -> Exported:
     `eqx.filter_eval_shape` returns), are the program's inputs; every other
     leaf (static fields, Python numbers, strings) and the trees' structure are
     part of the program, and every later call must have the same, passed the
-    same way (positions and keywords). Arrays of another shape or dtype are
-    JAX's to refuse. `fun` may be an `af.filter_jit` or `eqx.filter_jit`
+    same way (positions and keywords), and arrays of the same shapes and
+    dtypes; a call that differs raises a `TypeError` naming the first argument
+    or field that does. `fun` may be an `af.filter_jit` or `eqx.filter_jit`
     wrapper, or the function itself; its own arrays become constants of the
     program.
 

@@ -17,10 +17,9 @@ accessor here.
   user cannot decorate.
 
 Every read is guarded: what moved is recorded in `MOVED`, and
-`dispatch_problem()` / `watch_problem()` name it (the second after probing
-the wrapper class), so
-that `af.filter_jit` runs as `eqx.filter_jit` and the diagnostics say what they
-cannot see, each after one `CompatibilityWarning`.
+`dispatch_problem()` and `watch_problem()` (which also checks the wrapper
+class's fields) name it, so that `af.filter_jit` runs as `eqx.filter_jit` and
+the diagnostics say what they cannot see, each after one `CompatibilityWarning`.
 
 The leaves `eqx.filter_jit` traces are read here too: `equinox._filters` keeps
 them as a tuple of types, which the hot paths test with one `isinstance`; where

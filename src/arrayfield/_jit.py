@@ -685,8 +685,9 @@ def filter_jit(
     if layout is None:  # every call goes to equinox: its jax.jit holds the traces
         fallback = _equinox_filter_jit(fun, **options)
         plan.equinox = (dynamic_fun, fallback)
-        if _eqx_private.watch_problem() is None:  # else explained as one site
-            cached = _eqx_private.cache_of(fallback)
+        # (where equinox's wrapper moved, this wrapper's calls are one group)
+        ok = _eqx_private.watch_problem() is None
+        cached = _eqx_private.cache_of(fallback) if ok else plan
     wrapper = _FilterJit(
         fn=names[1],
         _dynamic_fun=dynamic_fun,

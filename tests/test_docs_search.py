@@ -120,11 +120,14 @@ def search(driver, base: str, query: str, expected: set[str]) -> set[str]:
     deadline = time.monotonic() + 30
     found: set[str] = set()
     while time.monotonic() < deadline:
-        # Results render in batches as the list scrolls: scroll until all are in.
-        driver.execute_script(
-            "const s = document.querySelector('.md-search__scrollwrap');"
-            "if (s) s.scrollTop = s.scrollHeight;"
-        )
+        # Results render in batches, one each time the list's end comes into
+        # view: leave the end, then scroll back to it, until all are in.
+        for top in ("0", "s.scrollHeight"):
+            driver.execute_script(
+                "const s = document.querySelector('.md-search__scrollwrap');"
+                f"if (s) s.scrollTop = {top};"
+            )
+            time.sleep(0.1)
         links = driver.find_elements(By.CSS_SELECTOR, "li.md-search-result__item > a")
         found = {
             link.get_attribute("href").split("#")[0].removeprefix(base)

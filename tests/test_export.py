@@ -6,8 +6,6 @@ with another static part (issue 51, item 3)."""
 from __future__ import annotations
 
 import json
-import os
-import subprocess
 import sys
 import textwrap
 
@@ -18,7 +16,7 @@ import numpy as np
 import pytest
 
 import arrayfield as af
-from helpers import assert_bitwise, script_module
+from helpers import assert_bitwise, python, script_module
 
 # The step's module: the loading process imports its classes by name.
 MODEL = textwrap.dedent(
@@ -135,15 +133,8 @@ def test_a_fresh_process_loads_it_and_gets_the_live_result_bitwise(model, tmp_pa
     data = af.export(model.step, *model.arguments()).serialize()
     (tmp_path / "step.bin").write_bytes(data)
     (tmp_path / "loader.py").write_text(LOADER)
-    env = {**os.environ, "PYTHONPATH": str(tmp_path), "JAX_PLATFORMS": "cpu"}
-    done = subprocess.run(
-        [sys.executable, "loader.py", "step.bin", "out.npz"],
-        cwd=tmp_path,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
+    env = {"PYTHONPATH": str(tmp_path)}
+    done = python("loader.py", "step.bin", "out.npz", cwd=tmp_path, env=env)
     assert done.returncode == 0, done.stderr[-3000:]
     got = json.loads(done.stdout.splitlines()[-1])
     live = model.step(*model.arguments(flux=1.5))
@@ -201,13 +192,7 @@ def test_a_class_the_loading_process_lacks_is_named(model, tmp_path):
         "import sys, arrayfield as af\naf.deserialize(open(sys.argv[1], 'rb').read())"
     )
     (tmp_path / "step.bin").write_bytes(data)
-    done = subprocess.run(
-        [sys.executable, "-c", code, str(tmp_path / "step.bin")],
-        env={**os.environ, "JAX_PLATFORMS": "cpu"},  # no PYTHONPATH: no model
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
+    done = python("-c", code, tmp_path / "step.bin")  # no PYTHONPATH: no model
     assert done.returncode != 0
     assert "exported_model" in done.stderr
     assert "import the modules that define their classes" in done.stderr

@@ -13,15 +13,13 @@ applied in the user's script only; the package is never edited.
 from __future__ import annotations
 
 import json
-import os
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from arrayfield import _jax_private
+from helpers import python
 from migrate_helpers import codes, migrate
 
 FIXTURE = Path(__file__).with_name("library_users")
@@ -30,16 +28,12 @@ PACKAGE = "skylib"
 
 @pytest.fixture(scope="module")
 def installed(tmp_path_factory) -> tuple[Path, dict[str, str]]:
-    """(the user's project, the environment that finds skylib installed)."""
+    """(the user's project, what the environment needs to find skylib
+    installed, on top of `helpers.ENV`)."""
     base = tmp_path_factory.mktemp("userbase")
-    env = {**os.environ, "PYTHONUSERBASE": str(base), "JAX_PLATFORMS": "cpu"}
-    site = subprocess.run(
-        [sys.executable, "-c", "import site; print(site.getusersitepackages())"],
-        env=env,
-        capture_output=True,
-        text=True,
-        check=True,
-    ).stdout.strip()
+    env = {"PYTHONUSERBASE": str(base)}
+    where = "import site; print(site.getusersitepackages())"
+    site = python("-c", where, env=env, check=True).stdout.strip()
     shutil.copytree(FIXTURE / PACKAGE, Path(site) / PACKAGE)
     # A virtual environment leaves the user's site-packages off sys.path.
     env["PYTHONPATH"] = site
@@ -52,14 +46,7 @@ def _fit(installed, *args: str, explain: bool = False) -> dict:
     project, env = installed
     if explain:
         env = {**env, "ARRAYFIELD_EXPLAIN_RETRACES": "1"}
-    done = subprocess.run(
-        [sys.executable, "fit_sources.py", *args],
-        cwd=project,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
+    done = python("fit_sources.py", *args, cwd=project, env=env)
     assert done.returncode == 0, done.stderr[-3000:]
     return json.loads(done.stdout.splitlines()[-1])
 

@@ -108,13 +108,6 @@ is_traced_leaf: Callable[[Any], bool] = (
 _JIT_WRAPPER: type | None = _name(_jit, "_jit", "_JitWrapper")
 
 
-def jit_wrapper_classes() -> tuple[type, ...]:
-    """The classes of the callables `eqx.filter_jit` returns (where this equinox
-    lets us see it) and of those registered with `watch_jit_class`."""
-    own = () if _JIT_WRAPPER is None else (_JIT_WRAPPER,)
-    return (*own, *_registered_classes)
-
-
 def equinox_filter_jit() -> Callable[..., Any]:
     """Equinox's `filter_jit`, from its own module: `equinox.filter_jit` may have
     been pointed at `af.filter_jit` (as `compat/swap_filter_jit.py` does)."""
@@ -243,7 +236,10 @@ def is_jit_wrapper_file(filename: str) -> bool:
     return filename in _registered_files
 
 
-def _watched_classes() -> tuple[type, ...]:
+def jit_wrapper_classes() -> tuple[type, ...]:
+    """The classes of the callables `eqx.filter_jit` returns (where this equinox
+    lets us see them as we read them) and of those registered with
+    `watch_jit_class`: what the call hook swaps and the diagnostics unwrap."""
     own = () if watch_problem() is not None else (_JIT_WRAPPER,)
     return (*own, *_registered_classes)  # type: ignore[return-value]
 
@@ -251,7 +247,7 @@ def _watched_classes() -> tuple[type, ...]:
 def is_filter_jit(fn: Any) -> bool:
     """Whether `fn` came from `eqx.filter_jit` or `af.filter_jit` (as far as this
     equinox lets us see)."""
-    return isinstance(fn, _watched_classes())
+    return isinstance(fn, jit_wrapper_classes())
 
 
 _original_calls: dict[type, Callable[..., Any]] = {}
@@ -276,7 +272,7 @@ def install_call_hook(make_call: Callable[[Callable[..., Any]], Any]) -> None:
     with _lock:
         if _hook_users == 0:
             _make_call = make_call
-            for cls in _watched_classes():
+            for cls in jit_wrapper_classes():
                 _hook(cls, make_call)
         _hook_users += 1
 

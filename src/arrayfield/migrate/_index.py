@@ -321,9 +321,8 @@ class ProjectIndex:
                 if located is None:
                     continue
                 module, rest = located
+                # (one bound there through `*` was followed by `qualify`)
                 if self._defines(module, rest.partition(".")[0]):
-                    continue
-                if self._from_star(module, rest.partition(".")[0], 0):
                     continue
                 why = (
                     f"re-exported dynamically at {module.path}:{module.dynamic_export}"

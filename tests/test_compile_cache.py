@@ -14,7 +14,7 @@ import jax
 import pytest
 
 import arrayfield as af
-from arrayfield import _compile_cache, _jax_private
+from arrayfield import _compile_cache, _jax_private, _kept_families
 from helpers import run_code
 
 JOB = textwrap.dedent(
@@ -86,20 +86,57 @@ def test_without_it_jaxs_threshold_keeps_nothing_this_fast(tmp_path):
     assert second["loaded"] == 0
 
 
-@pytest.mark.skipif(
+sharing = pytest.mark.skipif(
     _jax_private.sharing_problem() is not None,
     reason="sharing numbers needs a JAX whose traced jits show their program",
 )
+
+
+@sharing
 def test_a_family_of_numbers_is_read_back_in_a_second_process(tmp_path):
     # share_numbers: the first origin's own program and the shared one are
-    # written by the first process; a second one meeting the same origins first
-    # and new ones after compiles nothing.
+    # written by the first process, with the numbers the shared one lifts
+    # (`_kept_families`); a second one shares from its first field, the old
+    # origin included, and reads the shared program.
     setup = f"af.use_compile_cache({str(tmp_path)!r})"
     first = job(setup, origins=(1, 2, 3), share=True)
     second = job(setup, origins=(1, 4, 5, 6), share=True)
     assert (first["compiled"], first["loaded"]) == (2, 0)
-    assert (second["compiled"], second["loaded"]) == (0, 2)
+    assert (second["compiled"], second["loaded"]) == (0, 1)
     assert second["out"][0] == first["out"][0]
+
+
+@sharing
+def test_a_later_process_whose_fields_all_have_new_numbers_compiles_nothing(
+    tmp_path,
+):
+    setup = f"af.use_compile_cache({str(tmp_path)!r})"
+    job(setup, origins=(1, 2), share=True)
+    later = job(setup, origins=(7, 3, 5), share=True)
+    assert (later["compiled"], later["loaded"]) == (0, 1)
+    alone = job("", origins=(7, 3, 5))  # each field's own program, no cache
+    assert later["out"] == alone["out"]
+
+
+@sharing
+@pytest.mark.parametrize("kept", ["removed", "unreadable", "another family's"])
+def test_without_the_kept_numbers_a_family_starts_with_its_own_program(
+    tmp_path, kept
+):
+    # What the files decide, and that a bad one costs a compile, never a value:
+    # the family's first field compiles its own program, as in a new cache.
+    setup = f"af.use_compile_cache({str(tmp_path)!r})"
+    job(setup, origins=(1, 2), share=True)
+    (record,) = (tmp_path / _kept_families.FOLDER).iterdir()
+    if kept == "removed":
+        record.unlink()
+    elif kept == "unreadable":
+        record.write_text("{not json")
+    else:  # numbers this program does not have
+        record.write_text(json.dumps({"lifted": [5]}))
+    later = job(setup, origins=(7, 3), share=True)
+    assert (later["compiled"], later["loaded"]) == (1, 1)
+    assert later["out"] == job("", origins=(7, 3))["out"]
 
 
 def test_without_filelock_the_cache_works_unbounded(tmp_path):

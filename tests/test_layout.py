@@ -37,6 +37,7 @@ PRIVATE = ("_jax_private", "_eqx_private", "_tracing")
 DISPATCH = (
     "_program_key",
     "_numbers",
+    "_kept_families",
     "_executables",
     "_program",
     "_layouts",

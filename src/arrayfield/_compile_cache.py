@@ -77,10 +77,11 @@ def use_compile_cache(
     cache key, as `eqx.filter_jit` does; `af.count_compiles()` reports the
     programs read from the cache (`.loaded`) apart from those compiled. An entry
     serves only the same program on the same JAX and jaxlib versions and the
-    same kind of device. With `af.filter_jit(..., share_numbers=True)`, a
-    process that meets a family of programs compiles its first field's own
-    program unless a process before it compiled that same program; the family's
-    shared program is read from the cache where the same numbers differ.
+    same kind of device. With `af.filter_jit(..., share_numbers=True)`, which
+    numbers a family's shared program takes is kept beside JAX's entries (a
+    small file per family, in `arrayfield-families/`): a later process runs
+    the family's fields, the first included, on that program, read from the
+    cache, so fields with new numbers compile nothing.
 
     Not done on import: arrayfield writes nothing to disk unless asked.
 

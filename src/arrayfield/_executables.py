@@ -20,7 +20,7 @@ import jax
 import jax.extend
 import jax.tree_util as jtu
 
-from . import _eqx_private, _jax_private, _numbers, _tracing
+from . import _eqx_private, _jax_private, _kept_families, _numbers, _tracing
 from ._program_key import constant_keys, program_key
 
 
@@ -86,12 +86,15 @@ class _Family:
     generalised program takes as inputs (`lifted`: those that differed from the
     first's in some later trace; it only grows)."""
 
-    __slots__ = ("first", "lifted", "number")
+    __slots__ = ("first", "kept_as", "lifted", "number")
 
     def __init__(self, number: int, first: tuple):
         self.number = number
         self.first = first
         self.lifted: frozenset[int] = frozenset()
+        # `(folder, file name)` where the lifted numbers are kept for later
+        # processes (`_kept_families`), or None: JAX's persistent cache is off.
+        self.kept_as: tuple[Any, str] | None = None
 
 
 class _Executables:
@@ -225,7 +228,8 @@ def _generalised_for(
         if not new:
             _tracing.record.number_families += 1
         return None
-    if new:  # its own program, compiled as any other
+    if new and not _kept(family, closed, at, params, key, len(seen[0])):
+        # Its own program, compiled as any other.
         _tracing.record.family = (family.number, "first")
         _tracing.record.number_runs += 1
         return None
@@ -235,7 +239,7 @@ def _generalised_for(
         for i, (a, b) in enumerate(zip(first_numbers, seen[0], strict=True))
         if a != b
     )
-    if not differ and first_consts == seen[1]:
+    if not new and not differ and first_consts == seen[1]:
         return None  # the first program itself (placed otherwise, say)
     try:
         lifted = family.lifted
@@ -259,9 +263,35 @@ def _generalised_for(
     )
     if executable is None:  # JAX would not have it: a program of its own
         return None
+    if compiled and family.kept_as is not None:
+        _kept_families.keep(*family.kept_as, lifted)
     _tracing.record.family = (family.number, "generalised" if compiled else "joined")
     _tracing.record.number_runs += 1
     return executable, inputs
+
+
+def _kept(
+    family: _Family, closed: Any, at: tuple, params: dict, key: tuple, count: int
+) -> bool:
+    """For a family new to this process (of `count` numbers), where JAX's
+    persistent cache is on: notes where its lifted numbers are to be kept, and
+    whether an earlier process kept them (then they are the family's, and its
+    first field shares at once: its program is the one that process compiled,
+    read from JAX's cache)."""
+    where = _kept_families.folder()
+    if where is None:
+        return False
+    options = sorted((k, v) for k, v in params.items() if k != "jaxpr")
+    try:
+        name = _kept_families.name(_numbers.blanked(closed, at), (options, *key[1:]))
+    except Exception:  # a program this JAX prints otherwise: nothing kept
+        return False
+    family.kept_as = (where, name)
+    lifted = _kept_families.lifted(where, name)
+    if not lifted or max(lifted) >= count:  # none kept, or not this family's
+        return False
+    _executables.widened(family, lifted)
+    return True
 
 
 def _liftable_constants(consts: Any, call_args: tuple, params: dict) -> bool:

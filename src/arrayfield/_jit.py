@@ -592,8 +592,11 @@ def filter_jit(
         that takes the numbers in which it differs from the first (and the
         constants) as inputs, keeping the others literals; every later trace
         that differs only there runs it, compiling nothing (one that differs
-        in a number kept a literal compiles it once more, wider). Off by
-        default, because it is not exact from a family's second trace on: XLA
+        in a number kept a literal compiles it once more, wider). With
+        `af.use_compile_cache`, which numbers a family takes is kept beside
+        the cache: a later process shares from the family's first field on,
+        reading the shared program, and compiles nothing. Off by default,
+        because it is not exact from a family's second trace on: XLA
         folds constants into the operations that read them and cannot fold an
         input, so results may differ from `eqx.filter_jit`'s in the last bits:
         integers exact, float32 and float64 within 1e-5 of each output's

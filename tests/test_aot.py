@@ -1,5 +1,5 @@
-"""`af.filter_jit(f).lower(...).compile()`: a compiled step runs only the calls it
-was compiled for (issue 51, item 2).
+"""`af.filter_jit(f).trace(...)` and `.lower(...).compile()`: a compiled step
+runs only the calls it was compiled for (issue 51, items 1 and 2).
 
 Equinox's compiled step passes a call's arrays to the executable and drops the
 rest, so a call with another static field or Python number silently gets the
@@ -136,3 +136,33 @@ def test_eval_shape_as_equinox():
     got = af.filter_jit(render).eval_shape(box, IMAGE)
     want = eqx.filter_eval_shape(render, box, IMAGE)
     assert (got.shape, got.dtype) == (want.shape, want.dtype) == ((3,), jnp.float32)
+
+
+def test_trace_takes_specs_and_gives_the_program_its_output_and_a_checked_lowering():
+    step = af.filter_jit(render)
+    box = Box(flux=2.0, origin=1)
+    spec_box = eqx.filter_eval_shape(lambda: box)
+    image = jax.ShapeDtypeStruct(IMAGE.shape, IMAGE.dtype)
+    traced = step.trace(spec_box, image, 0.5)
+    # The call's arrays, in leaf order: flux, then the image; 0.5 and the
+    # origin are in the program, not inputs of it.
+    assert [v.aval.shape for v in traced.jaxpr.jaxpr.invars] == [(), IMAGE.shape]
+    assert any(e.primitive.name == "slice" for e in traced.jaxpr.jaxpr.eqns)
+    info = traced.out_info
+    assert (info.shape, info.dtype) == ((3,), jnp.float32)
+    compiled = traced.lower().compile()
+    np.testing.assert_array_equal(compiled(box, IMAGE, 0.5), step(box, IMAGE, 0.5))
+    with pytest.raises(TypeError, match=r"box\.origin is 2 where it was 1"):
+        compiled(Box(flux=2.0, origin=2), IMAGE, 0.5)
+    weak = jax.ShapeDtypeStruct((), jnp.float32, weak_type=True)
+    with pytest.raises(TypeError, match=r"\.trace: ShapeDtypeStruct.*weak type"):
+        step.trace(Box(flux=weak, origin=1), IMAGE)
+
+
+def test_trace_keeps_non_array_outputs():
+    def with_label(box: Box) -> tuple:
+        return box.flux * 2, "label", box.origin
+
+    info = af.filter_jit(with_label).trace(Box(flux=1.0, origin=4)).out_info
+    assert info[1:] == ("label", 4)
+    assert isinstance(info[0], jax.ShapeDtypeStruct)

@@ -120,9 +120,7 @@ def test_a_later_process_whose_fields_all_have_new_numbers_compiles_nothing(
 
 @sharing
 @pytest.mark.parametrize("kept", ["removed", "unreadable", "another family's"])
-def test_without_the_kept_numbers_a_family_starts_with_its_own_program(
-    tmp_path, kept
-):
+def test_without_the_kept_numbers_a_family_starts_with_its_own_program(tmp_path, kept):
     # What the files decide, and that a bad one costs a compile, never a value:
     # the family's first field compiles its own program, as in a new cache.
     setup = f"af.use_compile_cache({str(tmp_path)!r})"

@@ -1,4 +1,5 @@
-"""Ahead of time: `af.filter_jit(f).lower(...).compile()`, checked at every call.
+"""Ahead of time: `af.filter_jit(f).trace(...)` and `.lower(...).compile()`,
+the compiled step checked at every call.
 
 Equinox's compiled step runs whatever it is called with, as long as the arrays
 have the avals it was compiled for: the static part of the call (static fields,
@@ -63,6 +64,27 @@ def specs_as_arrays(tree: Any, where: str) -> Any:
         return np.broadcast_to(np.zeros((), x.dtype), x.shape)
 
     return jtu.tree_map(array, tree)
+
+
+class Traced:
+    """`af.filter_jit(f).trace(...)`: the function's program for these
+    arguments, as `jax.jit(f).trace(...)` gives one. `.jaxpr` takes the call's
+    arrays in the order `jax.tree_util.tree_leaves` meets them (the arrays the
+    function holds are its constants), as `eqx.filter_make_jaxpr` writes it;
+    `.out_info` is the output with a `jax.ShapeDtypeStruct` where each array
+    goes; `.lower()` lowers the call as the wrapper's `.lower(...)` does."""
+
+    def __init__(self, wrapper: Any, args: tuple, kwargs: dict):
+        jaxpr, arrays, others = eqx.filter_make_jaxpr(wrapper.__wrapped__)(
+            *args, **kwargs
+        )
+        self.jaxpr = jaxpr
+        self.out_info = eqx.combine(arrays, others)
+        self._call = (wrapper, args, kwargs)
+
+    def lower(self) -> Lowered:
+        wrapper, args, kwargs = self._call
+        return wrapper.lower(*args, **kwargs)
 
 
 class Lowered:

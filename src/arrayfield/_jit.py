@@ -464,6 +464,13 @@ class _FilterJit(eqx.Module):
 
     __call__ = _call
 
+    def trace(self, /, *args: Any, **kwargs: Any) -> _aot.Traced:
+        """The function's program for these arguments (arrays, or
+        `jax.ShapeDtypeStruct` specs of them), without compiling: `.jaxpr`,
+        `.out_info`, and `.lower()`, as `.lower(...)`."""
+        args, kwargs = _aot.specs_as_arrays((args, kwargs), f"{self!r}.trace")
+        return _aot.Traced(self, args, kwargs)
+
     def lower(self, /, *args: Any, **kwargs: Any) -> _aot.Lowered:
         """`eqx.filter_jit(...).lower` for these arguments (arrays, or
         `jax.ShapeDtypeStruct` specs of them), whose `.compile()` checks that

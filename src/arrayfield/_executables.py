@@ -202,7 +202,8 @@ def _generalised_for(
     """`(generalised executable, this trace's numbers as its inputs)` for a
     program that embeds numbers or constants (`_numbers`), or None: it compiles
     a program of its own. A family's first program is its own (exact, as where
-    nothing varies); a later one differing from it only in numbers runs the
+    nothing varies), unless an earlier process kept which numbers the family
+    lifts (`_kept`); a later one differing from it only in numbers runs the
     family's program generalised over the numbers that differed so far (and the
     constants), compiled at the first trace that needs it, and again, wider,
     where a trace differs in a number it keeps as a literal. Without `share`

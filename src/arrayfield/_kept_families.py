@@ -15,6 +15,8 @@ from this process's own trace and checked as any generalised program. A file
 of another program (a digest that collides, a file edited by hand) or an
 unreadable one therefore costs at most a compile, never a value. Kept only
 where JAX's cache is on with a local directory; nothing is written otherwise.
+JAX's size bound neither counts nor evicts these files (it reads only its own
+entries), and each holds a few bytes.
 """
 
 from __future__ import annotations

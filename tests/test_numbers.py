@@ -919,3 +919,68 @@ def test_a_jax_whose_programs_cannot_share_says_so_once(monkeypatch):
         assert (traces, compiles) == (4, 4)  # each field's own program, as equinox
     finally:
         _layouts.can_share_numbers.cache_clear()
+
+
+# -- blocks moved by a scatter or gather ------------------------------------------------
+
+
+def _starts(y: int, x: int) -> jax.Array:
+    # As `jnp` builds a block's start vector from Python ints.
+    return jnp.concatenate([jnp.full((1,), y, jnp.int32), jnp.full((1,), x, jnp.int32)])
+
+
+def _moved(kind: str, frame: jax.Array, box: jax.Array, y: int, x: int) -> Any:
+    """`frame` with `box` added or set at `(y, x)`, or the block there read, by
+    a scatter or gather in the mode `jnp` gives them (a block that does not fit
+    is dropped, or read as zeros)."""
+    drop = jax.lax.GatherScatterMode.FILL_OR_DROP
+    if kind == "gather":
+        numbers = jax.lax.GatherDimensionNumbers(
+            offset_dims=(0, 1), collapsed_slice_dims=(), start_index_map=(0, 1)
+        )
+        return jax.lax.gather(
+            frame, _starts(y, x), numbers, box.shape, mode=drop, fill_value=0
+        ) * jnp.sum(box)
+    numbers = jax.lax.ScatterDimensionNumbers(
+        update_window_dims=(0, 1),
+        inserted_window_dims=(),
+        scatter_dims_to_operand_dims=(0, 1),
+    )
+    scatter = jax.lax.scatter_add if kind == "add" else jax.lax.scatter
+    return scatter(frame, _starts(y, x), box, numbers, mode=drop)
+
+
+@pytest.mark.parametrize("kind", ["add", "set", "gather"])
+def test_a_block_is_moved_by_dynamic_slices_only_where_it_fits(kind):
+    def place(frame, box, y, x):
+        return _moved(kind, frame, box, y, x)
+
+    frame = jnp.asarray(np.random.default_rng(3).normal(size=(8, 8)), jnp.float32)
+    box = jnp.arange(1.0, 7.0).reshape(2, 3)
+    # Inside, inside, a block past the edge (dropped, or read as zeros), inside.
+    starts = [(1, 2), (5, 4), (7, 6), (0, 5)]
+    results, counts = [], []
+    for jit in (eqx.filter_jit, SHARING):
+        jax.clear_caches()
+        step = jit(place)
+        with compiles_of("place") as compiled:
+            results.append([step(frame, box, y, x) for y, x in starts])
+        counts.append(len(compiled))
+    for a, b in zip(*results, strict=True):
+        assert_close(a, b)
+    # The inside blocks: one family (its first program, then the shared one);
+    # the block past the edge is a family of its own, whose first program it is.
+    assert counts == [4, 3]
+    # In the shared program the inside block is a dynamic slice or update:
+    # no bounds check computed on every call.
+    closed = jax.make_jaxpr(place, static_argnums=(2, 3))(frame, box, 1, 2)
+    assert _numbers.windows(closed.jaxpr) != []
+    at = _numbers.sites(closed.jaxpr)
+    names = {e.primitive.name for e in _numbers.generalised(closed, at).jaxpr.eqns}
+    assert not names & {"scatter", "scatter-add", "gather"}
+    assert names & {"dynamic_slice", "dynamic_update_slice"}
+    outside = jax.make_jaxpr(place, static_argnums=(2, 3))(frame, box, 7, 6)
+    assert [inside for _, inside in _numbers.windows(outside.jaxpr)] == [False]
+    at = _numbers.sites(outside.jaxpr)
+    names = {e.primitive.name for e in _numbers.generalised(outside, at).jaxpr.eqns}
+    assert names & {"scatter", "scatter-add", "gather"}

@@ -28,7 +28,15 @@ lifted:
   `dynamic_update_slice` into a block of the padding value or a
   `dynamic_slice`. JAX checked each start against its operand's shape when it
   traced, so the dynamic form reads exactly what the static one reads (it
-  never clamps).
+  never clamps);
+- the starts of a block that a scatter writes or a gather reads at a start
+  vector built from scalars (`frame.at[oy:oy + h, ox:ox + w].add(box)`, and its
+  gradient): where the block lies within its array, the generalised program
+  moves it with a `dynamic_slice` and a `dynamic_update_slice` at those
+  scalars, which move exactly that block, instead of a scatter or gather
+  that checks its bounds on every call (`windows`). Whether each block lies
+  within is part of the family, so a field whose block would be dropped runs
+  a program that keeps the scatter.
 
 What stays in the program, because it decides what runs rather than being a
 value: the operands of `cond` (the branch index), `while` and `scan` (a loop's
@@ -76,6 +84,13 @@ from ._program_key import closed_key
 _LITERAL = jcore.Literal
 _SLICE = jax.lax.slice_p
 _PAD = jax.lax.pad_p
+_SCATTER_ADD = jax.lax.scatter_add_p
+_SCATTER = jax.lax.scatter_p
+_GATHER = jax.lax.gather_p
+_BROADCAST = jax.lax.broadcast_in_dim_p
+_CONCATENATE = jax.lax.concatenate_p
+_DYNAMIC_SLICE = jax.lax.dynamic_slice_p
+_DYNAMIC_UPDATE_SLICE = jax.lax.dynamic_update_slice_p
 _INT32 = np.dtype(np.int32)
 # Equations whose literal operands decide what runs: a branch index, a loop's
 # bounds or carry (a `select_n`'s case is kept by `_liftable_operands`).
@@ -467,6 +482,135 @@ def _fenced(eqns: list[Any]) -> list[Any]:
     return fenced
 
 
+# A block moved by a scatter or gather at a start vector built from scalars:
+# `jnp` writes `frame.at[:, oy:oy + h, ox:ox + w].add(box)` as a `scatter-add`
+# at `concatenate(broadcast_in_dim(oy), broadcast_in_dim(ox))`, and its gradient
+# reads the block back with a `gather`. With literal starts XLA folds the
+# bounds check such a scatter or gather makes (a block that does not fit is
+# dropped, or filled); with starts given at run time it computes the check and
+# masks the block on every call. A block that lies within its array is moved
+# exactly as a `dynamic_slice` or `dynamic_update_slice` at the same starts
+# moves it (they clamp a start only where the block would not fit), so in a
+# generalised program such a block is moved by those; every program of the
+# family has its blocks inside alike (`family_key`), so none that would be
+# dropped or clamped runs there.
+
+
+def windows(jaxpr: Any) -> list[tuple[int, bool]]:
+    """`(equation, inside)` for each scatter or gather of `jaxpr` that moves one
+    block at a start vector built from literal scalars (`_block`, `_scalars`):
+    whether the block lies within its array at those starts."""
+    defined = {v: i for i, eqn in enumerate(jaxpr.eqns) for v in eqn.outvars}
+    found = []
+    for i, eqn in enumerate(jaxpr.eqns):
+        block = _block(eqn)
+        if block is None:
+            continue
+        scalars = _scalars(eqn.invars[1], jaxpr.eqns, defined)
+        if scalars is None or not all(type(x) is _LITERAL for x in scalars):
+            continue
+        shape, dims = block
+        operand = eqn.invars[0].aval.shape
+        inside = all(
+            0 <= int(x.val) <= operand[d] - shape[d]
+            for x, d in zip(scalars, dims, strict=True)
+        )
+        found.append((i, inside))
+    return found
+
+
+def _block(eqn: Any) -> tuple[tuple[int, ...], tuple[int, ...]] | None:
+    """`(the block's shape, the dimensions its start vector indexes)` of a
+    scatter (adding or setting) or gather that moves one whole block of its
+    array: one start vector, no dimension dropped or batched; else None."""
+    params = eqn.params
+    numbers = params.get("dimension_numbers")
+    if numbers is None or getattr(numbers, "operand_batching_dims", ()):
+        return None
+    operand = eqn.invars[0].aval
+    if operand.weak_type:
+        return None
+    if eqn.primitive in (_SCATTER_ADD, _SCATTER):
+        updates = eqn.invars[2].aval
+        dims = tuple(numbers.scatter_dims_to_operand_dims)
+        if (
+            numbers.inserted_window_dims
+            or updates.ndim != operand.ndim
+            or tuple(numbers.update_window_dims) != tuple(range(updates.ndim))
+            or params.get("update_consts")
+        ):
+            return None
+        shape = tuple(updates.shape)
+    elif eqn.primitive is _GATHER:
+        dims = tuple(numbers.start_index_map)
+        if numbers.collapsed_slice_dims or tuple(numbers.offset_dims) != tuple(
+            range(operand.ndim)
+        ):
+            return None
+        shape = tuple(params["slice_sizes"])
+    else:
+        return None
+    if eqn.invars[1].aval.shape != (len(dims),) or len(set(dims)) != len(dims):
+        return None
+    return shape, dims
+
+
+def _scalars(indices: Any, eqns: Sequence[Any], defined: dict) -> list[Any] | None:
+    """The scalars a start vector is built from, where it is a `concatenate`
+    of one-element `broadcast_in_dim`s of scalars (or one such broadcast), as
+    `jnp` builds it; else None."""
+    if type(indices) is _LITERAL or indices not in defined:
+        return None
+    eqn = eqns[defined[indices]]
+    parts = eqn.invars if eqn.primitive is _CONCATENATE else [indices]
+    scalars = []
+    for part in parts:
+        if type(part) is _LITERAL or part not in defined:
+            return None
+        made = eqns[defined[part]]
+        if (
+            made.primitive is not _BROADCAST
+            or len(made.invars) != 1
+            or made.invars[0].aval.shape != ()
+            or made.outvars[0].aval.shape != (1,)
+        ):
+            return None
+        scalars.append(made.invars[0])
+    return scalars
+
+
+def _moved(eqn: Any, eqns: Sequence[Any], defined: dict) -> list[Any] | None:
+    """The equations that move a block inside its array (see `windows`) with a
+    `dynamic_slice` and a `dynamic_update_slice` at the scalars its start vector
+    is built from (now literals or inputs); None where they have other dtypes."""
+    shape, dims = _block(eqn)  # pyright: ignore[reportGeneralTypeIssues]
+    scalars = _scalars(eqn.invars[1], eqns, defined)
+    if scalars is None or len({np.dtype(x.aval.dtype) for x in scalars}) != 1:
+        return None
+    operand = eqn.invars[0]
+    zero = _jax_private.literal(
+        np.zeros((), scalars[0].aval.dtype).item(),
+        _jax_private.strongly_typed(scalars[0].aval),
+    )
+    starts: list[Any] = [zero] * operand.aval.ndim
+    for x, d in zip(scalars, dims, strict=True):
+        starts[d] = x
+    if eqn.primitive is _GATHER:
+
+        def read(x: Any, *at: Any) -> Any:
+            return _DYNAMIC_SLICE.bind(x, *at, slice_sizes=shape)
+
+        return _traced_as(read, [operand, *starts], eqn.outvars[0], eqn)
+    adds = eqn.primitive is _SCATTER_ADD
+
+    def write(x: Any, update: Any, *at: Any) -> Any:
+        if adds:  # as the scatter adds: the array's element, then the update's
+            update = jax.lax.add(_DYNAMIC_SLICE.bind(x, *at, slice_sizes=shape), update)
+        return _DYNAMIC_UPDATE_SLICE.bind(x, update, *at)
+
+    return _traced_as(write, [operand, eqn.invars[2], *starts], eqn.outvars[0], eqn)
+
+
 def blanked(closed: Any, at: Sequence[Site]) -> Any:
     """`closed` with every number at `at` blanked (literals made inputs, a
     placing equation's starts erased): two programs give equal keys for it
@@ -506,15 +650,19 @@ def blanked(closed: Any, at: Sequence[Site]) -> Any:
 def family_key(closed: Any, at: Sequence[Site], params: dict[str, Any]) -> tuple:
     """The key of `closed` (compiled with the jit parameters `params`) with its
     numbers at `at` blanked: equal for two programs exactly when they differ
-    only in those numbers."""
-    return closed_key(blanked(closed, at), params)
+    only in those numbers, and their blocks (`windows`) lie within their
+    arrays alike."""
+    bounds = tuple(inside for _, inside in windows(closed.jaxpr))
+    return closed_key(blanked(closed, at), params), bounds
 
 
-def generalised(closed: Any, at: Sequence[Site]) -> Any:
+def generalised(closed: Any, at: Sequence[Site], top: bool = True) -> Any:
     """`closed` with its constants made its first inputs and every number at
     `at` an input after its own, in `numbers` order (type-checked by JAX: one it
     would not accept raises). A literal's input has the literal's type, weak or
-    not; a start is int32."""
+    not; a start is int32. In the program itself (`top`; not in a nested
+    jit's, whose blocks the family key does not check), each block that lies
+    within its array (`windows`) is moved by a dynamic slice or update."""
     jaxpr = closed.jaxpr
     eqns = list(jaxpr.eqns)
     added: list[Any] = []
@@ -529,7 +677,7 @@ def generalised(closed: Any, at: Sequence[Site]) -> Any:
     for site in at:
         eqn = eqns[site.eqn]
         if site.inner:
-            inner = generalised(eqn.params["jaxpr"], site.inner)
+            inner = generalised(eqn.params["jaxpr"], site.inner, top=False)
             new = inner.jaxpr.invars[len(eqn.params["jaxpr"].jaxpr.invars) :]
             inputs = [number_input(v.aval) for v in new]
             eqns[site.eqn] = _with_inputs(eqn, inner, inputs)
@@ -540,6 +688,12 @@ def generalised(closed: Any, at: Sequence[Site]) -> Any:
             invars = list(eqn.invars)
             invars[site.operand] = number_input(invars[site.operand].aval)
             eqns[site.eqn] = _jax_private.replaced(eqn, invars=invars)
+    if top:
+        defined = {v: i for i, eqn in enumerate(eqns) for v in eqn.outvars}
+        for i, inside in windows(jaxpr):
+            moved = _moved(eqns[i], eqns, defined) if inside else None
+            if moved is not None:
+                spliced[i] = moved
     eqns = _fenced([e for i, eqn in enumerate(eqns) for e in spliced.get(i, (eqn,))])
     debug_info = jaxpr.debug_info
     if debug_info is not None and debug_info.arg_names is not None:

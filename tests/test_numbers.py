@@ -921,7 +921,7 @@ def test_a_jax_whose_programs_cannot_share_says_so_once(monkeypatch):
         _layouts.can_share_numbers.cache_clear()
 
 
-# -- blocks moved by a scatter or gather ------------------------------------------------
+# -- blocks moved by a scatter or gather -----------------------------------------------
 
 
 def _starts(y: int, x: int) -> jax.Array:

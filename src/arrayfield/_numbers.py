@@ -376,7 +376,9 @@ def _dynamic(eqn: Any, starts: list[Any]) -> list[Any]:
     if eqn.primitive is _SLICE or _pad_kind(eqn) == "crop":
 
         def cut(x: Any, *starts: Any) -> Any:
-            return jax.lax.dynamic_slice(x, starts, shape)
+            # The primitive: `lax.dynamic_slice` would also wrap negative
+            # starts, which a slice's never are.
+            return _DYNAMIC_SLICE.bind(x, *starts, slice_sizes=shape)
 
         placed, inputs = cut, [operand, *starts]
     else:
@@ -384,7 +386,7 @@ def _dynamic(eqn: Any, starts: list[Any]) -> list[Any]:
 
         def paste(x: Any, fill: Any, *starts: Any) -> Any:
             block = jax.lax.broadcast_in_dim(fill.astype(dtype), shape, ())
-            return jax.lax.dynamic_update_slice(block, x, starts)
+            return _DYNAMIC_UPDATE_SLICE.bind(block, x, *starts)
 
         fill = eqn.invars[1]
         if type(fill) is _LITERAL:  # strongly typed, as the operand it pads

@@ -33,14 +33,18 @@ from typing import Any
 import jax
 
 FOLDER = "arrayfield-families"
+# JAX's options, read by name (its `Config` declares none of them to a type
+# checker).
+_ENABLED = "jax_enable_compilation_cache"
+_DIRECTORY = "jax_compilation_cache_dir"
 
 
 def folder() -> Path | None:
     """Where the files go: a folder of JAX's cache directory, or None where
     JAX's persistent cache is off or not on a local disk."""
-    if not jax.config.jax_enable_compilation_cache:
+    if not getattr(jax.config, _ENABLED):
         return None
-    directory = jax.config.jax_compilation_cache_dir
+    directory = getattr(jax.config, _DIRECTORY)
     if not directory or "://" in str(directory):
         return None
     return Path(directory) / FOLDER

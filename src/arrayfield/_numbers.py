@@ -585,10 +585,13 @@ def _moved(eqn: Any, eqns: Sequence[Any], defined: dict) -> list[Any] | None:
     """The equations that move a block inside its array (see `windows`) with a
     `dynamic_slice` and a `dynamic_update_slice` at the scalars its start vector
     is built from (now literals or inputs); None where they have other dtypes."""
-    shape, dims = _block(eqn)  # pyright: ignore[reportGeneralTypeIssues]
+    block = _block(eqn)
     scalars = _scalars(eqn.invars[1], eqns, defined)
-    if scalars is None or len({np.dtype(x.aval.dtype) for x in scalars}) != 1:
+    if block is None or scalars is None:
         return None
+    if len({np.dtype(x.aval.dtype) for x in scalars}) != 1:
+        return None
+    shape, dims = block
     operand = eqn.invars[0]
     zero = _jax_private.literal(
         np.zeros((), scalars[0].aval.dtype).item(),

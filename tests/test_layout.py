@@ -36,6 +36,7 @@ FIELDS = (
 PRIVATE = ("_jax_private", "_eqx_private", "_tracing")
 DISPATCH = (
     "_program_key",
+    "_blocks",
     "_numbers",
     "_kept_families",
     "_executables",

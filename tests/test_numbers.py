@@ -32,7 +32,7 @@ import pytest
 from hypothesis import given, note, settings
 
 import arrayfield as af
-from arrayfield import _jax_private, _layouts, _numbers
+from arrayfield import _blocks, _jax_private, _layouts, _numbers
 from boxed_fields import BOX, build_scene, fit_fields, loss, observed
 from helpers import assert_bitwise, compiles_of
 
@@ -974,13 +974,13 @@ def test_a_block_is_moved_by_dynamic_slices_only_where_it_fits(kind):
     # In the shared program the inside block is a dynamic slice or update:
     # no bounds check computed on every call.
     closed = jax.make_jaxpr(place, static_argnums=(2, 3))(frame, box, 1, 2)
-    assert _numbers.windows(closed.jaxpr) != []
+    assert _blocks.windows(closed.jaxpr) != []
     at = _numbers.sites(closed.jaxpr)
     names = {e.primitive.name for e in _numbers.generalised(closed, at).jaxpr.eqns}
     assert not names & {"scatter", "scatter-add", "gather"}
     assert names & {"dynamic_slice", "dynamic_update_slice"}
     outside = jax.make_jaxpr(place, static_argnums=(2, 3))(frame, box, 7, 6)
-    assert [inside for _, inside in _numbers.windows(outside.jaxpr)] == [False]
+    assert [inside for _, inside in _blocks.windows(outside.jaxpr)] == [False]
     at = _numbers.sites(outside.jaxpr)
     names = {e.primitive.name for e in _numbers.generalised(outside, at).jaxpr.eqns}
     assert names & {"scatter", "scatter-add", "gather"}

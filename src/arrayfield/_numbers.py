@@ -34,7 +34,7 @@ lifted:
   gradient): where the block lies within its array, the generalised program
   moves it with a `dynamic_slice` and a `dynamic_update_slice` at those
   scalars, which move exactly that block, instead of a scatter or gather
-  that checks its bounds on every call (`windows`). Whether each block lies
+  that checks its bounds on every call (`_blocks.windows`). Whether each block lies
   within is part of the family, so a field whose block would be dropped runs
   a program that keeps the scatter.
 
@@ -78,19 +78,12 @@ import jax.extend.core as jcore
 import jax.numpy as jnp
 import numpy as np
 
-from . import _jax_private
+from . import _blocks, _jax_private
 from ._program_key import closed_key
 
 _LITERAL = jcore.Literal
 _SLICE = jax.lax.slice_p
 _PAD = jax.lax.pad_p
-_SCATTER_ADD = jax.lax.scatter_add_p
-_SCATTER = jax.lax.scatter_p
-_GATHER = jax.lax.gather_p
-_BROADCAST = jax.lax.broadcast_in_dim_p
-_CONCATENATE = jax.lax.concatenate_p
-_DYNAMIC_SLICE = jax.lax.dynamic_slice_p
-_DYNAMIC_UPDATE_SLICE = jax.lax.dynamic_update_slice_p
 _INT32 = np.dtype(np.int32)
 # Equations whose literal operands decide what runs: a branch index, a loop's
 # bounds or carry (a `select_n`'s case is kept by `_liftable_operands`).
@@ -220,26 +213,12 @@ def _placed(eqn: Any) -> bool:
     """Whether an equation places a block at starts given as parameters, as a
     `dynamic_slice` or `dynamic_update_slice` would: a `slice` with unit
     strides, or a `pad` without interior padding that only grows or only crops
-    (`_pad_kind`)."""
+    (`_blocks.pad_kind`)."""
     if eqn.primitive is _SLICE:
         return all(stride == 1 for stride in eqn.params["strides"] or ())
     if eqn.primitive is _PAD:
-        return _pad_kind(eqn) is not None
+        return _blocks.pad_kind(eqn) is not None
     return False
-
-
-def _pad_kind(eqn: Any) -> str | None:
-    """ "grow" for a pad that only adds (`lax.pad`; the gradient of a slice),
-    "crop" for one that only removes (the gradient of a growing pad), None for
-    any other pad."""
-    config = eqn.params["padding_config"]
-    if any(interior != 0 for _, _, interior in config):
-        return None
-    if all(low >= 0 and high >= 0 for low, high, _ in config):
-        return "grow"
-    if all(low <= 0 and high <= 0 for low, high, _ in config):
-        return "crop"
-    return None
 
 
 def _starts(eqn: Any) -> tuple[int, ...]:
@@ -364,66 +343,6 @@ def unpacking(found: Sequence[Number]) -> tuple[tuple[int, int, bool], ...]:
     return tuple(where)
 
 
-def _dynamic(eqn: Any, starts: list[Any]) -> list[Any]:
-    """The equations that do what a placing equation does (`_placed`) at
-    `starts` given as operands: `slice` and a cropping `pad` become a
-    `dynamic_slice` of the same sizes, a growing `pad` a `dynamic_update_slice`
-    into a block of the padding value.
-    Traced from `jax.lax` itself, then wired to the equation's own variables."""
-    operand = eqn.invars[0]
-    shape = eqn.outvars[0].aval.shape
-    placed: Any
-    if eqn.primitive is _SLICE or _pad_kind(eqn) == "crop":
-
-        def cut(x: Any, *starts: Any) -> Any:
-            # The primitive: `lax.dynamic_slice` would also wrap negative
-            # starts, which a slice's never are.
-            return _DYNAMIC_SLICE.bind(x, *starts, slice_sizes=shape)
-
-        placed, inputs = cut, [operand, *starts]
-    else:
-        dtype = operand.aval.dtype
-
-        def paste(x: Any, fill: Any, *starts: Any) -> Any:
-            block = jax.lax.broadcast_in_dim(fill.astype(dtype), shape, ())
-            return _DYNAMIC_UPDATE_SLICE.bind(block, x, *starts)
-
-        fill = eqn.invars[1]
-        if type(fill) is _LITERAL:  # strongly typed, as the operand it pads
-            fill = _jax_private.literal(
-                fill.val, _jax_private.strongly_typed(fill.aval)
-            )
-        placed, inputs = paste, [operand, fill, *starts]
-    return _traced_as(placed, inputs, eqn.outvars[0], eqn)
-
-
-def _traced_as(fn: Any, inputs: list[Any], output: Any, eqn: Any) -> list[Any]:
-    """The equations of `output = fn(*inputs)` on jaxpr variables (or literals),
-    traced from `jax.lax` itself, wired to those variables and placed where
-    `eqn` is (its context and source lines)."""
-    traced = jax.make_jaxpr(fn)(
-        *(jax.ShapeDtypeStruct(x.aval.shape, x.aval.dtype) for x in inputs)
-    ).jaxpr
-    if not traced.eqns or traced.outvars[0] in traced.invars:
-        raise ValueError(f"jax.lax gave no equation for {fn!r}")
-    renamed: dict[Any, Any] = dict(zip(traced.invars, inputs, strict=True))
-    renamed[traced.outvars[0]] = output
-
-    def wired(x: Any) -> Any:
-        return x if type(x) is _LITERAL else renamed.get(x, x)
-
-    return [
-        _jax_private.replaced(
-            new,
-            invars=[wired(x) for x in new.invars],
-            outvars=[wired(x) for x in new.outvars],
-            ctx=eqn.ctx,
-            source_info=eqn.source_info,
-        )
-        for new in traced.eqns
-    ]
-
-
 # XLA's simplifier merges a slice of a slice (or a gather from one) into one
 # read of the outer array, adding the starts without clamping the inner start
 # to the inner slice. With literal starts XLA clamps them as it compiles and
@@ -480,140 +399,8 @@ def _fenced(eqns: list[Any]) -> list[Any]:
             continue
         cut = _jax_private.new_var(out.aval)
         fenced.append(_jax_private.replaced(eqn, outvars=[cut]))
-        fenced.extend(_traced_as(jax.lax.optimization_barrier, [cut], out, eqn))
+        fenced.extend(_blocks.traced_as(jax.lax.optimization_barrier, [cut], out, eqn))
     return fenced
-
-
-# A block moved by a scatter or gather at a start vector built from scalars:
-# `jnp` writes `frame.at[:, oy:oy + h, ox:ox + w].add(box)` as a `scatter-add`
-# at `concatenate(broadcast_in_dim(oy), broadcast_in_dim(ox))`, and its gradient
-# reads the block back with a `gather`. With literal starts XLA folds the
-# bounds check such a scatter or gather makes (a block that does not fit is
-# dropped, or filled); with starts given at run time it computes the check and
-# masks the block on every call. A block that lies within its array is moved
-# exactly as a `dynamic_slice` or `dynamic_update_slice` at the same starts
-# moves it (they clamp a start only where the block would not fit), so in a
-# generalised program such a block is moved by those; every program of the
-# family has its blocks inside alike (`family_key`), so none that would be
-# dropped or clamped runs there.
-
-
-def windows(jaxpr: Any) -> list[tuple[int, bool]]:
-    """`(equation, inside)` for each scatter or gather of `jaxpr` that moves one
-    block at a start vector built from literal scalars (`_block`, `_scalars`):
-    whether the block lies within its array at those starts."""
-    defined = {v: i for i, eqn in enumerate(jaxpr.eqns) for v in eqn.outvars}
-    found = []
-    for i, eqn in enumerate(jaxpr.eqns):
-        block = _block(eqn)
-        if block is None:
-            continue
-        scalars = _scalars(eqn.invars[1], jaxpr.eqns, defined)
-        if scalars is None or not all(type(x) is _LITERAL for x in scalars):
-            continue
-        shape, dims = block
-        operand = eqn.invars[0].aval.shape
-        inside = all(
-            0 <= int(x.val) <= operand[d] - shape[d]
-            for x, d in zip(scalars, dims, strict=True)
-        )
-        found.append((i, inside))
-    return found
-
-
-def _block(eqn: Any) -> tuple[tuple[int, ...], tuple[int, ...]] | None:
-    """`(the block's shape, the dimensions its start vector indexes)` of a
-    scatter (adding or setting) or gather that moves one whole block of its
-    array: one start vector, no dimension dropped or batched; else None."""
-    params = eqn.params
-    numbers = params.get("dimension_numbers")
-    if numbers is None or getattr(numbers, "operand_batching_dims", ()):
-        return None
-    operand = eqn.invars[0].aval
-    if operand.weak_type:
-        return None
-    if eqn.primitive in (_SCATTER_ADD, _SCATTER):
-        updates = eqn.invars[2].aval
-        dims = tuple(numbers.scatter_dims_to_operand_dims)
-        if (
-            numbers.inserted_window_dims
-            or updates.ndim != operand.ndim
-            or tuple(numbers.update_window_dims) != tuple(range(updates.ndim))
-            or params.get("update_consts")
-        ):
-            return None
-        shape = tuple(updates.shape)
-    elif eqn.primitive is _GATHER:
-        dims = tuple(numbers.start_index_map)
-        if numbers.collapsed_slice_dims or tuple(numbers.offset_dims) != tuple(
-            range(operand.ndim)
-        ):
-            return None
-        shape = tuple(params["slice_sizes"])
-    else:
-        return None
-    if eqn.invars[1].aval.shape != (len(dims),) or len(set(dims)) != len(dims):
-        return None
-    return shape, dims
-
-
-def _scalars(indices: Any, eqns: Sequence[Any], defined: dict) -> list[Any] | None:
-    """The scalars a start vector is built from, where it is a `concatenate`
-    of one-element `broadcast_in_dim`s of scalars (or one such broadcast), as
-    `jnp` builds it; else None."""
-    if type(indices) is _LITERAL or indices not in defined:
-        return None
-    eqn = eqns[defined[indices]]
-    parts = eqn.invars if eqn.primitive is _CONCATENATE else [indices]
-    scalars = []
-    for part in parts:
-        if type(part) is _LITERAL or part not in defined:
-            return None
-        made = eqns[defined[part]]
-        if (
-            made.primitive is not _BROADCAST
-            or len(made.invars) != 1
-            or made.invars[0].aval.shape != ()
-            or made.outvars[0].aval.shape != (1,)
-        ):
-            return None
-        scalars.append(made.invars[0])
-    return scalars
-
-
-def _moved(eqn: Any, eqns: Sequence[Any], defined: dict) -> list[Any] | None:
-    """The equations that move a block inside its array (see `windows`) with a
-    `dynamic_slice` and a `dynamic_update_slice` at the scalars its start vector
-    is built from (now literals or inputs); None where they have other dtypes."""
-    block = _block(eqn)
-    scalars = _scalars(eqn.invars[1], eqns, defined)
-    if block is None or scalars is None:
-        return None
-    if len({np.dtype(x.aval.dtype) for x in scalars}) != 1:
-        return None
-    shape, dims = block
-    operand = eqn.invars[0]
-    zero = _jax_private.literal(
-        np.zeros((), scalars[0].aval.dtype).item(),
-        _jax_private.strongly_typed(scalars[0].aval),
-    )
-    starts: list[Any] = [zero] * operand.aval.ndim
-    for x, d in zip(scalars, dims, strict=True):
-        starts[d] = x
-    if eqn.primitive is _GATHER:
-
-        def read(x: Any, *at: Any) -> Any:
-            return _DYNAMIC_SLICE.bind(x, *at, slice_sizes=shape)
-
-        return _traced_as(read, [operand, *starts], eqn.outvars[0], eqn)
-    adds = eqn.primitive is _SCATTER_ADD
-
-    def write(x: Any, update: Any, *at: Any) -> Any:
-        if adds:  # as the scatter adds: the array's element, then the update's
-            update = jax.lax.add(_DYNAMIC_SLICE.bind(x, *at, slice_sizes=shape), update)
-        return _DYNAMIC_UPDATE_SLICE.bind(x, update, *at)
-
-    return _traced_as(write, [operand, eqn.invars[2], *starts], eqn.outvars[0], eqn)
 
 
 def blanked(closed: Any, at: Sequence[Site]) -> Any:
@@ -637,7 +424,7 @@ def blanked(closed: Any, at: Sequence[Site]) -> Any:
             if eqn.primitive is _SLICE:
                 params["start_indices"] = params["limit_indices"] = None
             else:  # what a pad adds before and after: their sum is in the shape
-                params["padding_config"] = _pad_kind(eqn)
+                params["padding_config"] = _blocks.pad_kind(eqn)
             eqns[site.eqn] = _jax_private.replaced(eqn, params=params)
         else:
             invars = list(eqn.invars)
@@ -655,9 +442,9 @@ def blanked(closed: Any, at: Sequence[Site]) -> Any:
 def family_key(closed: Any, at: Sequence[Site], params: dict[str, Any]) -> tuple:
     """The key of `closed` (compiled with the jit parameters `params`) with its
     numbers at `at` blanked: equal for two programs exactly when they differ
-    only in those numbers, and their blocks (`windows`) lie within their
+    only in those numbers, and their blocks (`_blocks.windows`) lie within their
     arrays alike."""
-    bounds = tuple(inside for _, inside in windows(closed.jaxpr))
+    bounds = tuple(inside for _, inside in _blocks.windows(closed.jaxpr))
     return closed_key(blanked(closed, at), params), bounds
 
 
@@ -667,7 +454,7 @@ def generalised(closed: Any, at: Sequence[Site], top: bool = True) -> Any:
     would not accept raises). A literal's input has the literal's type, weak or
     not; a start is int32. In the program itself (`top`; not in a nested
     jit's, whose blocks the family key does not check), each block that lies
-    within its array (`windows`) is moved by a dynamic slice or update."""
+    within its array (`_blocks.windows`) is moved by a dynamic slice or update."""
     jaxpr = closed.jaxpr
     eqns = list(jaxpr.eqns)
     added: list[Any] = []
@@ -688,15 +475,15 @@ def generalised(closed: Any, at: Sequence[Site], top: bool = True) -> Any:
             eqns[site.eqn] = _with_inputs(eqn, inner, inputs)
         elif site.operand is None:
             starts = [number_input(int32) for _ in _starts(eqn)]
-            spliced[site.eqn] = _dynamic(eqn, starts)
+            spliced[site.eqn] = _blocks.dynamic(eqn, starts)
         else:
             invars = list(eqn.invars)
             invars[site.operand] = number_input(invars[site.operand].aval)
             eqns[site.eqn] = _jax_private.replaced(eqn, invars=invars)
     if top:
         defined = {v: i for i, eqn in enumerate(eqns) for v in eqn.outvars}
-        for i, inside in windows(jaxpr):
-            moved = _moved(eqns[i], eqns, defined) if inside else None
+        for i, inside in _blocks.windows(jaxpr):
+            moved = _blocks.moved(eqns[i], eqns, defined) if inside else None
             if moved is not None:
                 spliced[i] = moved
     eqns = _fenced([e for i, eqn in enumerate(eqns) for e in spliced.get(i, (eqn,))])

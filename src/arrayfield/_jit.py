@@ -417,23 +417,6 @@ def _equinox(wrapper: _FilterJit) -> Any:
     return built[1]
 
 
-def _names(fun: Any) -> tuple[str, str]:
-    """`(__name__, __qualname__)` of what `fun` wraps, as equinox names the
-    programs it compiles: past `functools.wraps` and `functools.partial`, and the
-    class's names for a callable object without its own."""
-    while True:
-        if hasattr(fun, "__wrapped__"):
-            fun = fun.__wrapped__
-        elif isinstance(fun, functools.partial):
-            fun = fun.func
-        else:
-            break
-    try:
-        return fun.__name__, fun.__qualname__
-    except AttributeError:
-        return type(fun).__name__, type(fun).__qualname__
-
-
 def _call_equinox(fallback: Any, args: tuple, kwargs: dict) -> Any:
     __tracebackhide__ = True
     try:
@@ -672,7 +655,7 @@ def filter_jit(
         return _equinox_filter_jit(fun, **options)
     filter_warning, donate_first, donate_rest = _DONATE[donate]
     signature = inspect.signature(fun)
-    names = _names(fun)
+    names = _program.names(fun)
     dynamic_fun, static_fun = _split(fun)
     layout: _layouts.Layout | None = None
     if not jitkwargs:

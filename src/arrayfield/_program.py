@@ -1,6 +1,7 @@
 """The programs `af.filter_jit` compiles: the user's function on flat leaves,
-the marker that makes a program's callbacks finish before its call returns, and
-the `jax.jit` kept for each call structure (`Compiled`).
+named as equinox names it (`names`), the marker that makes a program's
+callbacks finish before its call returns, and the `jax.jit` kept for each call
+structure (`Compiled`).
 
 `_jit` decides which program a call runs and calls it; this module says what
 the programs are, so that both halves read on their own.
@@ -83,6 +84,23 @@ jtu.register_pytree_node(
 
 _AVAL = operator.attrgetter("aval")
 _COMMITTED = operator.attrgetter(_jax_private.COMMITTED_ATTRIBUTE)
+
+
+def names(fun: Any) -> tuple[str, str]:
+    """`(__name__, __qualname__)` of what `fun` wraps, as equinox names the
+    programs it compiles: past `functools.wraps` and `functools.partial`, and the
+    class's names for a callable object without its own."""
+    while True:
+        if hasattr(fun, "__wrapped__"):
+            fun = fun.__wrapped__
+        elif isinstance(fun, functools.partial):
+            fun = fun.func
+        else:
+            break
+    try:
+        return fun.__name__, fun.__qualname__
+    except AttributeError:
+        return type(fun).__name__, type(fun).__qualname__
 
 
 def call_signature(leaves: list) -> tuple:

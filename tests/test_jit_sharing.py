@@ -95,6 +95,27 @@ def test_each_call_gets_its_own_static_outputs():
     assert both(run, "<lambda>") == {"eqx": 3, "af": 1}
 
 
+def test_outputs_equal_to_an_earlier_trace_s_are_still_this_call_s_own():
+    # One program for every call (the second leaf only names the field); the
+    # returned numbers are equal (1 == 1.0 == True, 0.0 == -0.0) but not the
+    # same objects, so each call returns what its own trace returned.
+    # The number comes back as a Module's static field: a node of the output's
+    # tree, which the executable compiled for the first call would rebuild.
+    class Out(eqx.Module):
+        x: jax.Array
+        value: Any = eqx.field(static=True)
+
+    def run(jit):
+        step = jit(lambda x, static: Out(x + 1, static[0]))
+        values = [1, 1.0, True, 0.0, -0.0]
+        outputs = [step(jnp.ones(2), (v, f"field-{i}")) for i, v in enumerate(values)]
+        got = [(type(out.value), repr(out.value)) for out in outputs]
+        assert got == [(type(v), repr(v)) for v in values]
+        return [out.x for out in outputs]
+
+    assert both(run, "<lambda>") == {"eqx": 5, "af": 1}
+
+
 @needs_sharing
 def test_what_a_trace_reads_makes_the_program():
     # A captured number, a dict read at trace time, 1 against 1.0: what the trace

@@ -192,7 +192,15 @@ class Compiled:
             if not self.runs:
                 self.direct = True  # the first trace: from now on, see `direct`
         elif numbers is None:
-            run = functools.partial(_executables.with_output_tree, executable, out_tree)
+            # Where both traces returned the same tree (two wrappers of one
+            # function, say), the executable builds this trace's output itself.
+            run = (
+                executable
+                if same_tree(executable.out_tree, out_tree)
+                else functools.partial(
+                    _executables.with_output_tree, executable, out_tree
+                )
+            )
         else:
             run = functools.partial(
                 _executables.with_numbers, executable, numbers, out_tree
@@ -202,6 +210,38 @@ class Compiled:
         run = self.runs.setdefault(signature, run)
         self.last = (signature, run)
         return run
+
+
+def same_tree(a: Any, b: Any) -> bool:
+    """Whether two treedefs hold the same objects in their nodes: not only equal
+    (`1 == 1.0 == True`, `0.0 == -0.0`) but of one type and, for floats, one
+    bit pattern; any object other than containers and Python's scalars only as
+    itself. A call may then return the objects of the trace that compiled its
+    program (walked once per signature)."""
+    if a.num_nodes != b.num_nodes:
+        return False
+    pending = [(a, b)]
+    while pending:
+        x, y = pending.pop()
+        if not _same_object(x.node_data(), y.node_data()):
+            return False
+        pending.extend(zip(x.children(), y.children(), strict=True))
+    return True
+
+
+def _same_object(a: Any, b: Any) -> bool:
+    if a is b:
+        return True
+    kind = type(a)
+    if kind is not type(b):
+        return False
+    if kind in (tuple, list):
+        return len(a) == len(b) and all(map(_same_object, a, b))
+    if kind is dict:
+        return list(a) == list(b) and all(map(_same_object, a.values(), b.values()))
+    if kind in (float, complex):
+        return repr(a) == repr(b)  # -0.0 apart from 0.0; NaN as itself
+    return kind in (int, bool, str, bytes) and a == b
 
 
 def concrete(marker: Any) -> bool:

@@ -16,6 +16,7 @@ import numpy as np
 import pytest
 
 import arrayfield as af
+from arrayfield import _layouts
 from helpers import assert_bitwise, python, script_module
 
 # The step's module: the loading process imports its classes by name.
@@ -203,3 +204,138 @@ def test_without_flatbuffers_the_extra_is_named(model, monkeypatch):
     monkeypatch.setitem(sys.modules, "flatbuffers", None)  # import raises
     with pytest.raises(ImportError, match=r"arrayfield\[export\]"):
         exported.serialize()
+
+
+# -- a family: one exported program for fields that differ only in numbers ----
+
+needs_number_sharing = pytest.mark.skipif(
+    _layouts.numbers_unshared() is not None,
+    reason="sharing programs that differ in numbers needs a JAX whose traced "
+    "jits show their program",
+)
+# docs/many_fields.md's bound for shared numbers, of the leaf's largest value.
+BOUND = 1e-5
+
+FAMILY_LOADER = textwrap.dedent(
+    """
+    import json, sys
+    import numpy as np
+    import jax
+    import arrayfield as af
+    from exported_model import arguments, step
+
+    data = open(sys.argv[1], "rb").read()
+    try:
+        af.deserialize(data)
+    except TypeError as error:
+        without_step = str(error)
+    family = af.deserialize(data, step)
+    compiles = []
+    outputs = {}
+    for origin, reg in (((3, 1), 0.25), ((0, 4), 0.5)):
+        call = arguments(origin=origin, reg=reg, flux=1.5)
+        with af.count_compiles() as count:
+            out = jax.block_until_ready(family(*call))
+        compiles.append(count.compiles)
+        arrays = [np.asarray(x) for x in jax.tree_util.tree_leaves(out)
+                  if hasattr(x, "dtype")]
+        np.savez(f"{sys.argv[2]}-{reg}.npz", *arrays)
+        outputs[reg] = [out[0].origin, out[3], out[4]]
+    try:
+        family(*arguments(origin=(1, 2), reg=0.0))
+    except TypeError as error:
+        zero = str(error)
+    print(json.dumps({"compiles": compiles, "outputs": outputs,
+                      "without_step": without_step, "zero": zero}))
+    """
+)
+
+
+def _arrays(tree):
+    return [np.asarray(x) for x in jax.tree_util.tree_leaves(tree) if eqx.is_array(x)]
+
+
+def _assert_within_bound(got, want):
+    got, want = _arrays(got), _arrays(want)
+    assert len(got) == len(want)
+    for a, b in zip(got, want, strict=True):
+        assert a.dtype == b.dtype and a.shape == b.shape
+        scale = max(float(np.max(np.abs(b), initial=0.0)), 1e-30)
+        assert float(np.max(np.abs(a - b), initial=0.0)) <= BOUND * scale
+
+
+@needs_number_sharing
+def test_a_family_export_runs_fields_with_new_numbers(model):
+    fields = [model.arguments(origin=(1, 2), reg=0.1), model.arguments((2, 3), 0.2)]
+    family = af.export_family(model.step, *fields)
+    assert repr(family) == "af.ExportedFamily(step)"
+    eqx_step = eqx.filter_jit(model.step.__wrapped__)
+    compiles = []
+    for origin, reg in (((1, 2), 0.1), ((3, 1), 0.3), ((0, 4), 0.7)):
+        call = model.arguments(origin=origin, reg=reg, flux=1.5)
+        with af.count_compiles() as count:
+            out = family(*call)
+        compiles.append(count.compiles)
+        want = eqx_step(*call)
+        _assert_within_bound(out, want)
+        # What is not an array is this field's own: its trace's outputs.
+        assert (out[0].origin, out[0].reg, out[3], out[4]) == (origin, reg, *want[3:])
+    assert compiles == [1, 0, 0]  # the exported program, compiled once
+
+
+@needs_number_sharing
+def test_a_family_refuses_what_it_would_not_compute_as_the_field_s_own(model):
+    # Exported from fields that vary the origin alone: `reg` stays a literal.
+    family = af.export_family(
+        model.step, model.arguments(origin=(1, 2)), model.arguments(origin=(2, 3))
+    )
+    family(*model.arguments(origin=(4, 0)))
+    with pytest.raises(TypeError, match=r"is 0\.3 here where it was 0\.1"):
+        family(*model.arguments(reg=0.3))
+    source, state, image, count = model.arguments()
+    with pytest.raises(TypeError, match="program of another family"):
+        family(source, state, image[:6, :6], count)  # another image shape
+    varying = af.export_family(
+        model.step, model.arguments(reg=0.1), model.arguments(reg=0.2)
+    )
+    with pytest.raises(TypeError, match="float zero, subnormal, infinite or NaN"):
+        varying(*model.arguments(reg=0.0))
+    with pytest.raises(ValueError, match="call 2's program differs from call 1's"):
+        af.export_family(
+            model.step,
+            (source, state, image, count),
+            (source, state, image[:6, :6], count),
+        )
+    with pytest.raises(TypeError, match="as a tuple"):
+        af.export_family(model.step, [source, state, image, count])
+
+
+@needs_number_sharing
+@pytest.mark.skipif(
+    tuple(map(int, eqx.__version__.split(".")[:2])) < (0, 13),
+    reason="equinox 0.12 keeps class annotations in rebuilt Modules' tree structure",
+)
+def test_a_fresh_process_loads_a_family_and_runs_new_numbers(model, tmp_path):
+    family = af.export_family(
+        model.step, model.arguments((1, 2), 0.1), model.arguments((2, 3), 0.2)
+    )
+    (tmp_path / "family.bin").write_bytes(family.serialize())
+    (tmp_path / "loader.py").write_text(FAMILY_LOADER)
+    env = {"PYTHONPATH": str(tmp_path)}
+    done = python("loader.py", "family.bin", "out", cwd=tmp_path, env=env)
+    assert done.returncode == 0, done.stderr[-3000:]
+    got = json.loads(done.stdout.splitlines()[-1])
+    assert got["compiles"] == [1, 0]  # loading compiles the program once
+    assert "pass it, af.deserialize(data, step)" in got["without_step"]
+    assert "float zero" in got["zero"]
+    eqx_step = eqx.filter_jit(model.step.__wrapped__)
+    for origin, reg in (((3, 1), 0.25), ((0, 4), 0.5)):
+        live = family(*model.arguments(origin=origin, reg=reg, flux=1.5))
+        want = eqx_step(*model.arguments(origin=origin, reg=reg, flux=1.5))
+        saved = np.load(tmp_path / f"out-{reg}.npz")
+        loaded = [saved[f"arr_{i}"] for i in range(len(saved.files))]
+        # Bitwise the exporting process's family; within the bound of eqx's.
+        for a, b in zip(loaded, _arrays(live), strict=True):
+            assert a.dtype == b.dtype and a.tobytes() == b.tobytes()
+        _assert_within_bound(loaded, want)
+        assert got["outputs"][str(reg)] == [list(origin), "stepped", 4]

@@ -28,6 +28,7 @@ _PUBLIC = {
     "CompileCount": "._compiles",
     "ConversionError": "._errors",
     "Exported": "._export",
+    "ExportedFamily": "._export",
     "Field": "._typing",
     "Finding": ".diagnostics._findings",
     "Findings": ".diagnostics._findings",
@@ -41,6 +42,7 @@ _PUBLIC = {
     "deserialize": "._export",
     "explain_retraces": ".diagnostics._retrace",
     "export": "._export",
+    "export_family": "._export",
     "field": "._field",
     "filter_jit": "._jit",
     "normalize": "._normalize",
@@ -60,8 +62,10 @@ if TYPE_CHECKING:
     from ._errors import TraceReuseWarning as TraceReuseWarning
     from ._errors import ValidationError as ValidationError
     from ._export import Exported as Exported
+    from ._export import ExportedFamily as ExportedFamily
     from ._export import deserialize as deserialize
     from ._export import export as export
+    from ._export import export_family as export_family
     from ._field import field as field
     from ._jit import filter_jit as filter_jit
     from ._normalize import normalize as normalize

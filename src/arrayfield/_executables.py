@@ -347,14 +347,9 @@ def _compile_general(
     try:
         run = jax.extend.core.jaxpr_as_fun(_numbers.generalised(closed, at))
 
-        def number(vectors: tuple[Any, ...], vector: int, i: int, weak: bool) -> Any:
-            # A slice of a runtime vector: XLA cannot fold it into a constant.
-            value = jax.lax.index_in_dim(vectors[vector], i, keepdims=False)
-            return _jax_private.weakly_typed(value) if weak else value
-
         def program(*args: Any) -> list[Any]:
             *call_args, (vectors, constants) = args
-            numbers = [number(vectors, *w) for w in where]
+            numbers = _numbers.unpacked(vectors, where)
             return run(*constants, *jtu.tree_leaves(call_args), *numbers)
 
         program.__name__ = program.__qualname__ = params["name"]

@@ -26,11 +26,20 @@ from typing import Any
 import equinox as eqx
 import jax
 import jax.export  # a submodule `import jax` loads only on newer JAX
+import jax.extend
 import jax.tree_util as jtu
 import numpy as np
 
-from . import _aot, _eqx_private
-from ._errors import short_repr
+from . import (
+    _aot,
+    _blocks,
+    _eqx_private,
+    _jax_private,
+    _kept_families,
+    _layouts,
+    _numbers,
+)
+from ._errors import short_repr, versions
 
 # A difference no field shows: the arguments passed by keyword where they were
 # by position (or the reverse), or a node's hidden data. Equinox 0.12 keeps a
@@ -46,6 +55,8 @@ _UNSEEN = (
 # What a serialized step starts with, and the version of what follows.
 _MAGIC = b"arrayfield.export\x00"
 _FORMAT = 1
+# A serialized family (`export_family`) starts so.
+_FAMILY_MAGIC = b"arrayfield.family\x00"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -216,6 +227,17 @@ def export(fun: Any, /, *args: Any, **kwargs: Any) -> Exported:
         ```
     """
     function = _traced_function(fun)
+    program, specs, outputs = _as_program(function, args, kwargs)
+    exported = jax.export.export(jax.jit(program))(*specs)
+    names = (program.__name__, _positional_names(function, len(args)))
+    return Exported(exported, _saved((args, kwargs)), _saved(outputs[-1]), names)
+
+
+def _as_program(function: Any, args: tuple, kwargs: dict) -> tuple[Any, list, list]:
+    """`(program, specs, outputs)`: the call as `eqx.filter_jit` traces it, a
+    function of the call's arrays (or specs) alone, in flattening order, that
+    returns the output's arrays; their specs; and a list that each trace of the
+    program appends the function's whole output to."""
     leaves, treedef = jtu.tree_flatten((args, kwargs))
     inputs = [i for i, x in enumerate(leaves) if _is_input(x)]
     specs = [
@@ -239,9 +261,7 @@ def export(fun: Any, /, *args: Any, **kwargs: Any) -> Exported:
 
     name = getattr(function, "__name__", type(function).__name__)
     program.__name__ = program.__qualname__ = name
-    exported = jax.export.export(jax.jit(program))(*specs)
-    names = (name, _positional_names(function, len(args)))
-    return Exported(exported, _saved((args, kwargs)), _saved(outputs[-1]), names)
+    return program, specs, outputs
 
 
 def _positional_names(function: Any, count: int) -> tuple[str, ...]:
@@ -257,8 +277,255 @@ def _positional_names(function: Any, count: int) -> tuple[str, ...]:
     return tuple(names)
 
 
-def deserialize(data: bytes) -> Exported:
-    """Load a step written by `af.export(...).serialize()`.
+@dataclasses.dataclass(frozen=True)
+class _Form:
+    """What the fields of one family share: a digest of their program with its
+    numbers blanked (`_kept_families.name`: the program as printed, the jit's
+    options, which blocks lie within their arrays, JAX's version, the
+    platform), how many numbers it embeds, which of them the exported program
+    takes as inputs and how they are packed, and the values (as bits) of the
+    others, which it keeps as literals."""
+
+    digest: str
+    count: int
+    lifted: frozenset[int]
+    fixed: tuple[tuple[int, bytes], ...]
+    where: tuple[tuple[int, int, bool], ...]
+
+
+@dataclasses.dataclass
+class _Field:
+    """One call traced as `export` traces it, and its program's numbers."""
+
+    closed: Any
+    at: tuple
+    found: tuple
+    digest: str
+    specs: list
+    outputs: Any
+
+
+def _field(function: Any, args: tuple, kwargs: dict) -> _Field:
+    program, specs, outputs = _as_program(function, args, kwargs)
+    traced = jax.jit(program).trace(*specs)
+    closed, params = _jax_private.traced_program(traced)
+    at = _numbers.sites(closed.jaxpr)
+    bounds = tuple(inside for _, inside in _blocks.windows(closed.jaxpr))
+    options = sorted((k, v) for k, v in params.items() if k != "jaxpr")
+    digest = _kept_families.name(_numbers.blanked(closed, at), (options, bounds))
+    found = _numbers.numbers(closed.jaxpr, at)
+    return _Field(closed, at, found, digest, specs, _saved(outputs[-1]))
+
+
+def _value(number: Any) -> str:
+    # As its own dtype prints it: 0.3, not float32's nearest double.
+    return str(np.asarray(number.value, number.dtype)[()])
+
+
+def _lifted_numbers(field: _Field, lifted: frozenset[int], where: str) -> tuple:
+    """`(numbers, constants)` the family's program takes for this field; an
+    error where one of them would compute otherwise than as a literal."""
+    at, _ = _numbers.selected(field.closed.jaxpr, field.at, lifted)
+    found = _numbers.numbers(field.closed.jaxpr, at)
+    constants = tuple(field.closed.consts)
+    if _numbers.folded_otherwise(found, constants):
+        values = ", ".join(map(_value, found))
+        raise TypeError(
+            f"{where}: a number the family's program takes as an input ({values}) "
+            "or an array it captures is a float zero, subnormal, infinite or NaN, "
+            "which XLA folds otherwise as a literal than it computes as an input: "
+            "the program would not give this field's own results. Export this "
+            "field on its own (af.export)."
+        )
+    return tuple(_numbers.packed(found)), constants
+
+
+class ExportedFamily:
+    """One exported program for the fields of a family: calls whose programs
+    differ only in the numbers they embed (static origins and sizes, Python
+    floats; see `af.filter_jit`'s `share_numbers`). `af.export_family` makes
+    one and `af.deserialize(data, fun)` loads one. Each call with a static
+    part new to it traces `fun` (once: the result is kept per static part),
+    checks that its program is of the family and that the numbers the exported
+    program keeps as literals are the ones it was exported with, and runs the
+    exported program with the call's arrays and numbers; its non-array outputs
+    are the ones its own trace returned. `.serialize()` gives its bytes;
+    `.program` is JAX's `jax.export.Exported`.
+
+    !!! example
+
+        ```python
+        import jax.numpy as jnp
+        import arrayfield as af
+
+        def shifted(x, by):
+            return x + by
+
+        family = af.export_family(shifted, (jnp.zeros(2), 1.0), (jnp.zeros(2), 2.0))
+        loaded = af.deserialize(family.serialize(), shifted)
+        assert loaded(jnp.ones(2), 5.0).tolist() == [6.0, 6.0]
+        assert len(loaded.program.in_avals) == 2  # x, and the numbers lifted
+        ```
+    """
+
+    def __init__(self, program: Any, form: _Form, name: str, function: Any):
+        self.program = program
+        self._form = form
+        self._name = name
+        self._function = function
+        self._run = jax.jit(program.call)
+        self._fields: dict[Any, tuple] = {}
+
+    def __repr__(self) -> str:
+        return f"af.ExportedFamily({self._name})"
+
+    def _numbers_of(self, args: tuple, kwargs: dict) -> tuple:
+        field = _field(self._function, args, kwargs)
+        form = self._form
+        if field.digest != form.digest or len(field.found) != form.count:
+            raise TypeError(
+                f"{self!r}: these arguments give a program of another family: it "
+                "differs from the exported one in more than the numbers it embeds "
+                "(an array's shape, an operation, a slice's size). Export a family "
+                "of fields like these."
+            )
+        bits = _numbers.bits(field.found)
+        for k, old in form.fixed:
+            if bits[k] != old:
+                new = field.found[k]
+                was = np.frombuffer(old, new.dtype)[0]
+                raise TypeError(
+                    f"{self!r}: a number the program embeds is {_value(new)} here "
+                    f"where it was {was} in every field it was "
+                    "exported from, so the exported program holds it as a "
+                    "literal. Export the family with fields that vary it too."
+                )
+        vectors, constants = _lifted_numbers(field, form.lifted, repr(self))
+        return vectors, constants, field.outputs
+
+    def __call__(self, /, *args: Any, **kwargs: Any) -> Any:
+        __tracebackhide__ = True
+        key: Any = _aot.static_part(_saved((args, kwargs)))
+        try:
+            found = self._fields.get(key)
+        except TypeError:  # an unhashable static leaf: traced at every call
+            found, key = None, None
+        if found is None:
+            found = self._numbers_of(args, kwargs)
+            if key is not None:
+                self._fields[key] = found
+        vectors, constants, outputs = found
+        arrays = [x for x in jtu.tree_leaves((args, kwargs)) if eqx.is_array(x)]
+        results = iter(self._run(arrays, vectors, constants))
+        leaves, treedef = jtu.tree_flatten(outputs)
+        leaves = [next(results) if type(x) is _Array else x for x in leaves]
+        return jtu.tree_unflatten(treedef, leaves)
+
+    def serialize(self) -> bytes:
+        """The family's program as bytes, for `af.deserialize(data, fun)` in
+        another process (which needs `fun`, to trace each new field)."""
+        _need_flatbuffers("serialize")
+        static = pickle.dumps((_FORMAT, self._name, self._form), protocol=5)
+        program = bytes(self.program.serialize())
+        return _FAMILY_MAGIC + len(static).to_bytes(8, "little") + static + program
+
+
+def export_family(fun: Any, /, *calls: tuple) -> ExportedFamily:
+    """Export one program for every field of a family: calls of `fun` whose
+    programs differ only in the numbers they embed, such as a source's static
+    origin used to slice, or a Python float, the fields that
+    `af.filter_jit(fun, share_numbers=True)` runs on one shared program.
+
+    Each of `calls` is one call's positional arguments, as `af.export` takes
+    them (arrays or `jax.ShapeDtypeStruct` specs are inputs). Their programs
+    must be of one family (the same operations and shapes); the numbers that
+    differ among them become inputs of the exported program, and every other
+    number stays a literal, as with `share_numbers`. Give fields that vary
+    every number later fields will vary: a loaded family refuses a field
+    that differs in a number it holds as a literal, or whose program is of
+    another family, and never runs it otherwise.
+
+    The loading process passes the step itself, `af.deserialize(data, fun)`:
+    a field's numbers come from tracing it (once per static part). Results
+    are within `share_numbers`' bound of the field's own program (see
+    docs/many_fields.md), not bitwise; a field whose numbers XLA would fold
+    otherwise as literals (float zeros, subnormals, infinities, NaN) is
+    refused, to be exported on its own.
+
+    !!! example
+
+        ```python
+        import jax.numpy as jnp
+        import arrayfield as af
+
+        def window(image, origin):
+            return image[origin : origin + 2].sum()
+
+        image = jnp.arange(8.0)
+        family = af.export_family(window, (image, 1), (image, 4))
+        assert float(family(image, 6)) == 13.0  # a new origin: no new export
+        ```
+    """
+    function = _traced_function(fun)
+    name = getattr(function, "__name__", type(function).__name__)
+    where = f"af.export_family({name})"
+    unshared = _layouts.numbers_unshared()  # the probe share_numbers runs
+    if unshared is not None:
+        raise NotImplementedError(
+            f"{where}: programs that differ only in numbers cannot share one on "
+            f"{versions()}: {unshared}. Export each field on its own (af.export)."
+        )
+    if not calls or not all(type(call) is tuple for call in calls):
+        raise TypeError(
+            f"{where}: give each call's positional arguments as a tuple, at least "
+            "one: af.export_family(step, (field_1, data), (field_2, data))"
+        )
+    fields = [_field(function, call, {}) for call in calls]
+    first = fields[0]
+    for i, field in enumerate(fields[1:], 2):
+        if field.digest != first.digest or len(field.found) != len(first.found):
+            raise ValueError(
+                f"{where}: call {i}'s program differs from call 1's in more than "
+                "the numbers it embeds (an array's shape, an operation, a slice's "
+                "size): a family's fields differ only in numbers"
+            )
+    bits = [_numbers.bits(field.found) for field in fields]
+    differ = frozenset(
+        k for k in range(len(first.found)) if len({b[k] for b in bits}) > 1
+    )
+    at, lifted = _numbers.selected(first.closed.jaxpr, first.at, differ)
+    for i, field in enumerate(fields, 1):
+        _lifted_numbers(field, lifted, f"{where}, call {i}")
+    found = _numbers.numbers(first.closed.jaxpr, at)
+    form = _Form(
+        first.digest,
+        len(first.found),
+        lifted,
+        tuple((k, bits[0][k]) for k in range(len(first.found)) if k not in lifted),
+        _numbers.unpacking(found),
+    )
+    general = jax.extend.core.jaxpr_as_fun(_numbers.generalised(first.closed, at))
+
+    def program(arrays: list, vectors: tuple, constants: tuple) -> list:
+        numbers = _numbers.unpacked(vectors, form.where)
+        return general(*constants, *arrays, *numbers)
+
+    program.__name__ = program.__qualname__ = name
+    vectors, constants = _lifted_numbers(first, lifted, where)
+    specs = jax.tree.map(
+        lambda x: jax.ShapeDtypeStruct(
+            np.shape(x), x.dtype, weak_type=bool(getattr(x, "weak_type", False))
+        ),
+        (vectors, constants),
+    )
+    exported = jax.export.export(jax.jit(program))(first.specs, *specs)
+    return ExportedFamily(exported, form, name, function)
+
+
+def deserialize(data: bytes, fun: Any = None) -> Exported | ExportedFamily:
+    """Load a step written by `af.export(...).serialize()`, or a family written
+    by `af.export_family(...).serialize()` (then pass the step as `fun`: each
+    new field is traced to find its numbers).
 
     The classes its arguments and outputs hold are imported by name (import
     what defines them, as for pickle); loading runs what the data says, so
@@ -284,6 +551,8 @@ def deserialize(data: bytes) -> Exported:
     """
     _need_flatbuffers("deserialize")
     data = bytes(data)
+    if data.startswith(_FAMILY_MAGIC):
+        return _family(data, fun)
     if not data.startswith(_MAGIC):
         raise ValueError(
             "af.deserialize: these bytes are not a step written by "
@@ -307,3 +576,22 @@ def deserialize(data: bytes) -> Exported:
         )
     program = jax.export.deserialize(bytearray(data[start + size :]))
     return Exported(program, arguments, outputs, names)
+
+
+def _family(data: bytes, fun: Any) -> ExportedFamily:
+    start = len(_FAMILY_MAGIC) + 8
+    size = int.from_bytes(data[len(_FAMILY_MAGIC) : start], "little")
+    version, name, form = pickle.loads(data[start : start + size])
+    if version != _FORMAT:
+        raise ValueError(
+            f"af.deserialize: the family of {name} was written in format "
+            f"{version}; this arrayfield reads format {_FORMAT}"
+        )
+    if fun is None:
+        raise TypeError(
+            f"af.deserialize: these bytes are a family of {name} (af.export_family), "
+            "whose fields' numbers come from tracing the step: pass it, "
+            f"af.deserialize(data, {name})"
+        )
+    program = jax.export.deserialize(bytearray(data[start + size :]))
+    return ExportedFamily(program, form, name, _traced_function(fun))

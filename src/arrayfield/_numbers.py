@@ -343,6 +343,17 @@ def unpacking(found: Sequence[Number]) -> tuple[tuple[int, int, bool], ...]:
     return tuple(where)
 
 
+def unpacked(vectors: Sequence[Any], where: Sequence[tuple[int, int, bool]]) -> list:
+    """Inside a generalised program's caller: the numbers from `packed`'s
+    vectors, each a slice of a runtime input (XLA cannot fold it into a
+    constant), weakly typed where the literal was."""
+    numbers = []
+    for vector, i, weak in where:
+        value = jax.lax.index_in_dim(vectors[vector], i, keepdims=False)
+        numbers.append(_jax_private.weakly_typed(value) if weak else value)
+    return numbers
+
+
 # XLA's simplifier merges a slice of a slice (or a gather from one) into one
 # read of the outer array, adding the starts without clamping the inner start
 # to the inner slice. With literal starts XLA clamps them as it compiles and

@@ -389,6 +389,29 @@ def test_a_captured_array_committed_to_a_device_stays_a_constant():
     assert len(compiled) == 4  # each field its own program, as under eqx
 
 
+def test_a_shared_field_called_with_another_signature_traces_as_eqx():
+    # A field that runs its family's shared program skips computing each
+    # call's signature; arrays of another shape or dtype still trace again,
+    # exactly where eqx.filter_jit traces, and a return to the first
+    # signature runs the shared program again.
+    eight, ten = jnp.arange(8.0), jnp.arange(10.0)
+    calls = [(eight, 1), (eight, 2), (eight, 2), (ten, 2), (eight, 2)]
+    calls += [(eight.astype(jnp.int32), 2), (eight, 2), (ten, 3)]
+    seen = {}
+    for name, jit in (("eqx", eqx.filter_jit), ("af", SHARING)):
+        traces = []
+
+        @jit
+        def window(x, origin):
+            traces.append((x.shape, str(x.dtype), origin))
+            return x[origin : origin + 2] * 2.5 + origin
+
+        seen[name] = ([window(x, origin) for x, origin in calls], traces)
+    assert seen["af"][1] == seen["eqx"][1]
+    for got, want in zip(seen["af"][0], seen["eqx"][0], strict=True):
+        assert_close(got, want)
+
+
 def test_constants_are_lifted(jaxpr_constants):
     def offset(x, origin):  # a constant array, not a literal
         return x - jnp.array(origin, jnp.float32)

@@ -37,6 +37,12 @@ def with_numbers(
     return out_tree.unflatten(executable(*call_args, numbers))
 
 
+class OtherSignature(Exception):
+    """Raised where a generalised program would be traced for avals other than
+    its own: a call that skipped `call_signature` (`Compiled.fast`) with
+    arguments of another signature, which then takes the signature's way."""
+
+
 class _Once:
     """A value one thread computes while others that need it wait: an XLA
     compile, which runs no user code and waits on nothing, so a thread waiting
@@ -347,7 +353,17 @@ def _compile_general(
     try:
         run = jax.extend.core.jaxpr_as_fun(_numbers.generalised(closed, at))
 
+        avals: list[tuple] = []  # those of its first trace, for which it compiles
+
         def program(*args: Any) -> list[Any]:
+            traced = tuple(x.aval for x in jtu.tree_leaves(args))
+            if not avals:
+                avals.append(traced)
+            elif traced != avals[0]:  # JAX traces it for another call: refused
+                raise OtherSignature(
+                    f"{params['name']}: a shared program was called with arguments "
+                    "of another signature"
+                )
             *call_args, (vectors, constants) = args
             numbers = _numbers.unpacked(vectors, where)
             return run(*constants, *jtu.tree_leaves(call_args), *numbers)

@@ -46,10 +46,12 @@ from . import (
     _tracing,
 )
 from ._env import DEFAULT_RETRACE_LIMIT, RETRACE_LIMIT, env_count
+from ._executables import OtherSignature
 from ._program import (
     Compiled,
     Marked,
     WithKeywords,
+    arity,
     call_checks_on,
     call_signature,
     concrete,
@@ -91,6 +93,7 @@ _TOP_LEVEL: tuple[Any, Any, Any, Any] = _jax_private.TOP_LEVEL_STATE or (
 )
 _TRACE, _EVAL_TRACE, _AXES, _TOP_AXES = _TOP_LEVEL
 _DISABLE_JIT = _jax_private.DISABLE_JIT
+_trace_context = _jax_private.trace_context
 _static_now = _program.static_now
 # How many new keys a Python number may make for one function before it warns
 # (`_count_number_retrace`; read once, at import; 0: never).
@@ -125,26 +128,6 @@ class _QuietCallbackFailures(logging.Filter):
 _callback_logger.addFilter(_QuietCallbackFailures())
 
 
-def _arity(signature: inspect.Signature) -> tuple[int, float]:
-    """The positional argument counts that `signature.bind(*args)` leaves unchanged.
-
-    Without keywords, a call binds to exactly the arguments it passed whenever it
-    binds at all; outside this range (or with keywords) the call goes through
-    `signature.bind` as in equinox, which normalises it or raises its TypeError.
-    """
-    low, high = 0, 0.0
-    for p in signature.parameters.values():
-        if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD):
-            high += 1
-            if p.default is p.empty:
-                low = int(high)
-        elif p.kind is p.VAR_POSITIONAL:
-            high = float("inf")
-        elif p.kind is p.KEYWORD_ONLY and p.default is p.empty:
-            return 1, 0.0  # a required keyword: no call without keywords binds
-    return low, high
-
-
 class _Plan:
     """What a wrapper needs per call, in one object read once (Module attribute
     reads go through `Module.__getattribute__`, which costs on a hot path)."""
@@ -163,7 +146,7 @@ class _Plan:
 
     def __init__(self, signature, names, layout, filter_warning, static_fun, options):
         self.signature: inspect.Signature = signature
-        self.low, self.high = _arity(signature)
+        self.low, self.high = arity(signature)
         self.names: tuple[str, str] = names
         self.layout: _layouts.Layout | None = layout  # None: every call goes to equinox
         self.filter_warning: bool = filter_warning
@@ -255,27 +238,35 @@ def _call(wrapper: _FilterJit, /, *args: Any, **kwargs: Any) -> Any:
         call_args = (_get(wrapper, "_dynamic_fun"), leaves)
     run = compiled.jitted
     signature: tuple = ()
+    fast = None
     if (
         not compiled.direct
         and _TRACE.value is _EVAL_TRACE
         and _AXES.value is _TOP_AXES
         and not _DISABLE_JIT.value
     ):
-        # Which executable: by the signature, as `jax.jit` picks one (see
-        # `Compiled.runner`); under a transformation, `jax.jit` is traced into it.
-        signature = call_signature(
-            leaves if layout.fun_at is None else jtu.tree_leaves(call_args)
-        )
-        last = compiled.last  # the common case: as the call before
-        if last is not None and last[0] == signature:
-            run = last[1]
+        fast = compiled.fast
+        if fast is not None and (fast[0] != _trace_context() or call_checks_on()):
+            fast = None
+        if fast is not None:
+            run = fast[1]  # a generalised program: it checks the call itself
         else:
-            runs = compiled.runs  # not direct: sharing is on, so it exists
-            run = runs.get(signature)  # pyright: ignore[reportOptionalMemberAccess]
-            if run is not None:
-                compiled.last = (signature, run)
-        if run is not None and run is not compiled.jitted and call_checks_on():
-            run = compiled.jitted  # see `call_checks_on`: jax.jit's own call
+            # Which executable: by the signature, as `jax.jit` picks one (see
+            # `Compiled.runner`); under a transformation, `jax.jit` is traced
+            # into it.
+            signature = call_signature(
+                leaves if layout.fun_at is None else jtu.tree_leaves(call_args)
+            )
+            last = compiled.last  # the common case: as the call before
+            if last is not None and last[0] == signature:
+                run = last[1]
+            else:
+                runs = compiled.runs  # not direct: sharing is on, so it exists
+                run = runs.get(signature)  # pyright: ignore[reportOptionalMemberAccess]
+                if run is not None:
+                    compiled.last = (signature, run)
+            if run is not None and run is not compiled.jitted and call_checks_on():
+                run = compiled.jitted  # see `call_checks_on`: jax.jit's own call
     if run is compiled.jitted:  # it may trace: with this call's own static parts
         if layout.mixed:
             _static_now.fun = (layout.static_fun, plan.static_fun)
@@ -287,12 +278,20 @@ def _call(wrapper: _FilterJit, /, *args: Any, **kwargs: Any) -> Any:
             run = _runner(compiled, call_args, signature, static, layout, plan)
             if run is not compiled.jitted and call_checks_on():
                 run = compiled.jitted  # traced already, with this call's statics
-        if plan.filter_warning:
-            with warnings.catch_warnings():
-                warnings.filterwarnings("ignore", message=_UNUSED_DONATION)
+        try:
+            if plan.filter_warning:
+                with warnings.catch_warnings():
+                    warnings.filterwarnings("ignore", message=_UNUSED_DONATION)
+                    result = run(*call_args)
+            else:
                 result = run(*call_args)
-        else:
-            result = run(*call_args)
+        except OtherSignature:
+            if fast is None:
+                raise
+            # Another signature than the structure's first: from now on, the
+            # signature picks each call's run (no fast path to miss again).
+            compiled.fast = None
+            return _call(wrapper, *args, **kwargs)
         if type(result) is Marked:
             marker = result.parts[0]
             # Errors from eqx.error_if surface here, at the call, as with

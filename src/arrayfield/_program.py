@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import inspect
 import operator
 import threading
 from collections.abc import Callable
@@ -103,6 +104,26 @@ def names(fun: Any) -> tuple[str, str]:
         return type(fun).__name__, type(fun).__qualname__
 
 
+def arity(signature: inspect.Signature) -> tuple[int, float]:
+    """The positional argument counts that `signature.bind(*args)` leaves unchanged.
+
+    Without keywords, a call binds to exactly the arguments it passed whenever it
+    binds at all; outside this range (or with keywords) the call goes through
+    `signature.bind` as in equinox, which normalises it or raises its TypeError.
+    """
+    low, high = 0, 0.0
+    for p in signature.parameters.values():
+        if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD):
+            high += 1
+            if p.default is p.empty:
+                low = int(high)
+        elif p.kind is p.VAR_POSITIONAL:
+            high = float("inf")
+        elif p.kind is p.KEYWORD_ONLY and p.default is p.empty:
+            return 1, 0.0  # a required keyword: no call without keywords binds
+    return low, high
+
+
 def call_signature(leaves: list) -> tuple:
     """What decides which executable runs a call of one call structure, as
     `jax.jit` decides it: JAX's configuration, each leaf's aval (shape, dtype,
@@ -147,7 +168,16 @@ class Compiled:
     trace's output tree. None with sharing off: calls go to `jitted`.
     """
 
-    __slots__ = ("__weakref__", "direct", "jitted", "last", "numbers", "runs", "traced")
+    __slots__ = (
+        "__weakref__",
+        "direct",
+        "fast",
+        "jitted",
+        "last",
+        "numbers",
+        "runs",
+        "traced",
+    )
 
     def __init__(self, traced: tuple[int, ...] | None, share: bool, numbers: bool):
         self.jitted: Any = None
@@ -155,6 +185,12 @@ class Compiled:
         # `(signature, run)` of the latest call: compared before `runs` is
         # hashed (a signature holds JAX's whole configuration).
         self.last: tuple[tuple, Callable[..., Any]] | None = None
+        # `(JAX's trace context, run)` where this structure's only signature so
+        # far runs a family's generalised program: a `jax.jit` that checks the
+        # call's avals and placement itself, in C++, and raises
+        # `_executables.OtherSignature` where it would trace for other avals.
+        # Calls in that context skip `call_signature` (see `_jit._call`).
+        self.fast: tuple[tuple, Callable[..., Any]] | None = None
         # Whether calls go straight to `jitted`: once its first trace was a
         # program of its own, `jax.jit` picks the executable (in C++), and finds
         # that compile in JAX's cache. A new signature then compiles without
@@ -173,7 +209,7 @@ class Compiled:
     def cache_clear(self) -> None:
         assert self.runs is not None
         self.runs.clear()
-        self.last = None
+        self.last = self.fast = None
         self.direct = False
 
     def runner(self, call_args: tuple, signature: tuple) -> Callable[..., Any]:
@@ -209,6 +245,8 @@ class Compiled:
         # lets them); the first to get here decides what later calls run.
         run = self.runs.setdefault(signature, run)
         self.last = (signature, run)
+        only = numbers is not None and len(self.runs) == 1
+        self.fast = (signature[0], run) if only else None
         return run
 
 

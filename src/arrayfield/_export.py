@@ -80,6 +80,18 @@ def _saved(tree: Any) -> Any:
     )
 
 
+def _call_parts(args: tuple, kwargs: dict) -> tuple[Any, list]:
+    """`(static part, arrays)` of a call, in one flatten: the static part as
+    `_aot.static_part(_saved(...))` gives it, the arrays in flattening order
+    (the exported program's inputs)."""
+    leaves, treedef = jtu.tree_flatten((args, kwargs))
+    arrays = [x for x in leaves if eqx.is_array(x)]
+    saved = (
+        _Array(tuple(x.shape), str(x.dtype)) if _is_input(x) else x for x in leaves
+    )
+    return (treedef, tuple((type(x), x) for x in saved)), arrays
+
+
 def _traced_function(fun: Any) -> Any:
     # A filter_jit wrapper (equinox's or ours) is traced as the function it
     # wraps: its semantics are the ones used here.
@@ -135,8 +147,9 @@ class Exported:
 
     def __call__(self, /, *args: Any, **kwargs: Any) -> Any:
         __tracebackhide__ = True
-        saved = _saved((args, kwargs))
-        if not _aot.same(_aot.static_part(saved), self._static):
+        static, arrays = _call_parts(args, kwargs)
+        if not _aot.same(static, self._static):
+            saved = _saved((args, kwargs))
             what = _aot.first_difference(self._expected, self._by_name(*saved), "")
             what = what or _UNSEEN
             raise TypeError(
@@ -144,8 +157,6 @@ class Exported:
                 f"{_aot.BAKED_IN} Export the step again for these arguments "
                 "(passed as they were: the same positions and keywords)."
             )
-        # In the order the program takes them: as `export` flattened the call.
-        arrays = [x for x in jtu.tree_leaves((args, kwargs)) if eqx.is_array(x)]
         results = iter(self._run(*arrays))
         leaves = [next(results) if type(x) is _Array else x for x in self._out_leaves]
         return jtu.tree_unflatten(self._out_tree, leaves)
@@ -405,7 +416,7 @@ class ExportedFamily:
 
     def __call__(self, /, *args: Any, **kwargs: Any) -> Any:
         __tracebackhide__ = True
-        key: Any = _aot.static_part(_saved((args, kwargs)))
+        key, arrays = _call_parts(args, kwargs)
         try:
             found = self._fields.get(key)
         except TypeError:  # an unhashable static leaf: traced at every call
@@ -415,7 +426,6 @@ class ExportedFamily:
             if key is not None:
                 self._fields[key] = found
         vectors, constants, outputs = found
-        arrays = [x for x in jtu.tree_leaves((args, kwargs)) if eqx.is_array(x)]
         results = iter(self._run(arrays, vectors, constants))
         leaves, treedef = jtu.tree_flatten(outputs)
         leaves = [next(results) if type(x) is _Array else x for x in leaves]

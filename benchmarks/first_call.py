@@ -12,6 +12,9 @@ called once in a new Python process, in each way arrayfield offers:
   family's shared program (which numbers it takes was kept beside the cache);
 - `af.deserialize` of an `af.export`ed step: no trace; compile at load, or
   read the program where the cache holds it;
+- a field with new numbers, `af.deserialize(data, step)` of an
+  `af.export_family` written from two fields: trace (its numbers), compile the
+  family's program at load, or read it where the cache holds it;
 - a serialized XLA executable (`jax.experimental.serialize_executable`) of the
   step flattened to a list of arrays, its static part fixed: no trace, no
   compile, only a load. JAX documents no compatibility across versions or
@@ -47,9 +50,14 @@ WAYS = {
     "af.use_compile_cache (warm)",
     "export": "af.deserialize of af.export",
     "export_cache": "af.deserialize of af.export, af.use_compile_cache (warm)",
+    "family": "a field with new numbers, af.deserialize of af.export_family",
+    "family_cache": "a field with new numbers, af.deserialize of "
+    "af.export_family, af.use_compile_cache (warm)",
     "executable": "a serialized XLA executable, loaded (reference)",
 }
 
+# The ways whose processes run a field with an origin no process has seen.
+NEW_NUMBERS = ("numbers", "family", "family_cache")
 
 os.environ.setdefault("JAX_PLATFORMS", "cpu")
 
@@ -97,7 +105,7 @@ def _process(way: str, cache_dir: str, export_file: str, origin: int) -> dict:
 
     from jax.experimental import serialize_executable
 
-    if way not in ("eqx", "export", "executable", "write_executable"):
+    if way not in ("eqx", "export", "family", "executable", "write_executable"):
         af.use_compile_cache(cache_dir)
     args = arguments(origin)
     leaves = jtu.tree_leaves(eqx.filter(args, eqx.is_array))
@@ -113,6 +121,10 @@ def _process(way: str, cache_dir: str, export_file: str, origin: int) -> dict:
     elif way == "write_export":
         Path(export_file).write_bytes(af.export(step, *args).serialize())
         return {}
+    elif way == "write_family_export":  # the numbers origins 1 and 2 vary
+        family = af.export_family(step, arguments(1), arguments(2))
+        Path(export_file + ".family").write_bytes(family.serialize())
+        return {}
     elif way == "write_executable":
         compiled = jax.jit(flat_step(args)).lower(leaves).compile()
         data, _, out_tree = serialize_executable.serialize(compiled)
@@ -122,12 +134,16 @@ def _process(way: str, cache_dir: str, export_file: str, origin: int) -> dict:
     elif way == "executable":
         data = Path(export_file + ".xla").read_bytes()
         outputs = int(Path(export_file + ".outputs").read_text())
+    elif way.startswith("family"):
+        data = Path(export_file + ".family").read_bytes()
     else:
         data = Path(export_file).read_bytes()
     with af.count_compiles() as count:
         start = time.perf_counter()
         if way.startswith("export"):
             run = af.deserialize(data)
+        elif way.startswith("family"):
+            run = af.deserialize(data, step)  # it traces each new field
         if way == "executable":
             # The flat step's trees: a list of arrays in, a list out (the loss
             # last).
@@ -189,17 +205,20 @@ def main(quick: bool) -> dict[str, Any]:
         # What the earlier jobs left: the cache written by a field at origin 1;
         # by fields at origins 1 and 2 with share_numbers (the family's two
         # programs, and which numbers the shared one takes); the exported step
-        # for origin 1, loaded once (its program in the cache); its executable.
+        # for origin 1, loaded once (its program in the cache); the family
+        # exported from origins 1 and 2, loaded once; the executable.
         _run("cache", cache_dir, export_file, 1)
         _run("write_family", cache_dir, export_file, 1)
         _run("write_export", cache_dir, export_file, 1)
         _run("export_cache", cache_dir, export_file, 1)
+        _run("write_family_export", cache_dir, export_file, 1)
+        _run("family_cache", cache_dir, export_file, 1)
         _run("write_executable", cache_dir, export_file, 1)
         measured: dict[str, list[dict]] = {way: [] for way in WAYS}
         for r in range(rounds):
             for way in WAYS if r % 2 == 0 else reversed(WAYS):
                 # new numbers: an origin no process has seen
-                origin = 3 + r if way == "numbers" else 1
+                origin = 3 + r if way in NEW_NUMBERS else 1
                 measured[way].append(_run(way, cache_dir, export_file, origin))
     return {
         way: {
@@ -245,7 +264,7 @@ def agree(measured: dict[str, Any], base: dict[str, Any]) -> bool:
 def rows(measured: dict[str, Any]) -> list[dict[str, str]]:
     base = measured["eqx"]
     out = []
-    for way in ("cache", "numbers", "export_cache"):
+    for way in ("cache", "numbers", "export_cache", "family_cache"):
         m = measured[way]
         out.append(
             {

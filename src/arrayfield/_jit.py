@@ -456,7 +456,9 @@ class _FilterJit(eqx.Module):
     def lower(self, /, *args: Any, **kwargs: Any) -> _aot.Lowered:
         """`eqx.filter_jit(...).lower` for these arguments (arrays, or
         `jax.ShapeDtypeStruct` specs of them), whose `.compile()` checks that
-        each call has the static part it was lowered for."""
+        each call has the static part it was lowered for. It is the field's own
+        program, also with `share_numbers=True`: one program for every field
+        of a family is `af.export_family`'s."""
         args, kwargs = _aot.specs_as_arrays((args, kwargs), f"{self!r}.lower")
         lowered = _equinox(self).lower(*args, **kwargs)
         return _aot.Lowered(lowered, self._plan.signature, args, kwargs)

@@ -95,6 +95,7 @@ def test_each_call_gets_its_own_static_outputs():
     assert both(run, "<lambda>") == {"eqx": 3, "af": 1}
 
 
+@needs_sharing
 def test_outputs_equal_to_an_earlier_trace_s_are_still_this_call_s_own():
     # One program for every call (the second leaf only names the field); the
     # returned numbers are equal (1 == 1.0 == True, 0.0 == -0.0) but not the

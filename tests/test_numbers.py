@@ -397,15 +397,19 @@ def test_a_shared_field_called_with_another_signature_traces_as_eqx():
     eight, ten = jnp.arange(8.0), jnp.arange(10.0)
     calls = [(eight, 1), (eight, 2), (eight, 2), (ten, 2), (eight, 2)]
     calls += [(eight.astype(jnp.int32), 2), (eight, 2), (ten, 3)]
-    seen = {}
-    for name, jit in (("eqx", eqx.filter_jit), ("af", SHARING)):
-        traces = []
 
+    def traced(jit, traces):
         @jit
         def window(x, origin):
             traces.append((x.shape, str(x.dtype), origin))
             return x[origin : origin + 2] * 2.5 + origin
 
+        return window
+
+    seen = {}
+    for name, jit in (("eqx", eqx.filter_jit), ("af", SHARING)):
+        traces = []
+        window = traced(jit, traces)
         seen[name] = ([window(x, origin) for x, origin in calls], traces)
     assert seen["af"][1] == seen["eqx"][1]
     for got, want in zip(seen["af"][0], seen["eqx"][0], strict=True):

@@ -40,7 +40,7 @@ PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
 NEEDS_SHARING = {
     "docs/many_fields.md:58",
     "docs/diagnostics.md:185",
-    "docs/ahead_of_time.md:208",
+    "docs/ahead_of_time.md:212",
     "af.RetraceNote",
     "af.export_family",
     "af.ExportedFamily",

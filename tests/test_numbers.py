@@ -34,7 +34,7 @@ from hypothesis import given, note, settings
 import arrayfield as af
 from arrayfield import _blocks, _jax_private, _layouts, _numbers
 from boxed_fields import BOX, build_scene, fit_fields, loss, observed
-from helpers import assert_bitwise, compiles_of
+from helpers import assert_bitwise, compiles_of, run_code
 
 pytestmark = pytest.mark.skipif(
     _jax_private.sharing_problem() is not None,
@@ -387,6 +387,49 @@ def test_a_captured_array_committed_to_a_device_stays_a_constant():
             seen.append(got.devices())
     assert seen == [{jax.devices()[0]}] * 2
     assert len(compiled) == 4  # each field its own program, as under eqx
+
+
+_ON_TWO_DEVICES = """
+import jax, jax.numpy as jnp, equinox as eqx, arrayfield as af
+from jax.sharding import Mesh, NamedSharding, PartitionSpec
+
+first, second = jax.devices()
+halves = NamedSharding(Mesh(jax.devices(), ("i",)), PartitionSpec("i"))
+
+
+def outcome(call):
+    try:
+        out = call()
+    except Exception as error:
+        return type(error).__name__, str(error).splitlines()[0]
+    return out.tolist(), str(out.sharding)
+
+
+for data, x in [
+    (jax.device_put(jnp.arange(4.0), second), jax.device_put(jnp.ones(4), first)),
+    (jax.device_put(jnp.arange(4.0), second), jnp.ones(4)),
+    (jax.device_put(jnp.arange(4.0), halves), jnp.ones(4)),
+    (jax.device_put(jnp.arange(4.0), halves), jax.device_put(jnp.ones(4), second)),
+]:
+    for c in (1.0, 2.0, 3.0):
+        def shifted(x, c=c):
+            return x * c + data
+
+        want = outcome(lambda: eqx.filter_jit(shifted)(x))
+        got = outcome(lambda: af.filter_jit(shifted, share_numbers=True)(x))
+        assert got == want, (c, got, want)
+print("same")
+"""
+
+
+def test_captured_arrays_on_another_device_or_sharded_run_where_eqx_runs():
+    # Lifted, such an array would move the shared program to its devices:
+    # output on another device, sharded, or "incompatible devices".
+    result = run_code(
+        _ON_TWO_DEVICES,
+        env={"XLA_FLAGS": "--xla_force_host_platform_device_count=2"},
+    )
+    assert result.stdout == "same\n", result.stderr[-2000:]
 
 
 def test_a_shared_field_called_with_another_signature_traces_as_eqx():

@@ -7,6 +7,8 @@ Conventions for Markdown pages:
   of the block before it on the same page (the two are tested together).
 - A block preceded by `<!-- docs-test: subprocess -->` runs in its own Python
   process: for examples that change global JAX state, such as `jax_enable_x64`.
+- A block with `<!-- docs-test: needs-sharing -->` among the lines before it shows
+  af.filter_jit sharing callables or numbers: skipped where it cannot share.
 - A ```text block that directly follows a ```python block, with only a line
   `Output:` between them, is what the Python block prints; stdout must match it,
   up to trailing whitespace.
@@ -33,20 +35,16 @@ from helpers import run_code
 ROOT = Path(__file__).resolve().parent.parent
 PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
 
-# Examples that show af.filter_jit sharing callables or numbers (or a family's
-# export, which shares numbers as it does), which it does not do on the oldest
-# supported equinox and JAX (docs/many_fields.md says why), or count compiles by
-# program name, which the oldest JAX does not give: skipped there only.
-NEEDS_SHARING = {
-    "docs/many_fields.md:58",
-    "docs/diagnostics.md:185",
-    "docs/ahead_of_time.md:212",
-    "af.RetraceNote",
-    "af.export_family",
-    "af.ExportedFamily",
-}
+# Docstring examples that show af.filter_jit sharing callables or numbers (or a
+# family's export, which shares numbers as it does), which it does not do on the
+# oldest supported equinox and JAX (docs/many_fields.md says why), or count
+# compiles by program name, which the oldest JAX does not give: skipped there
+# only. Pages mark such blocks with NEEDS_SHARING_MARK (a mark moves with its
+# block; a line number moved whenever a published table above it grew).
+NEEDS_SHARING = {"af.RetraceNote", "af.export_family", "af.ExportedFamily"}
 CONTINUE = "<!-- docs-test: continue -->"
 SUBPROCESS = "<!-- docs-test: subprocess -->"
+NEEDS_SHARING_MARK = "<!-- docs-test: needs-sharing -->"
 _FENCE = re.compile(r"^(?P<indent>[ \t]*)```(?P<lang>[\w-]*)[ \t]*$")
 
 
@@ -56,6 +54,7 @@ class Block:
     source: str
     marker: str | None  # CONTINUE, SUBPROCESS or None
     output: str | None  # the expected stdout, if the page shows one
+    needs_sharing: bool = False  # NEEDS_SHARING_MARK before it
 
 
 def _fences(lines: list[str]) -> list[tuple[int, int, str]]:
@@ -90,9 +89,8 @@ def python_blocks(text: str, name: str) -> list[Block]:
             continue
         previous_end = fences[position - 1][1] if position else -1
         between = _previous_text(lines, start, previous_end)
-        marker = (
-            between[-1] if between and between[-1] in (CONTINUE, SUBPROCESS) else None
-        )
+        marks = [line for line in between if line != NEEDS_SHARING_MARK]
+        marker = marks[-1] if marks and marks[-1] in (CONTINUE, SUBPROCESS) else None
         output = None
         if position + 1 < len(fences):
             next_start, next_end, next_lang = fences[position + 1]
@@ -101,7 +99,15 @@ def python_blocks(text: str, name: str) -> list[Block]:
             ]:
                 output = textwrap.dedent("\n".join(lines[next_start + 1 : next_end]))
         source = textwrap.dedent("\n".join(lines[start + 1 : end]))
-        blocks.append(Block(f"{name}:{start + 1}", source, marker, output))
+        blocks.append(
+            Block(
+                f"{name}:{start + 1}",
+                source,
+                marker,
+                output,
+                needs_sharing=NEEDS_SHARING_MARK in between,
+            )
+        )
     return blocks
 
 
@@ -166,23 +172,20 @@ def _page_chains() -> list[list[Block]]:
     ]
 
 
-def test_the_examples_that_need_sharing_are_where_the_list_says():
-    # Named by line: a block that moves must be found again here, on every
-    # version, not only where the skip matters (the oldest equinox).
-    sources = {
-        chain[0].where: "\n".join(block.source for block in chain)
-        for chain in _page_chains()
-    }
-    for where in NEEDS_SHARING:
-        if where.startswith("docs/"):
-            assert where in sources, f"{where}: no example starts there"
-            about = ("filter_jit", "export_family")
-            assert any(name in sources[where] for name in about), where
+def test_the_examples_marked_as_needing_sharing_show_it():
+    # The mark skips an example on the oldest versions: one that does not show
+    # sharing must not be skipped there.
+    marked = [chain for chain in _page_chains() if chain[0].needs_sharing]
+    assert marked
+    for chain in marked:
+        source = "\n".join(block.source for block in chain)
+        about = ("filter_jit", "export_family")
+        assert any(name in source for name in about), chain[0].where
 
 
 @pytest.mark.parametrize("chain", _page_chains(), ids=lambda chain: chain[0].where)
 def test_markdown_python_block_runs(chain: list[Block]):
-    if chain[0].where in NEEDS_SHARING and _jax_private.sharing_problem() is not None:
+    if chain[0].needs_sharing and _jax_private.sharing_problem() is not None:
         pytest.skip("shows af.filter_jit sharing: not on this JAX or equinox")
     if chain[0].marker == SUBPROCESS:
         run_in_subprocess(chain[0])

@@ -83,7 +83,6 @@ MIGRATE = tuple(
         # ground: no other codemod module
         "_diagnostics",
         "_lint",
-        "_names",
         "_patch",
         "_syntax",
         "_text",

@@ -10,7 +10,7 @@ from typing import Any, Literal
 
 from . import _syntax as syntax
 from ._bindings import ImportMap
-from ._names import dotted_name
+from ._syntax import dotted_name
 
 ArrayKind = Literal["jax", "numpy"]
 

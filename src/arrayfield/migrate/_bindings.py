@@ -9,7 +9,7 @@ import ast
 from collections.abc import Iterable, Iterator
 from typing import Any, NamedTuple
 
-from ._names import dotted_name
+from ._syntax import dotted_name
 
 # Where statements nest, in source order.
 NESTED_BODIES = ("body", "orelse", "handlers", "finalbody", "cases")

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from ._bindings import bind, nested_statements, statements_in
-from ._names import dotted_name
+from ._syntax import dotted_name
 
 # Functions whose positional arguments are shapes, sizes or axes, by position
 # (None: every positional argument, as for `x.reshape(2, 3)`).

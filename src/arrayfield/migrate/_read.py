@@ -26,8 +26,8 @@ from ._checks import (
 )
 from ._diagnostics import Diagnostic
 from ._index import FileContext
-from ._names import dotted_name
 from ._site import Assignment, FieldEdit, FieldReading, FieldSite
+from ._syntax import dotted_name
 
 _FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
 _DEFINITIONS = (ast.ClassDef, *_FUNCTIONS)

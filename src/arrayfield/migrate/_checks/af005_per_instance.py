@@ -9,8 +9,8 @@ from collections.abc import Mapping
 from .._annotations import scalar_annotation
 from .._diagnostics import Diagnostic
 from .._facts import LAMBDA, OBJECT, PARAM, PARTIAL, STRING
-from .._names import dotted_name
 from .._site import FieldReading, FieldSite
+from .._syntax import dotted_name
 
 CODE = "AF005"
 SUMMARY = (

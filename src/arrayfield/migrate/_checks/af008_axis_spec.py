@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 from .. import _syntax as syntax
 from .._diagnostics import Diagnostic
-from .._names import dotted_name
+from .._syntax import dotted_name
 
 if TYPE_CHECKING:
     from .._read import AstAnalysis

@@ -25,8 +25,8 @@ from ._checks import (
     calls_matter,
 )
 from ._diagnostics import Diagnostic
-from ._index import FileContext
-from ._site import Assignment, FieldEdit, FieldReading, FieldSite
+from ._index import ClassContext, FileContext
+from ._site import Assignment, FieldEdit, FieldSite
 from ._syntax import dotted_name
 
 _FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
@@ -241,47 +241,54 @@ class AstAnalysis:
                 self._release(bases[index])
         assignments = _self_assignments(node)
         for statement in node.body:
-            if isinstance(statement, ast.AnnAssign) and isinstance(
-                statement.target, ast.Name
+            if (
+                isinstance(statement, ast.AnnAssign)
+                and isinstance(statement.target, ast.Name)
+                and not is_class_var(statement.annotation, self.imports)
             ):
-                call = self.specifier_call(statement.value)
-                keywords = {}
-                if call is not None:  # (`kw.arg` is None for a `**kwargs`)
-                    keywords = {kw.arg: kw.value for kw in call.keywords if kw.arg}
-                site = FieldSite(
-                    qualname,
-                    statement,
-                    call,
-                    assignments,
-                    context,
-                    self.context,
-                    self.imports,
-                    self.position,
-                    self.snippet,
-                    self.module_values,
-                    keywords,
-                )
+                site = self._site(qualname, statement, assignments, context)
                 self._field(site, bool(equinox_bases or already_migrated))
 
-    def _field(self, site: FieldSite, drop_converters: bool) -> None:
-        field, call = site.node, site.call
-        if is_class_var(site.annotation, self.imports):
-            return
-        if site.context is not None and site.name in site.context.fields:
-            self.known_positions[field.target] = site.context.fields[site.name]
-        keywords = site.keywords
+    def _site(
+        self,
+        qualname: str,
+        statement: ast.AnnAssign,
+        assignments: list[Assignment],
+        context: ClassContext | None,
+    ) -> FieldSite:
+        call = self.specifier_call(statement.value)
+        keywords = {}
+        if call is not None:  # (`kw.arg` is None for a `**kwargs`)
+            keywords = {kw.arg: kw.value for kw in call.keywords if kw.arg}
         converter = keywords.get("converter")
-        reading = FieldReading(
-            kind=array_kind(site.annotation, self.imports),
+        return FieldSite(
+            qualname,
+            statement,
+            call,
+            assignments,
+            context,
+            self.context,
+            self.imports,
+            self.position,
+            self.snippet,
+            self.module_values,
+            keywords,
+            kind=array_kind(statement.annotation, self.imports),
             static=syntax.identifier(keywords.get("static")) == "True",
             opted_out=syntax.identifier(keywords.get("convert")) == "False",
             # A converter that makes arrays already keeps new values traced.
             makes_array=converter is not None and self._makes_array(converter),
-            migrating=site.cls.rpartition(".")[2] in self.migrating_classes,
+            migrating=qualname.rpartition(".")[2] in self.migrating_classes,
         )
+
+    def _field(self, site: FieldSite, drop_converters: bool) -> None:
+        field, call, keywords = site.node, site.call, site.keywords
+        if site.context is not None and site.name in site.context.fields:
+            self.known_positions[field.target] = site.context.fields[site.name]
+        converter = keywords.get("converter")
         found: dict[str, Diagnostic] = {}
         for rule in FIELD_RULES:
-            diagnostic = rule.check_field(site, reading, found)
+            diagnostic = rule.check_field(site, found)
             if diagnostic is None:
                 continue
             found[rule.CODE] = diagnostic
@@ -294,9 +301,9 @@ class AstAnalysis:
                 self.field_edits[field] = rule.FIX
                 if call is not None:
                     self._release(call.func)
-        if reading.kind is None or reading.static:
+        if site.kind is None or site.static:
             return
-        if self.typed and not (reading.opted_out or field in self.field_edits):
+        if self.typed and not (site.opted_out or field in self.field_edits):
             # (the one edit planned so far is --fix's opt-out)
             self._wrap(site)
             if field.value is not None and call is None:
@@ -313,7 +320,7 @@ class AstAnalysis:
         if makes is None:
             return
         keyword = next(kw for kw in call.keywords if kw.arg == "converter")
-        mismatch = af004_converter_kind.check(site, keyword, makes, reading.kind)
+        mismatch = af004_converter_kind.check(site, keyword, makes, site.kind)
         if mismatch is not None:
             self.diagnostics.append(mismatch)
             return

@@ -23,26 +23,6 @@ class FieldEdit(enum.Enum):
     NO_CONVERT = enum.auto()  # a rule's fix: `= af.field(convert=False)`
 
 
-class FieldReading(NamedTuple):
-    """What the driver read of a field once, for every rule."""
-
-    kind: Any  # the array kind its annotation declares, or None: no array
-    static: bool
-    opted_out: bool  # `convert=False`
-    makes_array: bool  # its converter makes arrays (`jnp.asarray`...)
-    migrating: bool  # its class becomes an `af.ArrayModule` in this run
-
-    @property
-    def python_leaf(self) -> bool:
-        """A leaf that holds what it is given."""
-        return self.kind is None and not self.static and not self.makes_array
-
-    @property
-    def converts(self) -> bool:
-        """An array field arrayfield converts: not static, no `convert=False`."""
-        return self.kind is not None and not self.static and not self.opted_out
-
-
 class FieldSite(NamedTuple):
     """One field statement `name: annotation = value` in a Module class body."""
 
@@ -59,6 +39,21 @@ class FieldSite(NamedTuple):
     # Module-level names bound once, to the value (None: bound more than once).
     module_values: Mapping[str, Any]
     keywords: dict[str, Any]  # the values of `call`'s keyword arguments
+    kind: Any  # the array kind its annotation declares, or None: no array
+    static: bool
+    opted_out: bool  # `convert=False`
+    makes_array: bool  # its converter makes arrays (`jnp.asarray`...)
+    migrating: bool  # its class becomes an `af.ArrayModule` in this run
+
+    @property
+    def python_leaf(self) -> bool:
+        """A leaf that holds what it is given."""
+        return self.kind is None and not self.static and not self.makes_array
+
+    @property
+    def converts(self) -> bool:
+        """An array field arrayfield converts: not static, no `convert=False`."""
+        return self.kind is not None and not self.static and not self.opted_out
 
     @property
     def name(self) -> str:

@@ -1,5 +1,5 @@
 """One module per diagnostic code, with its `CODE`, `SUMMARY` (a line of `--help`),
-condition, message and fix: a field rule's `check_field(site, reading, found)`
+condition, message and fix: a field rule's `check_field(site, found)`
 (`found`: what earlier rules reported for the field) and `FIX` where fixable, a
 call rule's `check_call(node, known)` and `NEEDLES`. `_read` names no rule but
 AF004, which it runs from its converter edit."""

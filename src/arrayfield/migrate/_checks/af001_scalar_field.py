@@ -10,7 +10,7 @@ from .. import _syntax as syntax
 from .._annotations import scalar_annotation
 from .._diagnostics import Diagnostic
 from .._facts import BUILT, CONTROL, PARAM, SHAPE
-from .._site import FieldReading, FieldSite
+from .._site import FieldSite
 
 CODE = "AF001"
 SUMMARY = (
@@ -33,10 +33,8 @@ F722_NOTE = (
 )
 
 
-def check_field(
-    site: FieldSite, reading: FieldReading, found: Mapping[str, Diagnostic]
-) -> Diagnostic | None:
-    if not reading.python_leaf:
+def check_field(site: FieldSite, found: Mapping[str, Diagnostic]) -> Diagnostic | None:
+    if not site.python_leaf:
         return None
     scalar = scalar_annotation(site.annotation, site.imports, ("int",))
     uses = site.uses()

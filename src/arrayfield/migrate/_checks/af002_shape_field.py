@@ -8,7 +8,7 @@ from collections.abc import Mapping
 from .._annotations import looks_like_shape
 from .._diagnostics import Diagnostic
 from .._facts import CONTROL, SHAPE, SHAPE_VALUE
-from .._site import FieldEdit, FieldReading, FieldSite
+from .._site import FieldEdit, FieldSite
 
 CODE = "AF002"
 FIX = FieldEdit.NO_CONVERT
@@ -25,13 +25,11 @@ _FIXED = (
 )
 
 
-def check_field(
-    site: FieldSite, reading: FieldReading, found: Mapping[str, Diagnostic]
-) -> Diagnostic | None:
+def check_field(site: FieldSite, found: Mapping[str, Diagnostic]) -> Diagnostic | None:
     """Fixable (by `af.field(convert=False)`) for a field used as a shape or
     a condition, or assigned a helper's list of ints; said for a field with a
     value that looks like a shape."""
-    if not reading.converts:
+    if not site.converts:
         return None
     uses = site.uses()
     for kind, use in ((SHAPE, "a shape or size"), (CONTROL, "a Python condition")):

@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from .._diagnostics import Diagnostic
-from .._site import FieldReading, FieldSite
+from .._site import FieldSite
 
 CODE = "AF003"
 SUMMARY = (
@@ -16,10 +16,8 @@ SUMMARY = (
 )
 
 
-def check_field(
-    site: FieldSite, reading: FieldReading, found: Mapping[str, Diagnostic]
-) -> Diagnostic | None:
-    if reading.kind is None or not reading.static:
+def check_field(site: FieldSite, found: Mapping[str, Diagnostic]) -> Diagnostic | None:
+    if site.kind is None or not site.static:
         return None
     return site.report(
         CODE,

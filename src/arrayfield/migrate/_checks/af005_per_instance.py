@@ -9,7 +9,7 @@ from collections.abc import Mapping
 from .._annotations import scalar_annotation
 from .._diagnostics import Diagnostic
 from .._facts import LAMBDA, OBJECT, PARAM, PARTIAL, STRING
-from .._site import FieldReading, FieldSite
+from .._site import FieldSite
 from .._syntax import dotted_name
 
 CODE = "AF005"
@@ -56,10 +56,8 @@ def _report(site: FieldSite, kind: str, where: str, what: str = "") -> Diagnosti
     )
 
 
-def check_field(
-    site: FieldSite, reading: FieldReading, found: Mapping[str, Diagnostic]
-) -> Diagnostic | None:
-    if not reading.python_leaf or site.context is None:
+def check_field(site: FieldSite, found: Mapping[str, Diagnostic]) -> Diagnostic | None:
+    if not site.python_leaf or site.context is None:
         return None
     assigns = site.assigns()
     what = site.context.objects.get(site.name, "")

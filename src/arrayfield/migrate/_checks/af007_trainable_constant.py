@@ -13,7 +13,7 @@ from typing import Any
 from .. import _syntax as syntax
 from .._annotations import jaxtyping_dtype
 from .._diagnostics import Diagnostic
-from .._site import FieldEdit, FieldReading, FieldSite
+from .._site import FieldEdit, FieldSite
 
 CODE = "AF007"
 FIX = FieldEdit.NO_CONVERT
@@ -57,13 +57,11 @@ def _maybe_number(site: FieldSite, value: Any) -> bool:
     return False
 
 
-def check_field(
-    site: FieldSite, reading: FieldReading, found: Mapping[str, Diagnostic]
-) -> Diagnostic | None:
+def check_field(site: FieldSite, found: Mapping[str, Diagnostic]) -> Diagnostic | None:
     """A numeric default, or a number a method assigns, of a converting array
     field of a migrated class; not one with a converter, an array under
     eqx.Module already, nor one AF002 fixes."""
-    if not reading.converts or not reading.migrating or "AF002" in found:
+    if not site.converts or not site.migrating or "AF002" in found:
         return None
     dtype = jaxtyping_dtype(site.annotation, site.imports)
     if "converter" in site.keywords or dtype in _NOT_FLOATING:

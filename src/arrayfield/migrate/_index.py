@@ -278,8 +278,6 @@ class ProjectIndex:
             target = self._qualify(facts, facts.aliases[head], depth + 1)
         else:
             target = self._from_star(facts, head, depth)
-            if target is None:
-                return None
         if target is None:
             return None
         return self._canonical(f"{target}.{rest}" if rest else target, depth + 1)
@@ -308,8 +306,8 @@ class ProjectIndex:
             or name in facts.int_list_functions
         )
 
-    def unresolved_bases(self, facts: FileFacts) -> list[tuple[ClassFacts, str, str]]:
-        """`(class, base as written, why)` for each base of a class of this file
+    def unresolved_bases(self, facts: FileFacts) -> list[tuple[int, str, str]]:
+        """`(class's line, base as written, why)` for each base of a class of this file
         that names a module of the tree where reading its text does not find
         the name: bound at run time (`FileFacts.dynamic_export`) or nowhere
         migrate can see. Whether such a class is a Module cannot be told."""
@@ -329,7 +327,7 @@ class ProjectIndex:
                     if module.dynamic_export is not None
                     else f"{module.path} does not bind it where migrate can read"
                 )
-                found.append((cls, base, why))
+                found.append((cls.line, base, why))
         return found
 
     def _canonical(self, qualified: str, depth: int) -> str:
@@ -510,9 +508,7 @@ class ProjectIndex:
             frozenset(n for n in written if self._imported_equinox_module(facts, n)),
             frozenset(self._imported_names.get(self.key(facts), ())),
             bindings=facts.bindings,
-            unresolved=tuple(
-                (cls.line, base, why) for cls, base, why in self.unresolved_bases(facts)
-            ),
+            unresolved=tuple(self.unresolved_bases(facts)),
         )
 
     @cached_property

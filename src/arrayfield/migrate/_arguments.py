@@ -15,9 +15,8 @@ from ._text import tokens
 
 
 class _Gap(NamedTuple):
-    """The text between two tokens inside brackets: spaces only (`lines` is
-    empty), or the rest of a line (`first`, with its comment and line break),
-    whole lines, and the spaces before the next token (`last`)."""
+    """The text between two tokens in brackets: the rest of a line (with its
+    comment), whole lines, the spaces before the next token; or spaces only."""
 
     first: str
     lines: list[str]
@@ -50,10 +49,8 @@ def _gap(text: str) -> _Gap:
 
 
 def _joined(first: _Gap, second: _Gap, layout_of_second: bool, newline: str) -> str:
-    """What replaces `first`, a dropped argument and `second`: the layout of
-    one of them (the other if only it breaks the line), with the comments of
-    both; the first comment stays at the end of its line, the others get lines
-    of their own, indented as the arguments are."""
+    """What replaces `first`, a dropped argument and `second`: the layout of one
+    (one that breaks the line), the comments of both, the first at a line's end."""
     layout = second if layout_of_second else first
     if not (first.has_comment or second.has_comment):
         return layout.first + "".join(layout.lines) + layout.last
@@ -81,8 +78,7 @@ class _Item(NamedTuple):
 
 
 def _arguments(text: str, func_end: int) -> tuple[int, list[_Item], int]:
-    """Where the brackets of the call (its callee ends at `func_end`) open and
-    close, and the arguments between."""
+    """Where the call's brackets open and close, and the arguments between."""
     found = tokens(text)
     opening = next(
         i for i, t in enumerate(found) if t.start >= func_end and t.string == "("
@@ -112,9 +108,8 @@ def _arguments(text: str, func_end: int) -> tuple[int, list[_Item], int]:
 
 
 def without_keyword(text: str, func_end: int, keyword: str, newline: str) -> str:
-    """A call's text (its callee ends at `func_end`) without its argument
-    `keyword=...`; the comments around that argument stay, the first at the end
-    of its line, others on lines of their own."""
+    """A call's text (its callee ends at `func_end`) without `keyword=...`; the
+    comments around it stay."""
     opened, items, closing = _arguments(text, func_end)
     index = next(
         i
@@ -138,9 +133,7 @@ def with_keyword(
     text: str, callee: tuple[int, int], new_callee: str, argument: str
 ) -> str:
     """A call's text calling `new_callee` instead of the callee at `callee`
-    (its start and end), with `argument` added after its last argument (and
-    that one's comma): a comment after the last argument stays at the end of
-    its line."""
+    (start, end), with `argument` added after the last argument and its comma."""
     opened, items, _ = _arguments(text, callee[1])
     if not items:
         at, added = opened, argument

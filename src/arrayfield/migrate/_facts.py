@@ -72,67 +72,50 @@ ARRAY_BUILDERS = frozenset(
 
 
 class ClassFacts:
-    """What one class statement says, before bases are resolved.
-
-    `qualname` is `Outer.Inner`, a class in a function by its own name, as
-    arrayfield's errors name it; `bases` are as written (`base.Module`).
-    `value_eq`: it defines `__eq__` or has a decorator (a dataclass), so its
-    instances may not be hashed by identity. `uses` and `assigns` map an
-    attribute to a kind (`SHAPE`, `PARAM`...) to the first line using or
-    assigning it so; `objects` maps one to the class instantiated into it,
-    `calls` to the function whose result is assigned (`_get_shape(...)`) and
-    its line. `fields`: annotated names -> (line, column), 1-based, the column
-    in characters as editors count it; `class_vars`: those annotated
-    `ClassVar` (no `__init__` parameter).
-    """
+    """What one class statement says, before bases are resolved."""
 
     def __init__(self, qualname: str, bases: list[str], line: int = 0) -> None:
-        self.qualname = qualname
-        self.bases = bases
+        self.qualname = qualname  # `Outer.Inner`, as arrayfield's errors name it
+        self.bases = bases  # as written (`base.Module`)
         self.line = line  # of the `class` statement
         self.has_init = False
+        # An `__eq__` or a decorator (a dataclass): not hashed by identity.
         self.value_eq = False
+        # Attribute -> kind (`SHAPE`, `PARAM`...) -> first line using or assigning so.
         self.uses: dict[str, dict[str, int]] = {}
         self.assigns: dict[str, dict[str, int]] = {}
-        self.objects: dict[str, str] = {}
+        self.objects: dict[str, str] = {}  # attribute -> class instantiated into it
+        # Attribute -> the function whose result is assigned to it, and the line.
         self.calls: dict[str, tuple[str, int]] = {}
+        # Annotated names -> (line, column), 1-based, columns in characters.
         self.fields: dict[str, tuple[int, int]] = {}
-        self.class_vars: set[str] = set()
+        self.class_vars: set[str] = set()  # annotated `ClassVar`
 
 
 class FileFacts:
-    """What one file says: its module name, bindings and classes.
-
-    `imports` maps a local name to the qualified name it is imported as, at
-    any depth; `bindings` is the same without relative imports
-    (`ImportMap.bindings`); `aliases` are module-level `Name = dotted.name`.
-    `tree_at` and `registered` map an attribute replaced through
-    `eqx.tree_at(lambda m: m.x, ...)`, and a class registered as a pytree
-    node (named as written), to the first line doing so.
-    `int_list_functions`: module-level functions returning a list of ints
-    (`_returns_int_list`). `set_names`: every name the file may give a field
-    a value through: before `=` or as a string (`setattr(m, "name", v)`).
-    `positional`: callee -> the most positional arguments a call of it passes
-    (`_positional_counts`). `star_imports`: the modules it imports `*` from
-    (absolute names); `dynamic_export`: the first line that may bind module
-    names at run time (`globals().update`, `setattr(sys.modules[...])`, a
-    module `__getattr__`), which no reading of the text resolves.
-    """
+    """What one file says: its module name, bindings and classes."""
 
     def __init__(self, path: str, module: str, is_package: bool) -> None:
         self.path = path
         self.module = module
         self.is_package = is_package
+        # Local name -> qualified name imported, at any depth; `bindings`, the
+        # same without relative imports (`ImportMap.bindings`).
         self.imports: dict[str, str] = {}
-        self.aliases: dict[str, str] = {}
+        self.bindings: dict[str, str] = {}
+        self.aliases: dict[str, str] = {}  # module-level `Name = dotted.name`
         self.classes: dict[str, ClassFacts] = {}
+        # First line of an `eqx.tree_at(lambda m: m.x, ...)` of an attribute, and
+        # of registering a class (as written) as a pytree node.
         self.tree_at: dict[str, int] = {}
         self.registered: dict[str, int] = {}
-        self.int_list_functions: set[str] = set()
+        self.int_list_functions: set[str] = set()  # `_returns_int_list`
+        # Every name written before `=` or as a string: it may give a field a value.
         self.set_names: frozenset[str] = frozenset()
-        self.positional: dict[str, float] = {}
-        self.bindings: dict[str, str] = {}
-        self.star_imports: list[str] = []
+        self.positional: dict[str, float] = {}  # `_positional_counts`
+        self.star_imports: list[str] = []  # absolute names of modules
+        # The first line that may bind module names at run time, which no
+        # reading of the text resolves (`globals().update`, `__getattr__`).
         self.dynamic_export: int | None = None
 
     def imports_equinox(self) -> bool:
@@ -143,8 +126,7 @@ class FileFacts:
 
 
 def module_name(path: Path) -> tuple[str, bool]:
-    """The dotted module name of a file, and whether it is a package's
-    `__init__.py`: the package is every directory above it holding one."""
+    """The dotted module name of a file, and whether it is an `__init__.py`."""
     path = resolved_path(path)
     is_package = path.name == "__init__.py"
     package = package_of(path.parent)
@@ -153,14 +135,12 @@ def module_name(path: Path) -> tuple[str, bool]:
 
 
 def resolved_path(path: Path) -> Path:
-    """`path.resolve()`, with a file's directory resolved once for all the
-    files in it (a link is resolved whole: it is named by what it links to)."""
+    """`path.resolve()`, resolving a directory once for all its files."""
     return path.resolve() if path.is_symlink() else _resolved(path.parent) / path.name
 
 
 def forget_directories() -> None:
-    """Clear what `module_name` knows of directories: a new run may be in
-    another working directory, or the tree may have changed."""
+    """Clear what `module_name` knows: the tree or working directory may change."""
     _resolved.cache_clear()
     package_of.cache_clear()
 
@@ -172,9 +152,7 @@ def _resolved(directory: Path) -> Path:
 
 @functools.cache
 def package_of(directory: Path) -> tuple[str, ...]:
-    """The names of the packages a resolved directory is in, outermost first:
-    asked once per directory rather than once per file, as a tree's files
-    share their directories (`forget_directories` clears it)."""
+    """The packages a resolved directory is in, outermost first (cached)."""
     if directory.parent == directory or not (directory / "__init__.py").is_file():
         return ()
     return (*package_of(directory.parent), directory.name)
@@ -200,10 +178,8 @@ def _self_attr(node: ast.expr, self_name: str) -> str | None:
 
 
 def _bare_attrs_in(node: ast.expr, self_name: str) -> list[str]:
-    """The fields whose own value an expression needs as a Python value:
-    `self.f`, `self.f[0]`, `self.f + 1`, `not self.f`. `self.f.shape`,
-    `self.f.ndim`, `len(self.f)` and `self.f is None` are static for an array
-    too, so they do not count."""
+    """The fields whose value an expression needs as a Python value (`self.f + 1`;
+    not `self.f.shape` nor `self.f is None`, static for an array too)."""
     if isinstance(node, ast.BoolOp):
         parts = node.values
     elif isinstance(node, ast.UnaryOp):
@@ -229,10 +205,8 @@ _CHILD_FIELDS: dict[type, tuple[str, ...]] = {}
 
 
 class _Visitor(ast.NodeVisitor):
-    """`ast.NodeVisitor`, with each visit method looked up once per class of
-    node rather than by name on every node, and leaves never entered: the
-    index visits every node of every method, and the lookup was a quarter of
-    its time. No reader has a visit method for a class of `_LEAVES`."""
+    """`ast.NodeVisitor` looking up each visit method once per node class (it was
+    a quarter of the index's time), never entering `_LEAVES`."""
 
     _methods: dict[type, Callable[[Any, Any], None]]
 
@@ -385,9 +359,8 @@ def _says_int_list(annotation: ast.expr | None) -> bool:
 
 
 def _returns_int_list(function: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
-    """Whether a function returns a list or tuple of ints (a shape): every
-    `return` gives a display or comprehension, of int literals or in a
-    function whose annotation or name (`_get_fast_shape`, `padded_size`) says so."""
+    """Whether every `return` gives a display of int literals, or of anything in
+    a function whose annotation or name (`padded_size`) says it is a shape."""
     returns = [
         node.value
         for node in statements_in(function.body, into_definitions=False)
@@ -593,10 +566,8 @@ _CLOSE = frozenset(b")]}")
 
 
 def _positional_counts(source: bytes) -> dict[str, float]:
-    """`FileFacts.positional`, for calls of capitalised names (a class), `cls`
-    and `__init__`, and `()` for a call of a call's result (`type(self)(...)`):
-    `INFINITE` with `*args`. A string with a comma counts one more argument:
-    more is safe."""
+    """Callee -> the most positional arguments a call passes (`INFINITE` with
+    `*args`), for classes, `cls`, `__init__` and `()` (`type(self)(...)`)."""
     counts: dict[str, float] = {}
     size = len(source)
     for match in _CALL_REVERSED.finditer(source[::-1]):
@@ -612,8 +583,8 @@ def _positional_counts(source: bytes) -> dict[str, float]:
 
 
 def _count_positional(source: bytes, start: int) -> float:
-    """Positional arguments of the call whose `(` ends at `start`: a regex
-    finds each quote, bracket and comma (C speed), strings are skipped whole."""
+    """Positional arguments of the call whose `(` ends at `start` (a comma in a
+    string counts one more: more is safe)."""
     depth, count, argument = 0, 0.0, start
     i, search = start, _PUNCTUATION.search
     while (found := search(source, i)) is not None:
@@ -639,8 +610,7 @@ def _count_positional(source: bytes, start: int) -> float:
 
 
 def _argument_count(text: bytes) -> float:
-    """0 for nothing or a keyword argument, 1 for a positional one, INFINITE
-    for `*args`."""
+    """0 for nothing or a keyword, 1 for a positional argument, INFINITE for `*args`."""
     text = text.strip()
     if text.startswith(b"*"):
         return INFINITE

@@ -39,15 +39,13 @@ _PYTREE_PACKAGES = frozenset(
 # The standard library's classes that JAX registers as pytree nodes.
 _STDLIB_PYTREES = frozenset({"collections.OrderedDict", "collections.defaultdict"})
 # How many directories without `__init__.py` above a package may be namespace
-# packages (`src/acme/` is one), below a top: a directory no package name
-# reaches above (`src/`, or one holding any of `_TOP_MARKERS`).
+# packages (`src/acme/`), below `src/` or a directory with one of `_TOP_MARKERS`.
 _NAMESPACE_DEPTH = 2
 _TOP_MARKERS = ("pyproject.toml", "setup.py", "setup.cfg", ".git")
 
 
 class _SubtreeUses:
-    """What a class and its descendants do with attributes, as `ClassContext`
-    reports it (before an OBJECT assignment of a Module is dropped)."""
+    """What a class and its descendants do with attributes (see `ClassContext`)."""
 
     def __init__(self) -> None:
         self.uses: dict[str, dict[str, str]] = {}
@@ -59,7 +57,7 @@ class _SubtreeUses:
         self.reached: float = 0
 
     def absorb(self, later: _SubtreeUses) -> None:
-        """Add what `later` found where nothing was found yet."""
+        """Add what `later` found where nothing was found yet: the first wins."""
         for table, theirs in ((self.uses, later.uses), (self.assigns, later.assigns)):
             for attr, kinds in theirs.items():
                 mine = table.setdefault(attr, {})
@@ -74,65 +72,45 @@ class _SubtreeUses:
 
 
 class _Lineage(NamedTuple):
-    """What a class inherits, through the tree's classes up to the first
-    outside it: whether it is a Module (`ROOTS`), reaches equinox's Module
-    other than through `af.ArrayModule`, has an `__init__` of the tree in its
-    MRO, and compares by value (a dataclass or `__eq__`, `_VALUE_BASES`)."""
+    """What a class inherits, through the tree's classes up to the first outside it."""
 
-    module: bool = False
-    from_equinox: bool = False
-    init: bool = False
-    by_value: bool = False
+    module: bool = False  # it descends from one of `ROOTS`
+    from_equinox: bool = False  # from equinox's Module, not through af.ArrayModule
+    init: bool = False  # an `__init__` of the tree is in its MRO
+    by_value: bool = False  # a dataclass, an `__eq__`, or one of `_VALUE_BASES`
 
 
 class ClassContext(NamedTuple):
-    """What the per-file rewrite needs to know about one Module class.
+    """What the per-file rewrite needs to know about one Module class."""
 
-    `uses` and `assigns` map attribute -> kind -> `path:line` of the first
-    such use or assignment in the class or a subclass; `objects` maps an
-    attribute to the class instantiated into it, and `maybe_pytree` names
-    those whose class is outside the tree (it may be a pytree node); `helpers`
-    maps an attribute to the function whose list of ints it is assigned
-    (`SHAPE_VALUE`). `init_from_args`: no `__init__` in the MRO. `from_equinox`:
-    it derives from equinox's Module not through `af.ArrayModule`. `constants`:
-    its own fields that nothing in the project may give a value.
-    """
-
+    # Attribute -> kind -> `path:line` of its first such use or assignment, in
+    # the class or a subclass.
     uses: dict[str, dict[str, str]]
     assigns: dict[str, dict[str, str]]
-    objects: dict[str, str]
-    init_from_args: bool
+    objects: dict[str, str]  # attribute -> the class instantiated into it
+    init_from_args: bool  # no `__init__` in the MRO
     fields: dict[str, tuple[int, int]]
-    maybe_pytree: frozenset[str]
-    helpers: dict[str, str]
-    from_equinox: bool
-    constants: frozenset[str]
+    maybe_pytree: frozenset[str]  # objects of a class outside the tree
+    helpers: dict[str, str]  # attribute -> function whose list of ints it gets
+    from_equinox: bool  # see `_Lineage`
+    constants: frozenset[str]  # own fields nothing in the project may set
 
 
 class FileContext(NamedTuple):
-    """The project's knowledge about one file, passed to `migrate_source`.
-
-    `tree_at`: attribute -> `path:line` where some `eqx.tree_at` replaces it.
-    `plain_classes`, `bases`: names bound in the file to the tree's classes
-    that are not Modules and compare by identity, and to Module classes.
-    `equinox_bases`: names as written (`core.Module`) that are equinox's
-    Module reached through other modules of the tree. `exported`: names other
-    files import from this module (their imports stay). `lint`: the lint
-    settings for the file, the tree's own packages among its first-party
-    modules. `bindings`: the names its imports bind (`FileFacts.bindings`).
-    `unresolved`: its classes' bases migrate cannot resolve (`unresolved_bases`).
-    """
+    """The project's knowledge about one file, passed to `migrate_source`."""
 
     classes: dict[str, ClassContext]
-    tree_at: dict[str, str]
+    tree_at: dict[str, str]  # attribute -> `path:line` of an eqx.tree_at of it
+    # The file's names for the tree's classes that are not Modules and compare
+    # by identity, and for its Module classes.
     plain_classes: frozenset[str] = frozenset()
     bases: frozenset[str] = frozenset()
+    # Names as written (`core.Module`): equinox's Module through other modules.
     equinox_bases: frozenset[str] = frozenset()
-    exported: frozenset[str] = frozenset()
-    lint: LintConfig = LintConfig()
-    bindings: dict[str, str] | None = None
-    # (line of the class, base as written, why) where a base cannot be resolved.
-    unresolved: tuple[tuple[int, str, str], ...] = ()
+    exported: frozenset[str] = frozenset()  # imported by others: their imports stay
+    lint: LintConfig = LintConfig()  # the tree's own packages are first-party
+    bindings: dict[str, str] | None = None  # `FileFacts.bindings`
+    unresolved: tuple[tuple[int, str, str], ...] = ()  # `unresolved_bases`
 
 
 _Value = TypeVar("_Value")
@@ -160,11 +138,9 @@ def _fold(
     neighbours: Callable[[str], list[str]],
     combine: Callable[[str, list[_Value]], _Value],
 ) -> _Value:
-    """`memo[start]`, computed with every value it needs that `memo` lacks:
-    each class's value is `combine`d from its `neighbours`' (its bases', or
-    its subclasses'), in their order. Depth first without recursion, as a
-    chain of subclasses is deeper than Python's stack; a neighbour that leads
-    back to a class being computed (a cycle of bases) is left out."""
+    """`memo[start]`, each class's value `combine`d from its `neighbours`' (bases
+    or subclasses), in order. Without recursion: a chain of subclasses is deeper
+    than Python's stack. A cycle of bases is cut where it leads back."""
     stack = [(start, False)]
     entered: set[str] = set()
     while stack:
@@ -191,12 +167,10 @@ class ProjectIndex:
 
     def __init__(self, files: Iterable[FileFacts]) -> None:
         self.files = {facts.path: facts for facts in files}
-        # Module names are unique within one import root (the directory above a
-        # file's top package), not across roots: `migrate scripts tools` may
-        # see two unrelated `models.py`. A top-level name found under several
-        # roots is keyed `models#<root>`, and an import resolves to the module
-        # under the importing file's own root (as Python's sys.path[0] would),
-        # else under a `src/` root, else under the first root.
+        # Module names are unique within one import root, not across roots
+        # (`migrate scripts tools` may see two `models.py`): a top-level name
+        # under several roots is keyed `models#<root>`, and an import resolves
+        # under its own file's root (as sys.path[0]), else `src/`, else the first.
         self._root: dict[str, Path] = {}
         roots_of_top: dict[str, set[Path]] = {}
         for facts in self.files.values():
@@ -227,8 +201,7 @@ class ProjectIndex:
         self._subtrees: dict[str, _SubtreeUses] = {}
 
     def top_level_modules(self) -> frozenset[str]:
-        """The first component of every indexed module name: the project's own
-        packages and modules, first-party to isort."""
+        """The project's own top-level packages and modules: first-party to isort."""
         return frozenset(
             facts.module.partition(".")[0] for facts in self.files.values()
         )
@@ -247,8 +220,7 @@ class ProjectIndex:
         return f"{top}#{roots.index(chosen)}{dot}{rest}"
 
     def _locate(self, qualified: str) -> tuple[FileFacts, str] | None:
-        """The indexed module that the longest prefix of a qualified name
-        names, and the rest of the name (`Outer.Inner`, `Base.attr`)."""
+        """The module the longest prefix of a name names, and the rest of it."""
         parts = qualified.split(".")
         for cut in range(len(parts) - 1, 0, -1):
             module = ".".join(parts[:cut])
@@ -283,9 +255,8 @@ class ProjectIndex:
         return self._canonical(f"{target}.{rest}" if rest else target, depth + 1)
 
     def _from_star(self, facts: FileFacts, name: str, depth: int) -> str | None:
-        """`module.name` where `from module import *` in `facts`'s file binds
-        `name`: a module of the tree that defines it, imports it or star-imports
-        it in turn (a name with a leading underscore is not star-exported)."""
+        """`module.name` where `from module import *` binds `name` in `facts`'s
+        file (a leading underscore is not star-exported)."""
         if name.startswith("_") or depth > 20:
             return None
         for module in facts.star_imports:
@@ -307,10 +278,9 @@ class ProjectIndex:
         )
 
     def unresolved_bases(self, facts: FileFacts) -> list[tuple[int, str, str]]:
-        """`(class's line, base as written, why)` for each base of a class of this file
-        that names a module of the tree where reading its text does not find
-        the name: bound at run time (`FileFacts.dynamic_export`) or nowhere
-        migrate can see. Whether such a class is a Module cannot be told."""
+        """`(line of the class, base as written, why)` for each base that names
+        a module of the tree whose text does not bind it: whether such a class
+        is a Module cannot be told."""
         found = []
         for cls in facts.classes.values():
             for base in cls.bases:
@@ -331,8 +301,7 @@ class ProjectIndex:
         return found
 
     def _canonical(self, qualified: str, depth: int) -> str:
-        """Follow re-exports: `pkg.Base` -> `pkg.base.Base` when `pkg/__init__.py`
-        imports it from `.base`. Names outside the tree come back as they are."""
+        """Follow re-exports: `pkg.Base` -> `pkg.base.Base`."""
         found = None if depth > 20 else self._locate(qualified)
         if found is None:
             return qualified
@@ -413,10 +382,8 @@ class ProjectIndex:
         return children
 
     def _subtree_uses(self, qualified: str) -> _SubtreeUses:
-        """What a class and all its descendants do with their attributes,
-        built once per class from its own and then each child's in order (the
-        first place found is the one cited): a deep hierarchy costs its size,
-        not the square of its depth (a generated chain of 15,000 subclasses)."""
+        """What a class and its descendants do with their attributes, once per
+        class: a chain of 15,000 subclasses costs its size, not its square."""
         if self.class_facts(qualified) is None:
             return _SubtreeUses()
 
@@ -533,12 +500,9 @@ class ProjectIndex:
         return frozenset().union(*(facts.set_names for facts in self.files.values()))
 
     def _constants(self, cls: ClassFacts, subtree: _SubtreeUses) -> frozenset[str]:
-        """The class's own fields that nothing in the project may give a value:
-        no file names them before `=` or as a string, no `eqx.tree_at` or
-        method of the class or a subclass assigns them, and no call of the
-        class, a subclass, `cls`, a call's result or `__init__` passes enough
-        positional arguments to reach them (counted from the class's own
-        fields: its bases' come first, so the real position is never earlier)."""
+        """The class's own fields nothing may give a value: not named before `=`
+        or in a string, not replaced or assigned, not reached by positional
+        arguments (counted from its own fields: its bases' come first)."""
         calls = self._positional
         reached = max(
             subtree.reached, *(calls.get(n, 0) for n in ("cls", "__init__", "()"))
@@ -565,8 +529,8 @@ class ProjectIndex:
     def _imported_equinox_module(
         self, facts: FileFacts, name: str, depth: int = 0
     ) -> bool:
-        """Whether `name`, written in `facts`'s file, is equinox's Module reached
-        through imports alone (`Base = eqx.Module` is rewritten where it is)."""
+        """Whether `name` in `facts`'s file is equinox's Module through imports
+        alone (`Base = eqx.Module` is rewritten where it is)."""
         head, _, rest = name.partition(".")
         if depth > 20 or head in facts.classes or head not in facts.imports:
             return False

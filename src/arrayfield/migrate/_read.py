@@ -60,9 +60,7 @@ def _unsubscripted(expr: Any) -> Any:
 
 
 def _self_assignments(cls: ast.ClassDef) -> list[Assignment]:
-    """`self.<attr> = value` statements in the methods of a class, nested
-    classes excluded. `self` is the first parameter after any positional-only
-    ones."""
+    """`self.<attr> = value` statements in the methods, nested classes left out."""
     found: list[Assignment] = []
     for method in cls.body:
         if not (isinstance(method, _FUNCTIONS) and method.args.args):
@@ -95,8 +93,7 @@ def _outside_classes(body: Iterable[ast.AST]) -> Iterator[ast.AST]:
 
 
 class AstAnalysis:
-    """What to rewrite in one file, and its diagnostics (`analyse_source`);
-    what a call rule asks about the file around the call."""
+    """What to rewrite in one file and its diagnostics, and what a call rule asks."""
 
     def __init__(
         self,
@@ -159,8 +156,7 @@ class AstAnalysis:
             )
 
     def _walk(self, nodes: Iterable[ast.AST], scan_calls: bool) -> None:
-        """Enters each definition before its decorators, bases and parameters
-        are visited (with `scan_calls`), then its body."""
+        """Enters each definition before its decorators, bases and parameters."""
         for node in nodes:
             if isinstance(node, _DEFINITIONS):
                 outer = self._scope, self.cached_function
@@ -201,8 +197,7 @@ class AstAnalysis:
             self._release(value)
 
     def _call(self, node: Any) -> None:
-        """The bases of a `type(...)` that makes a Module class are migrated,
-        then every call rule reads the call."""
+        """Migrate the bases of a `type(...)` Module class; run the call rules."""
         made = syntax.class_made_by_type(node)
         for base in [] if made is None else made[1]:
             if self._is_equinox_module(base):
@@ -339,8 +334,7 @@ class AstAnalysis:
             self.wrap_annotations.add(site.node)
 
     def _makes_array(self, converter: Any) -> bool:
-        """Whether a converter is `jnp.asarray` or a kin of it, possibly wrapped
-        in `functools.partial` (to fix a dtype)."""
+        """Whether a converter is `jnp.asarray` or a kin, maybe in a `partial`."""
         if (
             isinstance(converter, ast.Call)
             and self.imports.resolve(converter.func) == "functools.partial"
@@ -352,8 +346,7 @@ class AstAnalysis:
         return self.imports.resolve(converter) in CONVERTER_KINDS
 
     def _release(self, expr: Any) -> None:
-        """The name `expr` starts with (`eqx` for `eqx.field`, bound by an
-        import) may have lost its last use to the rewrite."""
+        """The name `expr` starts with (`eqx`) may have lost its last use."""
         dotted = dotted_name(expr)
         if dotted is not None:
             self.released_names.add(dotted.partition(".")[0])
@@ -380,8 +373,7 @@ class AstAnalysis:
         )
 
     def specifier_call(self, value: Any | None) -> Any | None:
-        """`value` when it is a field specifier call (its `default=` is the
-        default, not the call), else None."""
+        """`value` when it is a field specifier call (`eqx.field(...)`), else None."""
         if (
             isinstance(value, ast.Call)
             and self.imports.resolve(value.func) in SPECIFIERS
@@ -398,9 +390,8 @@ class AstAnalysis:
         return node.lineno, len(prefix.decode("utf-8", errors="replace")) + 1
 
     def snippet(self, node: Any) -> str:
-        """The node's source on one line, cut to 40 characters, with the
-        parentheses written around it, which `ast` leaves out of its position
-        (a call's own bracket aside)."""
+        """The node's source on one line, cut to 40 characters, with the brackets
+        written around it (`ast` leaves them out of its position)."""
         first, last = self.lines[node.lineno - 1], self.lines[node.end_lineno - 1]
         chunk = b"".join(self.lines[node.lineno - 1 : node.end_lineno])
         end = len(chunk) - len(last) + node.end_col_offset
@@ -427,8 +418,7 @@ class AstAnalysis:
         )
 
     def names_needed(self) -> list[str]:
-        """Which of arrayfield's `ArrayModule`, `Field` and `field` the
-        rewritten code refers to."""
+        """Which of `ArrayModule`, `Field` and `field` the new code refers to."""
         no_convert = FieldEdit.NO_CONVERT in self.field_edits.values()
         return [
             name
@@ -463,12 +453,9 @@ def analyse_source(
     typed: bool = False,
     tree: ast.Module | None = None,
 ) -> AstAnalysis:
-    """The plan of `source`'s migration, from its parse `tree` if given.
-    Bytes are decoded as Python would (PEP 263 coding line, else UTF-8).
-
-    Raises `SyntaxError`, `ValueError` (null bytes), `UnicodeDecodeError` or
-    `LookupError` (an unknown coding) for a file that does not parse or decode.
-    """
+    """The plan of `source`'s migration, from its parse `tree` if given. Bytes
+    are decoded as Python would (PEP 263). Raises `SyntaxError`, `ValueError`
+    (null bytes), `UnicodeDecodeError` or `LookupError` (an unknown coding)."""
     if isinstance(source, str):
         encoding, text = "utf-8", source
     else:

@@ -36,8 +36,7 @@ _FEW_INITIALS = 8
 
 
 class CheckResult(NamedTuple):
-    """The outcome of checking one file without rewriting it: the diagnostics
-    no `# noqa` silences, by position, and whether the rewrite changes it."""
+    """One file checked, not rewritten: as `MigrationResult`, without the text."""
 
     diagnostics: tuple[Diagnostic, ...]
     changed: bool
@@ -75,13 +74,9 @@ def index_project(
     contents: dict[Path, bytes], trees: dict[Path, ast.Module] | None = None
 ) -> tuple[ProjectIndex, list[FileError]]:
     """Phase 1: index the files that mention equinox, then, until nothing new
-    turns up, those that mention a Module class found so far (a subclass in a
-    file that imports only the project's own base class), the modules that
-    files with Module classes import from (where their fields' types are),
-    and those a class's base is imported from or a file star-imports (where a
-    re-export is resolved).
-
-    The parses go into `trees`, if given, for phase 2."""
+    turns up, those that mention a Module class found so far, and the modules
+    that files with Module classes, their bases and star imports come from
+    (where fields' types and re-exports are). Parses go into `trees`, if given."""
     trees = {} if trees is None else trees
     forget_directories()
     facts: list[FileFacts] = []
@@ -146,9 +141,8 @@ def index_project(
 
 
 def _alternatives(names: Sequence[str]) -> bytes:
-    """A regex of the names as a trie (`Part(?:1|2)` for `Part1`, `Part2`):
-    where a plain alternation tries every name at every byte, `re` scans for
-    the first letters and follows one branch."""
+    """A regex of the names as a trie (`Part(?:1|2)`): `re` follows one branch
+    where a plain alternation tries every name at every byte."""
     trie: dict[str, dict] = {}
     for name in names:
         node = trie
@@ -171,9 +165,8 @@ def _alternatives(names: Sequence[str]) -> bytes:
 
 
 def _mentions(pattern: re.Pattern[bytes], data: bytes) -> bool:
-    """Whether `pattern` (see `_name_patterns`) matches where no identifier
-    character comes before it: a leading `\b` would stop `re` from scanning
-    ahead for the first letters."""
+    """Whether `pattern` matches after no identifier character (a leading `\b`
+    would stop `re` from scanning ahead for the first letters)."""
     match = pattern.search(data)
     while match is not None:
         start = match.start()
@@ -185,10 +178,8 @@ def _mentions(pattern: re.Pattern[bytes], data: bytes) -> bool:
 
 
 def _name_patterns(names: Sequence[str]) -> list[re.Pattern[bytes]]:
-    """Regexes that together find the names, each ending where an identifier
-    does (`\b` would not count non-ASCII letters). `re` finds a pattern that
-    starts with one literal at `memchr` speed, one that starts with a choice
-    15x slower: names with few initials get a pattern per initial."""
+    """Regexes that together find the names as whole identifiers (`\b` misses
+    non-ASCII letters); one per initial, found at `memchr` speed, when few."""
     by_initial: dict[str, list[str]] = {}
     for name in names:
         by_initial.setdefault(name[0], []).append(name)
@@ -198,10 +189,8 @@ def _name_patterns(names: Sequence[str]) -> list[re.Pattern[bytes]]:
 
 
 def files_to_rewrite(contents: Mapping[Path, bytes], index: ProjectIndex) -> list[Path]:
-    """The files phase 2 reads: those with a Module class, that import
-    equinox (`Base = eqx.Module`, a `type(...)` class), that may call the
-    tree's Module classes as a call rule reads (`calls_matter`), or whose
-    classes have a base migrate cannot resolve (AF009)."""
+    """The files phase 2 reads: with a Module class, importing equinox, calling
+    the tree's Module classes as a call rule reads, or with an AF009 base."""
     work = []
     for path, data in contents.items():
         facts = index.files.get(str(path))
@@ -225,9 +214,8 @@ def rewrite_files(
     text: bool,
     trees: dict[Path, ast.Module] | None = None,
 ) -> Iterator[MigrationResult | CheckResult | FileError]:
-    """Phase 2 for each file of `work`, in order, from its parse in phase 1
-    (`index_project`'s `trees`, dropped once used); `text`: whether a changed
-    file's new text is needed (to write or preview it)."""
+    """Phase 2 for each file of `work`, from its parse in phase 1 (dropped once
+    used); `text`: whether a changed file's new text is needed."""
     trees = {} if trees is None else trees
     project = index.top_level_modules()
     for path in work:

@@ -69,8 +69,7 @@ class FieldSite(NamedTuple):
         return self.node.value if self.call is None else self.keywords.get("default")
 
     def values(self) -> Iterator[tuple[Any, int | None]]:
-        """The class default (with None), then each value a method assigns the
-        field, with its line."""
+        """The class default (line None), then each value a method assigns it."""
         default = self.default
         if default is not None:
             yield default, None
@@ -79,8 +78,7 @@ class FieldSite(NamedTuple):
                 yield value, statement.lineno
 
     def given(self, value: Any, line: int | None, verb: str) -> str:
-        """How the field gets a value of `values()`, for a message: "defaults
-        to `1.0`", or "<verb> `1.0` on line 12"."""
+        """For a message: "defaults to `1.0`", or "<verb> `1.0` on line 12"."""
         written = self.snippet(value)
         if line is None:
             return f"defaults to `{written}`"
@@ -103,8 +101,7 @@ class FieldSite(NamedTuple):
         fixable: bool = False,
         undecided: bool = False,
     ) -> Diagnostic:
-        """The diagnostic "field 'Cls.name' <text>", at the field's name or at
-        node `at`."""
+        """The diagnostic "field 'Cls.name' <text>", at the field's name or `at`."""
         line, col = self.position(self.node.target if at is None else at)
         message = f"field '{self.cls}.{self.name}' {text}"
         return Diagnostic(line, col, code, message, fixable, undecided)

@@ -27,9 +27,8 @@ LEGACY_ANNOTATIONS = frozenset({"numpy.array", "jax.numpy.array"})
 
 @dataclasses.dataclass(frozen=True)
 class MigrationResult:
-    """The outcome of migrating one file: its text as read and migrated, its
-    encoding (to write `code` back), and the diagnostics no `# noqa` silences,
-    sorted by position."""
+    """One file migrated: its text as read and migrated, its encoding (to write
+    `code` back), and the diagnostics no `# noqa` silences, by position."""
 
     original: str
     code: str
@@ -63,9 +62,7 @@ class _Splice:
         self.new_code.append(code)
 
     def arrayfield_names(self) -> tuple[dict[str, str], str | None]:
-        """Source text naming arrayfield's `ArrayModule`, `Field` and `field`,
-        and the import to add for the ones the new code needs and the file
-        does not import (if any)."""
+        """Text naming `ArrayModule`, `Field` and `field`, and the import to add."""
         analysis = self.analysis
         found = {
             name: analysis.imports.local_name_for(f"arrayfield.{name}")
@@ -83,8 +80,7 @@ class _Splice:
         return names, new_import
 
     def base_references(self, array_module: str) -> None:
-        """`class A(eqx.Module)`, `Base = eqx.Module` and the base of
-        `type("A", (eqx.Module,), {})` name `af.ArrayModule` instead."""
+        """Bases and `Base = eqx.Module` name `af.ArrayModule` instead."""
         for node, indices in self.analysis.base_edits.items():
             for index in indices:
                 self._replace(node.bases[index], array_module)
@@ -92,14 +88,12 @@ class _Splice:
             self._replace(expr, array_module)
 
     def field(self, statement: ast.AnnAssign, names: dict[str, str]) -> None:
-        """The new text of a field statement, `name: annotation = value`: the
-        call's edit, then the wraps."""
+        """A field statement's new text: the call's edit, then the wraps."""
         plan, source = self.analysis, self.source
         start = source.start(statement)
         text = source.text(start, source.end(statement))
 
         def local(node: ast.AST, end: bool = False) -> int:
-            """An offset into `text` from a node's start or end."""
             at = source.end(node) if end else source.start(node)
             return len(source.data[start:at].decode("utf-8"))
 
@@ -139,8 +133,7 @@ class _Splice:
         self._replace(statement, new)
 
     def _respelled(self, code: str) -> str:
-        """An annotation's code with `np.array` and `jnp.array` spelled
-        `ndarray` (in a string annotation too): a function is no type."""
+        """`np.array` spelled `ndarray` (in strings too): a function is no type."""
         parsed = "array" in code and parse_expression(code)
         if not parsed:
             return code  # nothing to respell
@@ -171,9 +164,8 @@ class _Splice:
         return code
 
     def _move_comments(self, statement: ast.AnnAssign, comments: list[str]) -> None:
-        """The comments of a dropped field call: on lines of their own above
-        the field, or at the end of its line where it follows its class's
-        colon (`class A(eqx.Module): x: T = ...`)."""
+        """A dropped call's comments: above the field, or after it where it follows
+        its class's colon (`class A(eqx.Module): x: T = ...`)."""
         if not comments:
             return
         source = self.source
@@ -192,9 +184,8 @@ class _Splice:
 def _cut(
     statement: ast.AnnAssign, text: str, local: Callable[..., int]
 ) -> tuple[int, int, int]:
-    """Where, in the field statement's `text`, its annotation starts and ends
-    and its value starts (the text's end without one), brackets around them
-    included: `ast` leaves those out of a node's place."""
+    """Where the annotation starts and ends and the value starts in the field's
+    `text`, with the brackets `ast` leaves out of a node's place."""
     target_end = local(statement.target, end=True)
     annotation_start = local(statement.annotation)
     annotation_end = local(statement.annotation, end=True)

@@ -15,8 +15,8 @@ from typing import NamedTuple
 
 
 class Source:
-    """A file's UTF-8 bytes, with the offsets of `ast`'s (line, column)
-    positions. `lines` are split as Python splits them (bytes.splitlines)."""
+    """A file's UTF-8 bytes (`lines` split as bytes.splitlines splits them), with
+    the offsets of `ast`'s (line, column) positions."""
 
     def __init__(self, lines: list[bytes]) -> None:
         self.lines = lines
@@ -44,8 +44,7 @@ class Source:
         return self.lines[statement.lineno - 1][: statement.col_offset]
 
     def line_tail(self, statement: ast.stmt) -> tuple[int, int, bool]:
-        """Where the statement ends, where the text of its last line ends
-        (its line break left out), and whether a comment is between."""
+        """Where the statement and its last line end; whether a comment is between."""
         last = statement.end_lineno or statement.lineno
         end = self.line_start(last) + len(self.lines[last - 1].rstrip(b"\r\n"))
         return self.end(statement), end, b"#" in self.data[self.end(statement) : end]
@@ -71,8 +70,7 @@ class Edits:
         self.spans: list[tuple[int, int, bytes]] = []
 
     def add(self, start: int, end: int, code: str) -> int:
-        """Put `code` in place of the bytes from `start` to `end`; returns the
-        edit's index, for `replace`."""
+        """Put `code` in place of the bytes from `start` to `end`; its index."""
         self.spans.append((start, end, code.encode("utf-8")))
         return len(self.spans) - 1
 
@@ -81,8 +79,7 @@ class Edits:
         self.spans[index] = (start, end, code.encode("utf-8"))
 
     def apply(self) -> str:
-        """The text with every edit made (an insertion before a replacement
-        at the same place)."""
+        """The text with every edit made (insertions before a replacement there)."""
         data = self.source.data
         out, done = [], 0
         for start, end, new in sorted(self.spans, key=lambda edit: edit[:2]):
@@ -102,8 +99,7 @@ class Token(NamedTuple):
 
 
 def tokens(text: str) -> list[Token]:
-    """The tokens of a piece of code, with offsets into it (comments and line
-    breaks too; indentation left out)."""
+    """The tokens of a piece of code (comments and line breaks too), with offsets."""
     # Offsets of the lines as the tokenizer reads them (split at "\n" only).
     starts = [0] + [found.end() for found in re.finditer("\n", text)]
 

@@ -121,8 +121,7 @@ def array_kind(annotation: Any, imports: ImportMap) -> ArrayKind | None:
 def scalar_annotation(
     annotation: Any, imports: ImportMap, types: tuple[str, ...] = ()
 ) -> str | None:
-    """`"float"` or `"complex"` (or one of `types`, e.g. `"int"`, `"str"`) when
-    that builtin is all the annotation allows."""
+    """`"float"`, `"complex"` or one of `types` when that builtin is all it allows."""
     members = alternatives(annotation, imports)
     name = syntax.identifier(members[0]) if len(members) == 1 else None
     if name in ("float", "complex", *types) and name not in imports.bindings:
@@ -154,9 +153,8 @@ def _is_int_like(expr: Any) -> bool:
 
 
 def looks_like_shape(expr: Any) -> bool:
-    """Whether a value reads like a shape or index list rather than data: a
-    non-empty display of ints and names (`[1, 2]`, `(n, n)`; a float makes it
-    data), `x.shape`, a slice of it, `tuple(x.shape)`."""
+    """Whether a value reads like a shape or indices rather than data: `(n, 2)`
+    (a float makes it data), `x.shape`, a slice of it, `tuple(x.shape)`."""
     if isinstance(expr, ast.Tuple | ast.List):
         return bool(expr.elts) and all(
             looks_like_shape(e.value) if isinstance(e, ast.Starred) else _is_int_like(e)

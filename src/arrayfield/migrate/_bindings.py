@@ -43,24 +43,20 @@ def nested_statements(node: ast.AST) -> Iterable[ast.AST]:
 
 class ImportMap(NamedTuple):
     """Local names bound by import statements, mapped to what they refer to
-    (`import jax.numpy as jnp`: `{"jnp": "jax.numpy"}`).
+    (`import jax.numpy as jnp`: `{"jnp": "jax.numpy"}`)."""
 
-    `bindings` holds the imports anywhere in the file, for reading names: a
-    class in a function that imports equinox locally is still a Module class.
-    `module_level`, those directly in the module body: only these can be
-    reused for new code (one under `if TYPE_CHECKING:`, in a `try` or in a
-    function may not have run, or binds a name module-level code cannot see).
-    """
-
+    # Anywhere in the file, for reading names: a class in a function that
+    # imports equinox locally is still a Module class.
     bindings: dict[str, str]
+    # Directly in the module body: only these may be reused by new code (one
+    # under `if TYPE_CHECKING:`, in a `try` or a function may not have run).
     module_level: dict[str, str]
 
     @classmethod
     def from_ast(
         cls, tree: ast.Module, everywhere: dict[str, str] | None = None
     ) -> ImportMap:
-        """The imports of an `ast` module; `everywhere`, the bindings of its
-        imports at any depth, when the caller found them already."""
+        """The imports of a module; `everywhere`, its `bindings` if found already."""
         if everywhere is None:
             everywhere = {}
             for statement in imports_in(tree.body):
@@ -80,9 +76,8 @@ class ImportMap(NamedTuple):
         return f"{target}.{rest}" if rest else target
 
     def local_name_for(self, qualified: str) -> str | None:
-        """An expression, as source text, that refers to `qualified` through a
-        module-level import: `ArrayModule` after `from arrayfield import
-        ArrayModule`, `af.ArrayModule` after `import arrayfield as af`."""
+        """Source text naming `qualified` through a module-level import
+        (`ArrayModule`, or `af.ArrayModule` after `import arrayfield as af`)."""
         module, _, attr = qualified.rpartition(".")
         for local, target in self.module_level.items():
             if target == qualified:
@@ -96,10 +91,9 @@ class ImportMap(NamedTuple):
 def statements_in(
     body: Iterable[ast.AST], *, into_definitions: bool = True
 ) -> Iterator[ast.AST]:
-    """Every statement of a body and of the blocks inside it (handlers and
-    cases too), in source order; with `into_definitions` false, not those of
-    nested functions and classes. Iterative: a file's every statement is
-    asked for, and a recursive generator pays a frame per statement."""
+    """Every statement of a body and its blocks (handlers and cases too), in
+    order; not inside functions and classes without `into_definitions`.
+    Iterative: a recursive generator pays a frame per statement."""
     pending = [iter(body)]
     while pending:
         for node in pending[-1]:
@@ -133,9 +127,8 @@ def bind(
     bindings: dict[str, str],
     module: str | None = None,
 ) -> None:
-    """Add the names an import statement binds to `bindings`, each mapped to
-    what it refers to. A relative import binds names only given `module`,
-    the absolute name of the module it imports from."""
+    """Add the names an import binds to `bindings`; a relative one's only given
+    `module`, the absolute name of the module it imports from."""
     if isinstance(statement, ast.Import):
         for alias in statement.names:
             local = bound_name(alias, statement)

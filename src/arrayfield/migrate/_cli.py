@@ -246,8 +246,7 @@ def _migrate(args: argparse.Namespace) -> int:
 
 
 class _Report:
-    """What the run prints for each file, and what it found, for the summary
-    and the exit status."""
+    """What the run prints for each file, and counts for the summary and status."""
 
     def __init__(self, args: argparse.Namespace) -> None:
         self.args = args

@@ -68,9 +68,8 @@ def _uses(tree: ast.AST, skipped: set[int], wanted: set[str]) -> set[str]:
 
 
 def can_bind(tree: ast.Module, name: str, qualified: str) -> bool:
-    """Whether a module-level `import <qualified> as <name>` leaves every other
-    reference in the file meaning what it meant: nothing in the file binds
-    `name` but imports of `qualified`, and no star import may bind it."""
+    """Whether `import <qualified> as <name>` changes what no reference means:
+    only imports of `qualified` bind `name`, and no star import may."""
     bound = used = False
     for node in ast.walk(tree):
         if isinstance(node, ast.Import | ast.ImportFrom):
@@ -98,8 +97,7 @@ def can_bind(tree: ast.Module, name: str, qualified: str) -> bool:
 def _isort_key(
     statement: ast.Import | ast.ImportFrom, first_party: frozenset[str]
 ) -> tuple[int, bool, str]:
-    """isort's order (ruff's `I` rules too): by section (future, stdlib,
-    third-party, first-party, local), then `import x` before `from x import`,
+    """isort's order (ruff's too): by section, `import x` before `from x import`,
     then by module, ignoring case."""
     if isinstance(statement, ast.Import):
         module = statement.names[0].name
@@ -174,11 +172,9 @@ class ImportEditor:
         self.first_party = first_party
 
     def add(self, code: str) -> _Insertion | None:
-        """Insert `code` as isort would: in the file's first block of imports,
-        before the first statement that sorts after it (taking over the
-        comments and blank lines above it) or after the last of its section,
-        else as a section of its own; right after the docstring in a file
-        without imports."""
+        """Insert `code` as isort would in the first block of imports: before the
+        first statement sorting after it (taking over the lines above it), after
+        the last of its section, or as a section; else after the docstring."""
         body, source = self.tree.body, self.source
         start = 1 if body and _is_docstring(body[0]) and source.alone(body[0]) else 0
         block: list[ast.Import | ast.ImportFrom] = []
@@ -226,9 +222,8 @@ class ImportEditor:
     def _prune_block(
         self, block: list[ast.stmt], removable: set[str], insertion: _Insertion | None
     ) -> None:
-        """Drop the imports of `removable` from one block; the blank and
-        comment lines above a dropped line stay above the next statement, less
-        the blank lines if it has its own."""
+        """Drop the imports of `removable` from one block; the lines above a dropped
+        one stay above the next statement (less blank ones if it has its own)."""
         source = self.source
         if block is not self.tree.body and source.before(block[0]).strip():
             return  # `if x: import eqx`, on the line of its header
@@ -280,8 +275,7 @@ class ImportEditor:
     def _lines_above(
         self, statement: ast.stmt, insertion: _Insertion | None
     ) -> list[tuple[int, int]]:
-        """The blank and comment lines right above a statement (none above the
-        file's first: its header)."""
+        """The blank and comment lines right above a statement (not a header)."""
         if insertion is not None and insertion.before is statement:
             # The new import took the lines above; the blank line below it is
             # the statement's own now.
@@ -300,8 +294,8 @@ class ImportEditor:
     def _rewrite_group(
         self, group: list[ast.stmt], names: list[list[ast.alias] | None]
     ) -> None:
-        """Statements that share a line (`import os; import equinox as eqx`),
-        some of which lose names or go: one edit, rewriting the line."""
+        """One edit rewriting statements that share a line (`import os; import
+        equinox as eqx`), some of which lose names or go."""
         source = self.source
         dropped = _dropped(source, group, [kept != [] for kept in names])
         for statement, kept in zip(group, names, strict=True):
@@ -318,8 +312,8 @@ class ImportEditor:
     def unused(
         self, candidates: set[str], new_code: list[str], replaced: list[ast.AST]
     ) -> set[str]:
-        """Those of `candidates` that the new text no longer uses: `new_code`
-        is what the edits write, `replaced` the nodes whose code they replace."""
+        """Those of `candidates` the new text no longer uses: neither `new_code`
+        nor the code outside the `replaced` nodes."""
         if not candidates:
             return set()
         words = re.compile("|".join(rf"\b{re.escape(name)}\b" for name in candidates))
@@ -364,10 +358,8 @@ def _kept_names(statement: ast.stmt, removable: set[str]) -> list[ast.alias] | N
 def _dropped(
     source: Source, nodes: Sequence[ast.AST], keep: list[bool]
 ) -> list[tuple[int, int]]:
-    """The spans of the nodes not to `keep` (an import's names, or statements
-    sharing a line), each with the comma or semicolon after it; those after
-    the last one kept take the one before them instead, so none is left
-    stray."""
+    """The spans of the nodes not to `keep`, each with the comma or semicolon
+    after it (after the last one kept: the one before), so none is left stray."""
     last = max(index for index, flag in enumerate(keep) if flag)
     spans = [
         (source.start(nodes[index]), source.start(nodes[index + 1]))
@@ -385,8 +377,8 @@ _JOINED = re.compile(rb"(?:[ \t\f]|\\(?:\r\n|\r|\n))*;(?:[ \t\f]|\\(?:\r\n|\r|\n
 
 
 def _line_groups(source: Source, block: list[ast.stmt]) -> list[list[ast.stmt]]:
-    """The statements of a block, grouped as semicolons join them (`a; b`) on
-    one logical line: a trailing `a;` joins nothing on a later line."""
+    """The statements of a block, grouped as semicolons join them (`a; b`); a
+    trailing `a;` joins nothing on a later line."""
     groups: list[list[ast.stmt]] = []
     for statement in block:
         if groups and _JOINED.fullmatch(

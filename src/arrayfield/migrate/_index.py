@@ -314,13 +314,12 @@ class ProjectIndex:
 
     def class_facts(self, qualified: str) -> tuple[FileFacts, ClassFacts] | None:
         """The file and class statement of a class of the tree."""
-        if qualified in self._class_facts:
-            return self._class_facts[qualified]
-        found = self._locate(qualified)
-        cls = None if found is None else found[0].classes.get(found[1])
-        result = None if found is None or cls is None else (found[0], cls)
-        self._class_facts[qualified] = result
-        return result
+        if qualified not in self._class_facts:
+            found = self._locate(qualified)
+            cls = None if found is None else found[0].classes.get(found[1])
+            known = None if found is None or cls is None else (found[0], cls)
+            self._class_facts[qualified] = known
+        return self._class_facts[qualified]
 
     def _base_names(self, facts: FileFacts, cls: ClassFacts) -> list[str]:
         """The qualified names of a class's bases (as written, outside the tree)."""

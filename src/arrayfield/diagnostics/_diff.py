@@ -8,7 +8,7 @@ import re
 from .._errors import short_repr
 from ._hints import STRUCTURE_FIX, leaf_reason
 from ._paths import FieldRef
-from ._signature import Signature, equal
+from ._signature import LeafSig, Signature, equal
 
 
 @dataclasses.dataclass(frozen=True)
@@ -35,17 +35,7 @@ def diff(
     for path, n in new.leaves.items():
         o = old.leaves.get(path)
         if o is None:
-            changes.append(
-                Change(
-                    path,
-                    "(absent)",
-                    n.text,
-                    "pytree structure changed: this leaf appeared (it was None, "
-                    "or the field, key or element did not exist)",
-                    _with_field(_structure_fix(path, old), n.named_by),
-                    field=n.named_by,
-                )
-            )
+            changes.append(_absent(path, "(absent)", n.text, _APPEARED, old, n))
         elif not o.same(n):
             reason = leaf_reason(o, n, jit)
             new_text = n.text
@@ -81,17 +71,7 @@ def diff(
             )
     for path, o in old.leaves.items():
         if path not in new.leaves:
-            changes.append(
-                Change(
-                    path,
-                    o.text,
-                    "(absent)",
-                    "pytree structure changed: this leaf disappeared (it is None "
-                    "now, or the field, key or element is gone)",
-                    _with_field(_structure_fix(path, new), o.named_by),
-                    field=o.named_by,
-                )
-            )
+            changes.append(_absent(path, o.text, "(absent)", _DISAPPEARED, new, o))
     if not changes:
         for name, treedef in new.structure.items():
             before = old.structure.get(name)
@@ -118,7 +98,8 @@ def diff(
     return changes
 
 
-_INDEX = re.compile(r"\[\d+\]")
+# A list index in a path; its group is the index alone (`pattern` splits on it).
+_INDEX = re.compile(r"\[(\d+)\]")
 
 
 def _structure_fix(path: str, other: Signature) -> str:
@@ -142,6 +123,24 @@ def _with_field(fix: str, field: FieldRef | None) -> str:
     return fix if field is None else fix + field.named
 
 
+_APPEARED = (
+    "pytree structure changed: this leaf appeared (it was None, "
+    "or the field, key or element did not exist)"
+)
+_DISAPPEARED = (
+    "pytree structure changed: this leaf disappeared (it is None "
+    "now, or the field, key or element is gone)"
+)
+
+
+def _absent(
+    path: str, old: str, new: str, why: str, other: Signature, leaf: LeafSig
+) -> Change:
+    """A leaf that only one of the two calls has (`other` lacks it)."""
+    fix = _with_field(_structure_fix(path, other), leaf.named_by)
+    return Change(path, old, new, why, fix, field=leaf.named_by)
+
+
 def closest(
     history: list[Signature], new: Signature, jit: str | None
 ) -> tuple[Signature, list[Change]]:
@@ -156,7 +155,6 @@ def closest(
 
 # How many leaves of one cause the details list one by one.
 DETAILED = 3
-_INDEX = re.compile(r"\[(\d+)\]")
 
 
 def _cause(change: Change) -> tuple:

@@ -116,14 +116,19 @@ class FieldRef:
         return f"{self.owner.__qualname__}.{self.name}"
 
     @property
+    def _qualified(self) -> str:
+        return f"{self.declared_in.__qualname__}.{self.name}"
+
+    @property
+    def _line(self) -> str | None:
+        return _declaration(self.declared_in, self.name)
+
+    @property
     def declared(self) -> str:
         """`" (declared as SersicMorphology.n, morphology.py:88)"` to end a hint
         with, or `""` when the field's source line cannot be found."""
-        cls = self.declared_in
-        line = _declaration(cls, self.name)
-        if line is None:
-            return ""
-        return f" (declared as {cls.__qualname__}.{self.name}, {line})"
+        line = self._line
+        return "" if line is None else f" (declared as {self._qualified}, {line})"
 
     @property
     def package(self) -> str | None:
@@ -136,29 +141,21 @@ class FieldRef:
     def named(self) -> str:
         """`declared`, or `" (declared as SersicMorphology.n)"` when the line of
         the declaration cannot be found: a hint always names the field."""
-        declared = self.declared
-        if declared:
-            return declared
-        return f" (declared as {self.declared_in.__qualname__}.{self.name})"
+        return self.declared or f" (declared as {self._qualified})"
 
     @property
     def at(self) -> str:
         """`SersicMorphology.n at morphology.py:88`, or only the class and field
         when the source cannot be found."""
-        cls = self.declared_in
-        line = _declaration(cls, self.name)
-        name = f"{cls.__qualname__}.{self.name}"
-        return name if line is None else f"{name} at {line}"
+        line = self._line
+        return self._qualified if line is None else f"{self._qualified} at {line}"
 
     @property
     def location(self) -> str:
-        """`SersicMorphology.n (morphology.py:88)`: the class that declares the
-        field and the line of its declaration, or only the class and field when
-        the source cannot be found (a class made with `type(...)`, say)."""
-        cls = self.declared_in
-        line = _declaration(cls, self.name)
-        name = f"{cls.__qualname__}.{self.name}"
-        return name if line is None else f"{name} ({line})"
+        """`SersicMorphology.n (morphology.py:88)`, or only the class and field
+        when the source cannot be found (a class made with `type(...)`, say)."""
+        line = self._line
+        return self._qualified if line is None else f"{self._qualified} ({line})"
 
 
 # One `ast` parse at a time, here and in `_annotations`: CPython 3.11's AST
@@ -229,40 +226,35 @@ def walk(tree: Any, root: str) -> tuple[list[Leaf], list[StaticField]]:
     """
     leaves: list[Leaf] = []
     statics: list[StaticField] = []
-    _walk(tree, root, leaves, statics)
+
+    def visit(node: Any, prefix: str) -> None:
+        fields: dict[str, dataclasses.Field] = {}
+        if is_module(node):
+            for f in dataclasses.fields(node):
+                fields[f.name] = f
+                if f.metadata.get("static", False):
+                    value = node.__dict__.get(f.name)
+                    ref = FieldRef(type(node), f.name, f)
+                    statics.append(StaticField(f"{prefix}.{f.name}", value, ref))
+        children, _ = jtu.tree_flatten_with_path(
+            node, is_leaf=lambda x: x is not node and is_module(x)
+        )
+        for path, child in children:
+            text = path_to_str(prefix, path)
+            within = None
+            if path and isinstance(path[0], jtu.GetAttrKey):
+                f = fields.get(path[0].name)
+                if f is not None:
+                    within = FieldRef(type(node), f.name, f)
+            if child is not node and is_module(child):
+                visit(child, text)
+            else:
+                ref = within if len(path) == 1 else None
+                shape = None if ref is not None else _numbers_shape(node, within)
+                leaves.append(Leaf(text, child, ref, within, shape))
+
+    visit(tree, root)
     return leaves, statics
-
-
-def _walk(
-    node: Any,
-    prefix: str,
-    leaves: list[Leaf],
-    statics: list[StaticField],
-) -> None:
-    fields: dict[str, dataclasses.Field] = {}
-    if is_module(node):
-        for f in dataclasses.fields(node):
-            fields[f.name] = f
-            if f.metadata.get("static", False):
-                value = node.__dict__.get(f.name)
-                ref = FieldRef(type(node), f.name, f)
-                statics.append(StaticField(f"{prefix}.{f.name}", value, ref))
-    children, _ = jtu.tree_flatten_with_path(
-        node, is_leaf=lambda x: x is not node and is_module(x)
-    )
-    for path, child in children:
-        text = path_to_str(prefix, path)
-        within = None
-        if path and isinstance(path[0], jtu.GetAttrKey):
-            f = fields.get(path[0].name)
-            if f is not None:
-                within = FieldRef(type(node), f.name, f)
-        if child is not node and is_module(child):
-            _walk(child, text, leaves, statics)
-        else:
-            ref = within if len(path) == 1 else None
-            shape = None if ref is not None else _numbers_shape(node, within)
-            leaves.append(Leaf(text, child, ref, within, shape))
 
 
 def _numbers_shape(node: Any, within: FieldRef | None) -> tuple[int, ...] | None:

@@ -77,27 +77,18 @@ def calling_jit() -> str | None:
     return None  # called from the user's own jitted function: any jit
 
 
+@dataclasses.dataclass(eq=False)
 class _Repeats:
     """Retraces of one function that had the causes of its last full warning:
     counted, and told in one line at its next other warning or at exit."""
 
-    def __init__(
-        self,
-        where: str,
-        causes: tuple,
-        what: str,
-        compiled: bool,
-        numbers: str | None,
-        category: type[UserWarning] = RetraceWarning,
-    ):
-        self.where = where  # `qualname (file:line)` of the function
-        # as `_diff.causes` gives them, with `compiled` and `numbers`
-        self.causes = causes
-        self.what = what  # the causes, in words, for the one line
-        self.compiled = compiled
-        self.numbers = numbers
-        self.category = category  # the full warning's: the one line has it too
-        self.count = 0
+    where: str  # `qualname (file:line)` of the function
+    causes: tuple  # as `_diff.causes` gives them, with `compiled` and `numbers`
+    what: str  # the causes, in words, for the one line
+    compiled: bool
+    numbers: str | None
+    category: type[UserWarning] = RetraceWarning  # the full warning's, and the line's
+    count: int = 0
 
     def line(self) -> str:
         times = "time" if self.count == 1 else "times"
@@ -135,15 +126,20 @@ def _tell(repeats: _Repeats | None) -> None:
     warn_in_user_code(repeats.category(repeats.line()))
 
 
-def _counted(repeats: _Repeats | None, causes: tuple) -> bool:
-    """Count a retrace with the causes of the last full warning (`repeats`'),
-    to be told in one line; False where the causes are others."""
-    if repeats is None or repeats.causes != causes:
-        return False
-    repeats.count += 1
-    with _untold_lock:
-        _untold[id(repeats)] = repeats
-    return True
+def _counted(holder: Any, lock: threading.Lock, new: _Repeats) -> bool:
+    """Count a retrace with the causes of `holder`'s last full warning, to be
+    told in one line; where its causes are others, `new` (this retrace's, whose
+    warning follows) takes that place, and the count before it is told first."""
+    with lock:
+        repeats = holder.repeats
+        if repeats is not None and repeats.causes == new.causes:
+            repeats.count += 1
+            with _untold_lock:
+                _untold[id(repeats)] = repeats
+            return True
+        holder.repeats = new
+    _tell(repeats)
+    return False
 
 
 def tell_all_repeats() -> None:
@@ -160,16 +156,13 @@ def _tell_at_exit() -> None:
         tell_all_repeats()
 
 
-def _static_field(change: Change) -> bool:
-    """Whether the leaf that changed is a `static=True` field's value."""
-    ref = change.field
-    return ref is not None and bool(ref.field.metadata.get("static", False))
-
-
 def _on_purpose(changes: list[Change]) -> bool:
     """Whether only static fields changed: numbers held as numbers on purpose
     (an origin, a size), which no rewrite should turn into arrays."""
-    return bool(changes) and all(_static_field(c) for c in changes)
+    return bool(changes) and all(
+        c.field is not None and c.field.field.metadata.get("static", False)
+        for c in changes
+    )
 
 
 def _category(changes: list[Change], numbers: str | None) -> type[UserWarning]:
@@ -415,16 +408,13 @@ class Site:
                 (diff(old, new, jit, scalar_values=True) for old in history), key=len
             )
         key = (causes(changes), compiled, numbers, family)
-        with self.lock:
-            repeats = self.repeats
-            if _counted(repeats, key):
-                return True
-            where = location(self.fn)
-            category = _category(changes, numbers)
-            self.repeats = _Repeats(
-                where, key, _in_words(changes), compiled, numbers, category
-            )
-        _tell(repeats)  # the count for the earlier causes comes first
+        category = _category(changes, numbers)
+        what = _in_words(changes)
+        new_repeats = _Repeats(
+            location(self.fn), key, what, compiled, numbers, category
+        )
+        if _counted(self, self.lock, new_repeats):
+            return True
         message = self._message(changes, compiled, numbers, family)
         # A note (numbers shared on purpose) says all there is: the program's
         # numbers differ, and no fix applies.
@@ -489,12 +479,8 @@ class Site:
             causes_key = ("new function", tuple(arrays))
             what = "a new function object"
         key = (causes_key, True, None)
-        with self.scope.lock:
-            repeats = record.repeats
-            if _counted(repeats, key):
-                return True
-            record.repeats = _Repeats(where, key, what, True, None)
-        _tell(repeats)
+        if _counted(record, self.scope.lock, _Repeats(where, key, what, True, None)):
+            return True
         warn_in_user_code(RetraceWarning("\n".join(lines)))
         return True
 
@@ -583,16 +569,8 @@ class Site:
         else:
             return  # no trace matches: evicted from the history, or not seen
         types = tuple(type(flat[i]) for i, _, _ in old.hashed)
-        if old.has_numbers and types != tuple(t for _, _, t in old.hashed):
-            self._report_reuse(old, args, kwargs, types)
-
-    def _report_reuse(
-        self,
-        old: Signature,
-        args: tuple,
-        kwargs: dict,
-        types: tuple[type, ...],
-    ) -> None:
+        if not old.has_numbers or types == tuple(t for _, _, t in old.hashed):
+            return
         with self.lock:
             key = (id(old), types)
             if key in self.reported:

@@ -63,56 +63,48 @@ _thread = _ThreadState()
 _decorated: weakref.WeakValueDictionary[int, Site] = weakref.WeakValueDictionary()
 
 
-def _numbers_seen() -> tuple[int, int]:
-    """This thread's counts of traces that ran a program shared by numbers, and
-    that would have under `share_numbers=True` (`_tracing.record`)."""
-    now = _tracing.record
-    return now.number_runs, now.number_families
+def _run_watched(
+    fn: Callable[..., Any], args: tuple, kwargs: dict
+) -> tuple[Any, int, dict[str, Any] | None]:
+    """`fn(*args, **kwargs)`, the trace count before it, and, where it traced,
+    what `Site.traced` is told of the trace: whether it compiled, what it did
+    with numbers (`numbers`, `family`) and the program af.filter_jit traced.
 
-
-def _numbers_since(seen: tuple[int, int]) -> tuple[str | None, int]:
-    """What a call did with numbers since `_numbers_seen()` gave `seen`:
-    `("new family", its number)` where its own program started a family,
-    `("generalised", the family)` where it compiled the family's program over
-    the numbers that differ, `("shared", the family it joined)`,
-    `("could share", 0)` or `(None, 0)`."""
-    runs, families = _numbers_seen()
-    if runs != seen[0]:
-        family, did = _tracing.record.family
-        said = {"first": "new family", "generalised": "generalised"}
-        return said.get(did, "shared"), family
-    return ("could share" if families != seen[1] else None), 0
-
-
-def _program_traced(before: int) -> tuple | None:
-    """The program an af.filter_jit trace in this thread produced since the
-    trace count was `before` (None for other jits: a program recorded earlier
-    is another call's), taken so that it is not kept."""
-    now = _tracing.record
-    recorded, now.program = now.program, None
-    if recorded is None or recorded[0] < before:
-        return None
-    return recorded[1]
-
-
-def _watched(fn: Callable[..., Any], args: tuple, kwargs: dict) -> Any:
-    """`fn(*args, **kwargs)`, marked in this thread as a watched call: what it
-    traces keeps its program and family for the explanation (`_tracing.record`),
-    and an unasked warning leaves it to the explanation. Other threads' calls
-    are not marked, so nothing is kept for them."""
+    The call is marked in this thread as watched: what it traces keeps its
+    program and family for the explanation (`_tracing.record`), and an unasked
+    warning leaves it to the explanation. Other threads' calls are not marked,
+    so nothing is kept for them.
+    """
     __tracebackhide__ = True
-    now = _tracing.record
+    counter, now = _tracing.counter, _tracing.record
+    before, compiles = counter.traces, counter.compiles
+    runs, families = now.number_runs, now.number_families
     now.watched += 1
     try:
-        return fn(*args, **kwargs)
+        out = fn(*args, **kwargs)
     finally:
         now.watched -= 1
-
-
-def _wrap(fn: Function) -> Function:
-    if _eqx_private.is_filter_jit(fn) or hasattr(fn, "lower"):
-        return _wrap_jitted(fn)
-    return _wrap_traced(fn)
+    if counter.traces == before:
+        return out, before, None
+    # Taken, so that it is not kept; one recorded before this call is another
+    # call's (other jits record none).
+    recorded, now.program = now.program, None
+    program = None if recorded is None or recorded[0] < before else recorded[1]
+    numbers, family = None, 0
+    if now.number_runs != runs:  # it ran (or started) a family's program
+        family, did = now.family
+        said = {"first": "new family", "generalised": "generalised"}
+        numbers = said.get(did, "shared")
+    elif now.number_families != families:  # it would under share_numbers=True
+        numbers = "could share"
+    compiled = counter.compiles != compiles
+    traced = {
+        "compiled": compiled,
+        "numbers": numbers,
+        "family": family,
+        "program": program,
+    }
+    return out, before, traced
 
 
 def _wrap_jitted(fn: Any) -> Any:
@@ -125,31 +117,17 @@ def _wrap_jitted(fn: Any) -> Any:
         _decorated[id(cache)] = site
     check = not site.traced_scalars  # jax.jit traces scalars: nothing to reuse
     _tracing.acquire_trace_counter()
-    counter = _tracing.counter
     no_extra: dict[str, Any] = {}
 
     @functools.wraps(fn)
     def explained(*args: Any, **kwargs: Any) -> Any:
         __tracebackhide__ = True
-        before, compiles = counter.traces, counter.compiles
-        shared = _numbers_seen()
-        out = _watched(fn, args, kwargs)
-        if counter.traces != before:
-            program = _program_traced(before)
-            if _thread.explained < before:  # else a `with` block's hook did
-                compiled = counter.compiles != compiles
-                numbers, family = _numbers_since(shared)
-                site.traced(
-                    args,
-                    kwargs,
-                    no_extra,
-                    compiled=compiled,
-                    numbers=numbers,
-                    family=family,
-                    program=program,
-                )
-        elif check and site.check_reuse:
-            site.check_hit(args, kwargs)
+        out, before, traced = _run_watched(fn, args, kwargs)
+        if traced is None:
+            if check and site.check_reuse:
+                site.check_hit(args, kwargs)
+        elif _thread.explained < before:  # else a `with` block's hook did
+            site.traced(args, kwargs, no_extra, **traced)
         return out
 
     # The trace listener stays registered exactly as long as some wrapper lives.
@@ -213,7 +191,6 @@ _process_session: _Session | None = None
 
 def _watching_call(original: Callable[..., Any]) -> Callable[..., Any]:
     """The `__call__` every `eqx.filter_jit` function has while watched."""
-    counter = _tracing.counter
     cache_of = _eqx_private.cache_of
 
     def __call__(self: Any, /, *args: Any, **kwargs: Any) -> Any:
@@ -222,33 +199,17 @@ def _watching_call(original: Callable[..., Any]) -> Callable[..., Any]:
         if session is None:
             return original(self, *args, **kwargs)
         site = session.sites.get(id(cache_of(self))) or session.site_for(self)
-        before, compiles = counter.traces, counter.compiles
-        shared = _numbers_seen()
-        out = _watched(original, (self, *args), kwargs)
-        if counter.traces != before:
-            program = _program_traced(before)
-            # The jitted callable is hashed into the key too: show it as an argument
-            # (a decorator's record shows the arguments only, like the decorator).
-            extra = {} if site.shared else {FUNCTION_LEAF: self.__wrapped__}
-            quiet = _thread.explained >= before  # a wrapped plain function warned
-            compiled = counter.compiles != compiles
-            numbers, family = _numbers_since(shared)
-            if (
-                site.traced(
-                    args,
-                    kwargs,
-                    extra,
-                    quiet=quiet,
-                    compiled=compiled,
-                    numbers=numbers,
-                    family=family,
-                    program=program,
-                )
-                or site.shared
-            ):
-                _thread.explained = before
-        elif site.check_reuse:
-            site.check_hit(args, kwargs)
+        out, before, traced = _run_watched(original, (self, *args), kwargs)
+        if traced is None:
+            if site.check_reuse:
+                site.check_hit(args, kwargs)
+            return out
+        # The jitted callable is hashed into the key too: show it as an argument
+        # (a decorator's record shows the arguments only, like the decorator).
+        extra = {} if site.shared else {FUNCTION_LEAF: self.__wrapped__}
+        quiet = _thread.explained >= before  # a wrapped plain function warned
+        if site.traced(args, kwargs, extra, quiet=quiet, **traced) or site.shared:
+            _thread.explained = before
         return out
 
     return __call__
@@ -422,7 +383,9 @@ def explain_retraces(fn: Callable[..., Any] | None = None) -> Any:
             "function (or method) that is jitted or called under a jit, or use "
             "`with af.explain_retraces():` around the calls."
         )
-    return _wrap(fn)
+    if _eqx_private.is_filter_jit(fn) or hasattr(fn, "lower"):
+        return _wrap_jitted(fn)
+    return _wrap_traced(fn)
 
 
 def _enable_for_process() -> None:

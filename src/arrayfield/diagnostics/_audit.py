@@ -14,6 +14,7 @@ match.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import inspect
 import sys
 import types
@@ -29,17 +30,18 @@ from .._errors import AuditError, format_annotation
 from .._facts import PYTHON_NUMBERS, is_module
 from .._spec import Unresolved, field_spec
 from ._annotations import field_annotation
-from ._diff import Change, cause_text, diff, group
+from ._diff import cause_text, diff, group
 from ._findings import AF, EQX, KINDS, Finding, Findings, Jit, check_jit
 from ._hints import (
     FILTER_JIT,
+    WEAK_FIX,
     article,
     bypassed_init,
     normalize_fix,
     number_fix,
     opted_out,
 )
-from ._paths import FieldRef, StaticField, is_array, path_to_str, walk
+from ._paths import FieldRef, Leaf, StaticField, is_array, path_to_str, walk
 from ._programs import leaves_the_program_reads, numbers_only
 from ._signature import leaf_text, signature
 
@@ -71,12 +73,13 @@ class _Constants:
     defaults of a Module's fields and `__init__` parameters."""
 
     def __init__(self) -> None:
-        self._module_level: set[int] | None = None
         self._init_defaults: dict[tuple[type, str], Any] = {}
 
+    @functools.cached_property
+    def _module_level(self) -> set[int]:
+        return _shared_objects()
+
     def module_level(self, x: Any) -> bool:
-        if self._module_level is None:
-            self._module_level = _shared_objects()
         return id(x) in self._module_level
 
     def declared_default(self, x: Any, field: FieldRef | None) -> bool:
@@ -183,20 +186,14 @@ def _is_jax_jit(x: Any) -> bool:
     return hasattr(x, "lower") and hasattr(x, "__wrapped__") and not is_module(x)
 
 
-def _leaf_finding(
-    path: str,
-    value: Any,
-    field: FieldRef | None,
-    constants: _Constants,
-    within: FieldRef | None = None,
-    within_shape: tuple[int, ...] | None = None,
-) -> Finding | None:
+def _leaf_finding(leaf: Leaf, constants: _Constants) -> Finding | None:
+    path, value, field, within = leaf.path, leaf.value, leaf.field, leaf.within
     if type(value) in PYTHON_NUMBERS:
         if constants.declared_default(value, field) and not _array_field(field):
             return None
         if type(value) is int and opted_out(field or within):
             return None  # a shape or index kept a Python int, as AF002 advises
-        hint = number_fix(field, value, within, shape=within_shape)
+        hint = number_fix(field, value, within, shape=leaf.within_shape)
         return Finding(path, value, "python-scalar", hint)
     if isinstance(value, np.generic):
         if bypassed_init(field):
@@ -209,14 +206,7 @@ def _leaf_finding(
         return Finding(path, value, "numpy-scalar", hint)
     if isinstance(value, jax.Array):
         if getattr(value, "weak_type", False):
-            return Finding(
-                path,
-                value,
-                "weak-type",
-                "create it with an explicit dtype, jnp.asarray(x, dtype=jnp.float32), "
-                "or pass the Python number itself to an af.ArrayModule array field, "
-                "which stores it strongly typed",
-            )
+            return Finding(path, value, "weak-type", WEAK_FIX)
         return None
     if is_array(value):
         return None
@@ -375,14 +365,7 @@ def audit(
     for leaf in leaves:
         if leaf.field is not None and leaf.field.owner in wrappers:
             continue  # the function's name; its function is checked below
-        finding = _leaf_finding(
-            leaf.path,
-            leaf.value,
-            leaf.field,
-            constants,
-            leaf.within,
-            leaf.within_shape,
-        )
+        finding = _leaf_finding(leaf, constants)
         if finding is not None:
             holder = leaf.field or leaf.within
             if holder is not None:
@@ -405,8 +388,7 @@ def audit(
                     static.field.location,
                 )
             )
-    order = list(KINDS)
-    findings.sort(key=lambda f: order.index(f.kind))
+    findings.sort(key=lambda f: list(KINDS).index(f.kind))
     return Findings(findings, name)
 
 
@@ -489,11 +471,21 @@ def _compare(tree: Any, other: Any, name: str) -> Findings:
     for number, changed in enumerate(group(changes)):
         line = cause_text(changed)
         for c in changed:
-            finding = _change_finding(c, old_values, new_values, tree, other, name)
+            if c.path == name and name not in old_values:  # the whole tree's
+                old, new = tree, other
+            else:
+                old, new = old_values.get(c.path), new_values.get(c.path)
+            location = "" if c.field is None else c.field.location
+            # A new shape, dtype or structure is a new program under any jit; any
+            # other difference af.filter_jit traces again, and compiles only if
+            # the trace reads it into a different program, which only the trace
+            # can tell.
+            jits = (EQX, AF) if c.cause == "structure" else (EQX,)
+            finding = Finding(c.path, old, c.cause, c.fix, location, new, c.why, jits)
             causes[id(finding)] = (number, line)
             findings.append(finding)
-    order = list(KINDS)
-    findings.sort(key=lambda f: order.index(f.kind))  # stable: causes stay together
+    # Stable: a cause's findings stay together.
+    findings.sort(key=lambda f: list(KINDS).index(f.kind))
     return Findings(findings, name, causes, two_trees=True)
 
 
@@ -553,28 +545,6 @@ def _by_program(findings: Findings, fn: Callable[[Any], Any], tree, other) -> Fi
             line = f"{line.split('; fix: ')[0]}; {_NUMBERS_CAUSE}"
         causes[id(new)] = (number, line)
     return Findings(exact, findings.name, causes, two_trees=True, programs_read=True)
-
-
-def _change_finding(
-    change: Change,
-    old_values: dict[str, Any],
-    new_values: dict[str, Any],
-    tree: Any,
-    other: Any,
-    name: str,
-) -> Finding:
-    if change.path == name and name not in old_values:  # the whole tree's structure
-        old, new = tree, other
-    else:
-        old, new = old_values.get(change.path), new_values.get(change.path)
-    location = "" if change.field is None else change.field.location
-    # A new shape, dtype or structure is a new program under any jit; any other
-    # difference af.filter_jit traces again, and compiles only if the trace
-    # reads it into a different program, which only the trace can tell.
-    jits = (EQX, AF) if change.cause == "structure" else (EQX,)
-    return Finding(
-        change.path, old, change.cause, change.fix, location, new, change.why, jits
-    )
 
 
 def assert_clean(

@@ -42,6 +42,13 @@ TRAINABLE = (
     "uses in `jax.lax.stop_gradient`"
 )
 
+# For a weakly typed array: `audit` finds one, `explain_retraces` sees a flip.
+WEAK_FIX = (
+    "create it with an explicit dtype, jnp.asarray(x, dtype=jnp.float32), or "
+    "pass the Python number itself to an af.ArrayModule array field, which "
+    "stores it strongly typed"
+)
+
 STRUCTURE_FIX = (
     "keep the structure fixed from call to call: store an array instead of "
     "switching between None and an array, and keep the same keys and fields"
@@ -105,15 +112,11 @@ def _reason(o: LeafSig, n: LeafSig, jit: str | None) -> Reason:
                 f"{weak}ly typed now; weak_type is part of the compiled signature "
                 "(weak arrays come from Python scalars, e.g. jnp.asarray(1.0))"
             )
-            fix = (
-                "create it with an explicit dtype, jnp.asarray(x, dtype=jnp.float32), "
-                "or pass the Python number itself to an af.ArrayModule array field, "
-                "which stores it strongly typed (a weak array you pass is kept weak)"
-            )
+            fix = WEAK_FIX + " (a weak array you pass is kept weak)"
         return Reason(why, fix, "structure")
     if n.kind == "static" or o.kind == "static":
         if callable(o.key) and callable(n.key):
-            return _callable_reason(o.key, n.key, static=True)
+            return _callable_reason(static=True)
         if n.kind == o.kind and _by_identity(n.key) and type(o.key) is type(n.key):
             return _identity_reason(n.type, static=True)
         return Reason(
@@ -167,7 +170,7 @@ def _identity_reason(cls: type, static: bool = False) -> Reason:
     )
 
 
-def _callable_reason(old: Any, new: Any, static: bool = False) -> Reason:
+def _callable_reason(static: bool = False) -> Reason:
     where = "a static=True field holds" if static else "this is"
     why = (
         f"{where} a different callable object: functions, lambdas and "
@@ -215,7 +218,7 @@ def _hashed_reason(o: LeafSig, n: LeafSig, jit: str | None) -> Reason:
         )
         return Reason(why, fix, cause)
     if callable(n.key) and callable(o.key) and not was_array:
-        return _callable_reason(o.key, n.key)
+        return _callable_reason()
     if callable(n.key):
         return Reason(
             "a different callable object: functions, lambdas and functools.partial "

@@ -66,28 +66,14 @@ def summarize(program: tuple[Any, dict[str, Any]], fn: Any) -> Program | None:
         names = _captured_names(fn)
         numbers = []
         for e in embedded:
-            if e.var is not None:
+            key = value_key(e.value)
+            if e.var is not None:  # a constant: named where the function holds it
                 name, how = names(e.value) or (None, "")
-                numbers.append(
-                    Number(
-                        True,
-                        value_key(e.value),
-                        _aval_text(e.aval),
-                        _reader_text(readers.get(e.var)),
-                        name,
-                        how,
-                    )
-                )
+                at = _reader_text(readers.get(e.var))
+                numbers.append(Number(True, key, _aval_text(e.aval), at, name, how))
             else:
-                numbers.append(
-                    Number(
-                        False,
-                        value_key(e.value),
-                        _literal_text(e.value),
-                        _reader_text(e.eqn),
-                        None,
-                    )
-                )
+                at = _reader_text(e.eqn)
+                numbers.append(Number(False, key, _literal_text(e.value), at, None))
         return Program(
             masked,
             tuple(numbers),
@@ -242,6 +228,7 @@ def _reader_text(eqn: Any) -> str:
 
 
 def _aval_text(aval: Any) -> str:
+    """`f32[16,16]`: an aval's, or an array's, dtype and shape."""
     shape = ",".join(map(str, aval.shape))
     return f"{dtype_shorthand(aval.dtype)}[{shape}]"
 
@@ -335,7 +322,7 @@ def _captured_leaves(fn: Any) -> Iterator[tuple[str, str, Any]]:
 def captured_arrays(fn: Any) -> list[str]:
     """`` `name` (f32[16,16]) `` for each array the Python function `fn` captures."""
     return [
-        f"{label} ({dtype_shorthand(leaf.dtype)}[{','.join(map(str, leaf.shape))}])"
+        f"{label} ({_aval_text(leaf)})"
         for label, _, leaf in _captured_leaves(fn)
         if hasattr(leaf, "dtype")
     ]

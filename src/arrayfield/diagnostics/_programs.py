@@ -26,14 +26,9 @@ def _trace(fn: Callable[..., Any], tree: Any) -> Any:
     """`fn(tree)` traced with its arrays as inputs and every other leaf static."""
     leaves, treedef = jtu.tree_flatten(tree)
     arrays = [x if _eqx_private.is_traced_leaf(x) else None for x in leaves]
-    static = [
-        _ById(x) if a is None else None for a, x in zip(arrays, leaves, strict=True)
-    ]
 
     def traced(arrays: list) -> Any:
-        rebuilt = [
-            s.obj if s is not None else a for a, s in zip(arrays, static, strict=True)
-        ]
+        rebuilt = [x if a is None else a for a, x in zip(arrays, leaves, strict=True)]
         out = fn(jtu.tree_unflatten(treedef, rebuilt))
         return eqx.filter(out, _eqx_private.is_traced_leaf)
 
@@ -43,7 +38,7 @@ def _trace(fn: Callable[..., Any], tree: Any) -> Any:
 
 def program_of(fn: Callable[..., Any], tree: Any) -> tuple:
     """The key of the program `fn(tree)` traces to under `af.filter_jit`'s rule:
-    arrays traced, every other leaf static (by identity, so that `==` on user
+    arrays traced, every other leaf static (closed over, so that `==` on user
     objects is never needed here)."""
     return program_key(_trace(fn, tree))
 
@@ -60,13 +55,6 @@ def numbers_only(fn: Callable[..., Any], tree: Any, other: Any) -> bool:
             return False
         keys.append(_numbers.family_key(closed, at, params))
     return keys[0] == keys[1]
-
-
-class _ById:
-    __slots__ = ("obj",)
-
-    def __init__(self, obj: Any):
-        self.obj = obj
 
 
 def leaves_the_program_reads(

@@ -103,10 +103,6 @@ class Signature:
         )
 
 
-def _describe_leaf(value: Any, kind: str, field: FieldRef | None) -> LeafSig:
-    return LeafSig(kind, value, type(value), leaf_text(value), field)
-
-
 def leaf_text(value: Any) -> str:
     """A one-line text for a hashed leaf; callables without their addresses, so
     two equal-looking ones read alike: `functools.partial(step, factor=0.1)`."""
@@ -146,21 +142,23 @@ def signature(
         found, statics = walk(value, name)
         structure[name] = jtu.tree_structure(value)
         for leaf in found:
-            x = leaf.value
+            x, scalar = leaf.value, None
             if is_array(x):
-                text = _array_text(x)
-                sig = LeafSig("array", _array_key(x), type(x), text, leaf.field)
+                kind, key, text = "array", _array_key(x), _array_text(x)
             elif traced_scalars and type(x) in PYTHON_NUMBERS:
-                key = _scalar_key(x)
-                sig = LeafSig("array", key, type(x), repr(x), leaf.field, x)
+                kind, key, text, scalar = "array", _scalar_key(x), repr(x), x
             else:
-                sig = _describe_leaf(x, "hashed", leaf.field)
+                kind, key, text = "hashed", x, leaf_text(x)
                 has_numbers = has_numbers or type(x) in PYTHON_NUMBERS
+            sig = LeafSig(kind, key, type(x), text, leaf.field, scalar)
             leaves[leaf.path] = dataclasses.replace(
                 sig, within=leaf.within, within_shape=leaf.within_shape
             )
         for static in statics:
-            leaves[static.path] = _describe_leaf(static.value, "static", static.field)
+            x = static.value
+            leaves[static.path] = LeafSig(
+                "static", x, type(x), leaf_text(x), static.field
+            )
     flat, treedef = jtu.tree_flatten((args, kwargs))
     arrays = tuple((i, _array_key(x)) for i, x in enumerate(flat) if is_array(x))
     hashed = tuple((i, x, type(x)) for i, x in enumerate(flat) if not is_array(x))

@@ -141,18 +141,6 @@ def _absent(
     return Change(path, old, new, why, fix, field=leaf.named_by)
 
 
-def closest(
-    history: list[Signature], new: Signature, jit: str | None
-) -> tuple[Signature, list[Change]]:
-    best: tuple[Signature, list[Change]] | None = None
-    for old in reversed(history):  # latest first, so ties go to the latest
-        changes = diff(old, new, jit)
-        if best is None or len(changes) < len(best[1]):
-            best = (old, changes)
-    assert best is not None
-    return best
-
-
 # How many leaves of one cause the details list one by one.
 DETAILED = 3
 

@@ -23,7 +23,7 @@ from .._errors import (
     TraceReuseWarning,
     warn_in_user_code,
 )
-from ._diff import Change, causes, closest, diff, group, pattern, summary
+from ._diff import Change, causes, diff, group, pattern, summary
 from ._hints import FILTER_JIT, JAX_JIT, number_fix, traced_only
 from ._paths import bind_arguments, relative_path
 from ._program_diff import (
@@ -336,9 +336,6 @@ class Site:
         # The causes of the last full warning, and the retraces since with those.
         self.repeats: _Repeats | None = None
 
-    def arguments(self, args: tuple, kwargs: dict) -> dict[str, Any]:
-        return bind_arguments(self.fn, args, kwargs)
-
     def traced(
         self,
         args: tuple,
@@ -360,11 +357,12 @@ class Site:
         the numbers they embed (`af.filter_jit(share_numbers=True)`), "could
         share" where its program differs from an earlier one only so but the
         wrapper does not share numbers, "new family" where it compiled the
-        program of a family of its own, else None; `family`, the number of the
-        family whose program it ran. `program`: `(closed jaxpr, jit
+        program of a family of its own, "generalised" where it compiled its
+        family's program over the numbers that differ, else None; `family`,
+        the number of the family whose program it ran. `program`: `(closed jaxpr, jit
         parameters)` of the program it traced to, where af.filter_jit says.
         """
-        arguments = {**extra, **self.arguments(args, kwargs)}
+        arguments = {**extra, **bind_arguments(self.fn, args, kwargs)}
         new = signature(arguments, args, kwargs, self.traced_scalars)
         with self.lock:
             history = list(self.history)
@@ -402,7 +400,8 @@ class Site:
         if quiet:
             return False
         jit = jit or self.jit
-        _, changes = closest(history, new, jit)
+        # Against the closest earlier call: latest first, so ties go to the latest.
+        changes = min((diff(old, new, jit) for old in reversed(history)), key=len)
         if not changes and self.traced_scalars:
             changes = min(
                 (diff(old, new, jit, scalar_values=True) for old in history), key=len
@@ -576,7 +575,7 @@ class Site:
             if key in self.reported:
                 return
             self.reported.add(key)
-        new = signature(self.arguments(args, kwargs), args, kwargs, False)
+        new = signature(bind_arguments(self.fn, args, kwargs), args, kwargs, False)
         lines = [
             f"{location(self.fn)} reused a trace compiled for arguments of other "
             "types (no retrace happened):"

@@ -67,14 +67,11 @@ def _run_watched(
     fn: Callable[..., Any], args: tuple, kwargs: dict
 ) -> tuple[Any, int, dict[str, Any] | None]:
     """`fn(*args, **kwargs)`, the trace count before it, and, where it traced,
-    what `Site.traced` is told of the trace: whether it compiled, what it did
-    with numbers (`numbers`, `family`) and the program af.filter_jit traced.
-
-    The call is marked in this thread as watched: what it traces keeps its
-    program and family for the explanation (`_tracing.record`), and an unasked
-    warning leaves it to the explanation. Other threads' calls are not marked,
-    so nothing is kept for them.
-    """
+    what `Site.traced` is told of the trace (`compiled`, `numbers`, `family`,
+    `program`). The call is marked in this thread as watched: what it traces
+    keeps its program and family for the explanation (`_tracing.record`), and
+    an unasked warning leaves it to the explanation; other threads' calls are
+    not marked, so nothing is kept for them."""
     __tracebackhide__ = True
     counter, now = _tracing.counter, _tracing.record
     before, compiles = counter.traces, counter.compiles

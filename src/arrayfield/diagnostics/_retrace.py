@@ -169,17 +169,17 @@ class _Session:
         self.scope = Scope()
 
     def site_for(self, jit_wrapper: Any) -> Site:
+        """The site of a function this session has not met, or has just met in
+        another thread (its caller looked it up without the lock)."""
         cache = _eqx_private.cache_of(jit_wrapper)
-        site = self.sites.get(id(cache))
-        if site is None:
-            with self.lock:
-                site = self.sites.get(id(cache))
-                if site is None:
-                    # A decorated function keeps its own record (and no warning twice).
-                    site = _decorated.get(id(cache)) or Site(
-                        jit_wrapper, FILTER_JIT, keep_alive=cache, scope=self.scope
-                    )
-                    self.sites[id(cache)] = site
+        with self.lock:
+            site = self.sites.get(id(cache))
+            if site is None:
+                # A decorated function keeps its own record (and no warning twice).
+                site = _decorated.get(id(cache)) or Site(
+                    jit_wrapper, FILTER_JIT, keep_alive=cache, scope=self.scope
+                )
+                self.sites[id(cache)] = site
         return site
 
 

@@ -85,16 +85,18 @@ def summarize(program: tuple[Any, dict[str, Any]], fn: Any) -> Program | None:
         return None
 
 
-def closest_program(earlier: list[Program], new: Program) -> Program | None:
-    """The earlier program most like `new`: one that differs only in numbers, and
-    in the fewest, else one with the same inputs, else None."""
+def what_is_new(
+    earlier: list[Program], new: Program, function: str
+) -> Difference | None:
+    """What makes `new` another program than the earlier one most like it (one
+    that differs only in numbers, and in the fewest, else the latest with the
+    same inputs); None where there is none, or where the two are one program."""
     same = [p for p in earlier if p.masked == new.masked]
     if same:
-        return min(reversed(same), key=lambda p: len(_differing(p, new)))
-    for p in reversed(earlier):
-        if p.inputs == new.inputs:
-            return p
-    return None
+        old = min(reversed(same), key=lambda p: len(_differing(p, new)))
+    else:
+        old = next((p for p in reversed(earlier) if p.inputs == new.inputs), None)
+    return None if old is None else _difference(old, new, function)
 
 
 def _differing(old: Program, new: Program) -> list[tuple[Number, Number]]:
@@ -114,7 +116,7 @@ class Difference:
     literals: tuple[tuple[str, str], ...] = ()  # (old, new) literals that differ
 
 
-def difference(old: Program, new: Program, function: str) -> Difference | None:
+def _difference(old: Program, new: Program, function: str) -> Difference | None:
     """What makes `new` another program than `old`, or None where they are one."""
     if old.masked == new.masked:
         pairs = _differing(old, new)

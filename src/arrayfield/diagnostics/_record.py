@@ -26,14 +26,7 @@ from .._errors import (
 from ._diff import Change, causes, diff, group, pattern, summary
 from ._hints import FILTER_JIT, JAX_JIT, number_fix, traced_only
 from ._paths import bind_arguments, relative_path
-from ._program_diff import (
-    Difference,
-    Program,
-    captured_arrays,
-    closest_program,
-    difference,
-    summarize,
-)
+from ._program_diff import Program, captured_arrays, summarize, what_is_new
 from ._signature import Signature, signature
 
 # How many earlier signatures per function a new trace is compared against.
@@ -216,10 +209,7 @@ def _new_in_program(
     trace that starts a family of its own (`share_numbers`): the changes name
     a static field, but what keeps it apart is where its computation differs
     (a slice of another size: a box clipped at the frame's edge)."""
-    old = closest_program(earlier, summary)
-    if old is None:
-        return ""
-    found = difference(old, summary, getattr(target, "__name__", "the function"))
+    found = what_is_new(earlier, summary, getattr(target, "__name__", "the function"))
     if found is None or found.kind == "inputs":
         return ""
     if found.kind == "computation" and numbers == "new family":
@@ -227,17 +217,17 @@ def _new_in_program(
             "What keeps it out of the families before, against the closest "
             "program compiled before (numbers alone never start a family)"
         )
-        return "\n" + "\n".join([f"{head}:", *found.lines])
-    if found.kind == "computation" and changes:
+    elif found.kind == "computation" and changes:
         return ""
-    head = "What is new in its program, against the closest one compiled before"
-    if found.kind == "literals" and changes:
-        matching = _matching(changes, found.literals)
-        which = f"; {matching} changed to these values" if matching else ""
-        head += (
-            f" (it differs only in these numbers{which}: of the causes above, "
-            "only what set them made a new program, the others a new trace)"
-        )
+    else:
+        head = "What is new in its program, against the closest one compiled before"
+        if found.kind == "literals" and changes:
+            matching = _matching(changes, found.literals)
+            which = f"; {matching} changed to these values" if matching else ""
+            head += (
+                f" (it differs only in these numbers{which}: of the causes above, "
+                "only what set them made a new program, the others a new trace)"
+            )
     return "\n" + "\n".join([f"{head}:", *found.lines])
 
 
@@ -439,10 +429,8 @@ class Site:
             "wrapper of the same function (a function defined anew in a loop or "
             "per call has the same code) traced it before."
         )
-        found: Difference | None = None
         if summary is not None:
-            old = closest_program(earlier, summary)
-            found = None if old is None else difference(old, summary, name)
+            found = what_is_new(earlier, summary, name)
             if found is None or found.kind == "inputs":
                 return False  # another shape, or no program to compare with
             lines = [

@@ -528,12 +528,11 @@ def _by_program(findings: Findings, fn: Callable[[Any], Any], tree, other) -> Fi
     shared = differ and numbers_only(fn, tree, other)
     exact = []
     for f in findings:
-        if f.kind == "structure" or (differ and f.path not in by_path):
-            jits = (EQX, AF)  # a new program, or a static field not tried alone
-        elif differ and by_path[f.path] in read:
-            jits = (EQX, AF)
-        else:
-            jits = (EQX,)
+        # A new program: another structure, a static field (not tried alone),
+        # or a leaf whose change alone makes another program.
+        alone = f.path in by_path
+        new_program = differ and (not alone or by_path[f.path] in read)
+        jits = (EQX, AF) if f.kind == "structure" or new_program else (EQX,)
         hint = f.hint
         if shared and f.kind != "structure":
             hint = _NUMBERS_HINT if f.path not in by_path else hint + _NUMBERS_NOTE

@@ -349,8 +349,9 @@ class Site:
         wrapper does not share numbers, "new family" where it compiled the
         program of a family of its own, "generalised" where it compiled its
         family's program over the numbers that differ, else None; `family`,
-        the number of the family whose program it ran. `program`: `(closed jaxpr, jit
-        parameters)` of the program it traced to, where af.filter_jit says.
+        the number of the family whose program it ran. `program`: `(closed
+        jaxpr, jit parameters)` of the program it traced to, where af.filter_jit
+        says.
         """
         arguments = {**extra, **bind_arguments(self.fn, args, kwargs)}
         new = signature(arguments, args, kwargs, self.traced_scalars)
@@ -398,11 +399,9 @@ class Site:
             )
         key = (causes(changes), compiled, numbers, family)
         category = _category(changes, numbers)
-        what = _in_words(changes)
-        new_repeats = _Repeats(
-            location(self.fn), key, what, compiled, numbers, category
-        )
-        if _counted(self, self.lock, new_repeats):
+        where, what = location(self.fn), _in_words(changes)
+        repeats = _Repeats(where, key, what, compiled, numbers, category)
+        if _counted(self, self.lock, repeats):
             return True
         message = self._message(changes, compiled, numbers, family)
         # A note (numbers shared on purpose) says all there is: the program's

@@ -94,9 +94,8 @@ def _run_watched(
         numbers = said.get(did, "shared")
     elif now.number_families != families:  # it would under share_numbers=True
         numbers = "could share"
-    compiled = counter.compiles != compiles
     traced = {
-        "compiled": compiled,
+        "compiled": counter.compiles != compiles,
         "numbers": numbers,
         "family": family,
         "program": program,

@@ -175,6 +175,12 @@ def register_cache_clear(clear: Callable[[], None]) -> None:
 # -- the probes --------------------------------------------------------------------
 
 
+# The field of equinox's jit wrapper (and of af's, which mirrors its leaves) that
+# holds the function's non-array part: `audit` reads closures made per instance
+# there. Named here, with the others the probe below checks.
+FUNCTION_FIELD = "_static_fun"
+
+
 def _wrapper_fields_problem() -> str | None:
     if _JIT_WRAPPER is None:
         return "equinox._jit._JitWrapper moved"
@@ -182,7 +188,7 @@ def _wrapper_fields_problem() -> str | None:
         fields = {f.name for f in dataclasses.fields(_JIT_WRAPPER)}
     except TypeError:
         return "equinox._jit._JitWrapper is no longer a dataclass"
-    if not {"_cached", "_dynamic_fun", "_static_fun"} <= fields:
+    if not {"_cached", "_dynamic_fun", FUNCTION_FIELD} <= fields:
         return "equinox._jit._JitWrapper lost _cached, _dynamic_fun or _static_fun"
     if not callable(_JIT_WRAPPER.__dict__.get("__call__")):
         return "equinox._jit._JitWrapper no longer defines __call__"

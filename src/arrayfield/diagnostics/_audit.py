@@ -25,7 +25,7 @@ import jax
 import jax.tree_util as jtu
 import numpy as np
 
-from .._eqx_private import is_filter_jit, jit_wrapper_classes
+from .._eqx_private import FUNCTION_FIELD, is_filter_jit, jit_wrapper_classes
 from .._errors import AuditError, format_annotation
 from .._facts import PYTHON_NUMBERS, is_module
 from .._spec import Unresolved, field_spec
@@ -396,7 +396,7 @@ def _jit_wrapper_finding(static: StaticField, constants: _Constants) -> Finding 
     """An `eqx.filter_jit` wrapper in the tree is keyed by its function: one made
     anew around a closure (`self.forward = eqx.filter_jit(fn)` in `__init__`) is
     a new cache key for the jitted function that takes the tree."""
-    if static.field.name != "_static_fun":
+    if static.field.name != FUNCTION_FIELD:
         return None
     function_leaves, _ = static.value
     fresh = [
@@ -406,7 +406,7 @@ def _jit_wrapper_finding(static: StaticField, constants: _Constants) -> Finding 
     ]
     if not fresh:
         return None
-    path = static.path.removesuffix("._static_fun")  # the wrapper's own path
+    path = static.path.removesuffix(f".{FUNCTION_FIELD}")  # the wrapper's own path
     return Finding(
         path,
         fresh[0],

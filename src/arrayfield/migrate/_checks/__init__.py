@@ -2,7 +2,7 @@
 condition, message and fix: a field rule's `check_field(site, found)`
 (`found`: what earlier rules reported for the field) and `FIX` where fixable, a
 call rule's `check_call(node, known)` and `NEEDLES`. `_read` names no rule but
-AF004, which it runs from its converter edit."""
+AF004, which it runs from its converter edit, and AF009, for bases it cannot resolve."""
 
 from __future__ import annotations
 

@@ -10,6 +10,7 @@ import functools
 import sys
 import threading
 import weakref
+from collections.abc import Callable
 from typing import Any
 
 import jax.tree_util as jtu
@@ -119,18 +120,21 @@ def _tell(repeats: _Repeats | None) -> None:
     warn_in_user_code(repeats.category(repeats.line()))
 
 
-def _counted(holder: Any, lock: threading.Lock, new: _Repeats) -> bool:
+def _counted(
+    holder: Any, lock: threading.Lock, causes: tuple, new: Callable[[], _Repeats]
+) -> bool:
     """Count a retrace with the causes of `holder`'s last full warning, to be
-    told in one line; where its causes are others, `new` (this retrace's, whose
-    warning follows) takes that place, and the count before it is told first."""
+    told in one line; where its causes are others, `new()` (this retrace's,
+    whose warning follows; made only then: a repeat pays for no words) takes
+    that place, and the count before it is told first."""
     with lock:
         repeats = holder.repeats
-        if repeats is not None and repeats.causes == new.causes:
+        if repeats is not None and repeats.causes == causes:
             repeats.count += 1
             with _untold_lock:
                 _untold[id(repeats)] = repeats
             return True
-        holder.repeats = new
+        holder.repeats = new()
     _tell(repeats)
     return False
 
@@ -399,9 +403,12 @@ class Site:
             )
         key = (causes(changes), compiled, numbers, family)
         category = _category(changes, numbers)
-        where, what = location(self.fn), _in_words(changes)
-        repeats = _Repeats(where, key, what, compiled, numbers, category)
-        if _counted(self, self.lock, repeats):
+
+        def repeats() -> _Repeats:
+            where, what = location(self.fn), _in_words(changes)
+            return _Repeats(where, key, what, compiled, numbers, category)
+
+        if _counted(self, self.lock, key, repeats):
             return True
         message = self._message(changes, compiled, numbers, family)
         # A note (numbers shared on purpose) says all there is: the program's
@@ -465,7 +472,9 @@ class Site:
             causes_key = ("new function", tuple(arrays))
             what = "a new function object"
         key = (causes_key, True, None)
-        if _counted(record, self.scope.lock, _Repeats(where, key, what, True, None)):
+        if _counted(
+            record, self.scope.lock, key, lambda: _Repeats(where, key, what, True, None)
+        ):
             return True
         warn_in_user_code(RetraceWarning("\n".join(lines)))
         return True

@@ -26,6 +26,7 @@ class Change:
     fix: str
     cause: str = "structure"
     field: FieldRef | None = None
+    kept: bool = False  # a number a trial trace showed must stay a number
 
 
 def diff(
@@ -145,7 +146,7 @@ def _absent(
 DETAILED = 3
 
 
-def _cause(change: Change) -> tuple:
+def cause_of(change: Change) -> tuple:
     """What makes two changes one cause: one field (or one path, list indices
     aside, for leaves that are no field's), one kind of cause and one fix."""
     f = change.field
@@ -157,14 +158,14 @@ def group(changes: list[Change]) -> list[list[Change]]:
     """The changes by cause. Groups keep the order of their first change."""
     groups: dict[tuple, list[Change]] = {}
     for change in changes:
-        groups.setdefault(_cause(change), []).append(change)
+        groups.setdefault(cause_of(change), []).append(change)
     return list(groups.values())
 
 
 def causes(changes: list[Change]) -> tuple:
     """The causes of a retrace, whatever the values: two retraces with equal
     causes (a learning rate that is a new Python float each step) say the same."""
-    return tuple(dict.fromkeys((*_cause(change), change.why) for change in changes))
+    return tuple(dict.fromkeys((*cause_of(change), change.why) for change in changes))
 
 
 def pattern(paths: list[str]) -> str:

@@ -145,6 +145,42 @@ _STATIC_FIELD_FIX = (
     "static=True and be an array field, which saves the trace too"
 )
 
+
+def kept_number_fix(
+    refused: str, function: str, jit: str | None, numbers: str | None
+) -> str:
+    """For Python numbers that a trial trace showed cannot be arrays (`refused`:
+    the error, and where): keep them numbers, and what shares the program over
+    their values under the jit in use (`numbers` as `_record.Site.traced`)."""
+    head = (
+        f"keep it a Python number: {function} uses it as a Python value (a slice "
+        "start, a size, an if or max()), so an array cannot replace it (traced "
+        f"with it as an array, {function} raised {refused}); each new value is a "
+        "new trace. "
+    )
+    if numbers in ("shared", "generalised"):
+        return head + (
+            "share_numbers=True shares one program over its values, so nothing "
+            "needs to change"
+        )
+    if numbers == "new family":
+        return head + (
+            "share_numbers=True shares one program over its values; this trace "
+            "started a family for what the program says below"
+        )
+    if jit == JAX_JIT:
+        return head + (
+            "Keep it in static_argnums; af.filter_jit(..., share_numbers=True) "
+            "compiles one program for every trace that differs only in such "
+            "numbers, with no change to the code"
+        )
+    return head + (
+        "af.filter_jit(..., share_numbers=True) compiles one program for every "
+        "trace that differs only in such numbers, with no change to the code "
+        "(its results may then differ from eqx.filter_jit's in the last bits)"
+    )
+
+
 _STATIC_FIX = (
     "if it changes from call to call, take it out of static_argnums/static_argnames "
     "so that jax.jit traces it"

@@ -50,6 +50,8 @@ class Program:
     equations: tuple  # the masked key of each top-level equation
     lines: tuple[str, ...]  # where each top-level equation comes from
     inputs: tuple  # the avals of the program's inputs
+    # What each top-level equation gives: `f32[3,15,11]` (its outputs' avals).
+    outputs: tuple[str, ...] = ()
 
 
 def summarize(program: tuple[Any, dict[str, Any]], fn: Any) -> Program | None:
@@ -80,6 +82,9 @@ def summarize(program: tuple[Any, dict[str, Any]], fn: Any) -> Program | None:
             masked[0][1][1],  # ("closed", (head, equations, ...), consts)
             tuple(_reader_text(eqn) for eqn in jaxpr.eqns),
             tuple(v.aval for v in jaxpr.invars),
+            tuple(
+                ", ".join(_aval_text(v.aval) for v in eqn.outvars) for eqn in jaxpr.eqns
+            ),
         )
     except Exception:  # a JAX that writes programs otherwise: no explanation
         return None
@@ -144,6 +149,21 @@ def _difference(old: Program, new: Program, function: str) -> Difference | None:
         min(len(old.equations), len(new.equations)),
     )
     where = new.lines[at] if at < len(new.lines) else "its end"
+    if at < min(len(old.outputs), len(new.outputs)) and old.lines[at] == where:
+        before, now = old.outputs[at], new.outputs[at]
+        if before != now:  # one operation, another size: a clipped box
+            return Difference(
+                "computation",
+                (
+                    f"  its computation differs from there on: {where} gives "
+                    f"{now}, where the closest program's gave {before}: a slice "
+                    "or block of another size (a box clipped at an edge, a "
+                    "window that shrank), which no number can stand for",
+                    "    fix: expected where sizes differ; if a few sizes recur "
+                    "often, pad to them (a clipped box kept at full size, its "
+                    "outside masked out), as for shapes: one family per size",
+                ),
+            )
     return Difference(
         "computation",
         (
@@ -183,6 +203,11 @@ def _constant_lines(
     return lines
 
 
+# How the literal lines' fix starts: `_record` drops it where the numbers that
+# set the literals must stay numbers.
+LITERAL_FIX = "    fix: hold a number that changes between calls as an array"
+
+
 def _literal_lines(pairs: list[tuple[Number, Number]]) -> list[str]:
     shown = [f"{o.text} -> {n.text} ({n.at})" for o, n in pairs[:_NAMED]]
     more = f", and {len(pairs) - _NAMED} more" if len(pairs) > _NAMED else ""
@@ -192,7 +217,7 @@ def _literal_lines(pairs: list[tuple[Number, Number]]) -> list[str]:
         "number argument, a captured or global variable, an int used in float "
         "arithmetic) is written into the program as a literal, so each new "
         "value is a new program.",
-        "    fix: hold a number that changes between calls as an array (an array "
+        f"{LITERAL_FIX} (an array "
         'field, e.g. Float[Array, ""] on an af.ArrayModule, or an array argument); '
         "keep it a Python number only where it sets a shape, a size or a loop "
         "count.",

@@ -24,10 +24,34 @@ from .._errors import (
     TraceReuseWarning,
     warn_in_user_code,
 )
-from ._diff import Change, causes, diff, group, pattern, summary
-from ._hints import FILTER_JIT, JAX_JIT, number_fix, traced_only
+from .._facts import PYTHON_NUMBERS
+from . import _trial
+from ._diff import (
+    Change,
+    cause_of,
+    cause_text,
+    causes,
+    diff,
+    group,
+    pattern,
+    summary,
+)
+from ._hints import (
+    FILTER_JIT,
+    JAX_JIT,
+    kept_number_fix,
+    number_fix,
+    opted_out,
+    traced_only,
+)
 from ._paths import bind_arguments, relative_path
-from ._program_diff import Program, captured_arrays, summarize, what_is_new
+from ._program_diff import (
+    LITERAL_FIX,
+    Program,
+    captured_arrays,
+    summarize,
+    what_is_new,
+)
 from ._signature import Signature, signature
 
 # How many earlier signatures per function a new trace is compared against.
@@ -153,20 +177,32 @@ def _tell_at_exit() -> None:
         tell_all_repeats()
 
 
-def _on_purpose(changes: list[Change]) -> bool:
-    """Whether only static fields changed: numbers held as numbers on purpose
-    (an origin, a size), which no rewrite should turn into arrays."""
-    return bool(changes) and all(
-        c.field is not None and c.field.field.metadata.get("static", False)
-        for c in changes
+def _kept(change: Change) -> bool:
+    """Whether the change is a number held as a number on purpose: in a static
+    field (an origin, a size), or one a trial trace showed cannot be an array
+    (a slice start computed with `max()`): no rewrite should make it one."""
+    field = change.field
+    return change.kept or (
+        field is not None and field.field.metadata.get("static", False)
     )
+
+
+def _on_purpose(changes: list[Change]) -> bool:
+    """Whether every change is a number kept a number on purpose."""
+    return bool(changes) and all(_kept(c) for c in changes)
 
 
 def _category(changes: list[Change], numbers: str | None) -> type[UserWarning]:
     """`RetraceNote` where the retrace ran its family's shared program (or
-    compiled it, once) and only static fields changed (nothing to fix);
-    `RetraceWarning` otherwise."""
-    if numbers in ("shared", "generalised") and _on_purpose(changes):
+    compiled it, once) and a number kept on purpose changed: that number
+    forced the trace, and no other cause cost a compile, so there is nothing
+    to fix (a shape that changed would have started a family). Else
+    `RetraceWarning`."""
+    if (
+        numbers in ("shared", "generalised")
+        and any(_kept(c) for c in changes)
+        and not any(c.cause == "structure" for c in changes)
+    ):
         return RetraceNote
     return RetraceWarning
 
@@ -216,6 +252,9 @@ def _new_in_program(
     found = what_is_new(earlier, summary, getattr(target, "__name__", "the function"))
     if found is None or found.kind == "inputs":
         return ""
+    lines = list(found.lines)
+    if _on_purpose(changes):  # an array cannot hold what sets these literals
+        lines = [line for line in lines if not line.startswith(LITERAL_FIX)]
     if found.kind == "computation" and numbers == "new family":
         head = (
             "What keeps it out of the families before, against the closest "
@@ -232,7 +271,7 @@ def _new_in_program(
                 f" (it differs only in these numbers{which}: of the causes above, "
                 "only what set them made a new program, the others a new trace)"
             )
-    return "\n" + "\n".join([f"{head}:", *found.lines])
+    return "\n" + "\n".join([f"{head}:", *lines])
 
 
 def _matching(changes: list[Change], literals: tuple[tuple[str, str], ...]) -> str:
@@ -262,13 +301,16 @@ class _CodeRecord:
     that traced and the programs they compiled, with which a new function
     object's first compile is compared."""
 
-    __slots__ = ("functions", "programs", "repeats", "signatures")
+    __slots__ = ("functions", "programs", "repeats", "signatures", "trials")
 
     def __init__(self) -> None:
         self.functions: weakref.WeakSet[Any] = weakref.WeakSet()
         self.signatures: list[Signature] = []
         self.programs: list[Program] = []
         self.repeats: _Repeats | None = None  # of the new-wrapper warnings
+        # Whether a cause's numbers traced as arrays: its `_trial.Refusal`, or
+        # None where they did; by cause (`_diff.cause_of`), once per function.
+        self.trials: dict[tuple, _trial.Refusal | None] = {}
 
     def same_arguments_before(self, new: Signature, jit: str | None) -> bool:
         """Whether an earlier function object traced with arguments that `new`
@@ -357,6 +399,8 @@ class Site:
         jaxpr, jit parameters)` of the program it traced to, where af.filter_jit
         says.
         """
+        if _trial.trying():
+            return False  # the trial's own trace: no call of the user's
         arguments = {**extra, **bind_arguments(self.fn, args, kwargs)}
         new = signature(arguments, args, kwargs, self.traced_scalars)
         with self.lock:
@@ -401,6 +445,8 @@ class Site:
             changes = min(
                 (diff(old, new, jit, scalar_values=True) for old in history), key=len
             )
+        if record is not None:
+            changes = self._tried(changes, new, args, kwargs, record, jit, numbers)
         key = (causes(changes), compiled, numbers, family)
         category = _category(changes, numbers)
 
@@ -479,6 +525,49 @@ class Site:
         warn_in_user_code(RetraceWarning("\n".join(lines)))
         return True
 
+    def _tried(
+        self,
+        changes: list[Change],
+        new: Signature,
+        args: tuple,
+        kwargs: dict,
+        record: _CodeRecord,
+        jit: str | None,
+        numbers: str | None,
+    ) -> list[Change]:
+        """`changes`, with the fix of Python numbers that cannot be arrays (a
+        trial trace with them as arrays raised) replaced by keeping them
+        numbers: advice is given only where it works when followed."""
+        name = getattr(underlying(self.fn), "__name__", "the function")
+        kept: dict[str, str] = {}  # path -> the fix that keeps it a number
+        for g in group(changes):
+            paths = frozenset(c.path for c in g if _number_advised(c, new))
+            if not paths:
+                continue
+            cause = cause_of(g[0])[:2]  # the field (or path) and kind of cause
+            with self.scope.lock:
+                tried = cause in record.trials
+                refused = record.trials.get(cause)
+            if not tried:
+                refused = _trial.as_arrays(self.fn, args, kwargs, paths)
+                with self.scope.lock:
+                    record.trials[cause] = refused
+            if refused is not None:
+                fix = kept_number_fix(str(refused), name, jit, numbers)
+                kept.update(dict.fromkeys(paths, fix))
+        if not kept:
+            return changes
+        return [
+            c
+            if c.path not in kept
+            else dataclasses.replace(
+                c,
+                fix=kept[c.path] + (c.field.named if c.field is not None else ""),
+                kept=True,
+            )
+            for c in changes
+        ]
+
     def tell_repeats(self) -> None:
         """Say now how often the causes of the last full warning repeated."""
         _tell(self.repeats)
@@ -489,10 +578,11 @@ class Site:
         changed = (
             f"Compared with the closest earlier call, {_in_words(changes)} changed."
         )
-        # A static field holds a number on purpose (an origin, a size): where
-        # only such fields changed, sharing numbers is the answer, not a rewrite.
-        # Any other number the user can pass as an array, which saves the trace
-        # too: its advice stands, and sharing is said after it.
+        # A number kept a number on purpose (a static origin, or one a trial
+        # trace showed cannot be an array): where only such numbers changed,
+        # sharing numbers is the answer, not a rewrite. Any other number the
+        # user can pass as an array, which saves the trace too: its advice
+        # stands, and sharing is said after it.
         on_purpose = _on_purpose(changes)
         if numbers == "could share" and on_purpose:
             return (
@@ -505,25 +595,48 @@ class Site:
                 "differ from eqx.filter_jit's in the last bits). "
                 f"{changed}"
             )
-        if numbers == "shared" and on_purpose:  # nothing to fix: say what changed
-            return (
+        if _category(changes, numbers) is RetraceNote:
+            return self._note(changes, numbers, family)
+        note = _SHARING_NOTE.get(numbers or "", "").format(family=family)
+        return self._advice(changes, compiled) + note
+
+    def _note(self, changes: list[Change], numbers: str | None, family: int) -> str:
+        """A retrace that shared its family's program and had to trace (a
+        number kept a number changed): what happened, and its causes in a line
+        each; nothing to fix."""
+        if numbers == "shared":
+            head = (
                 f"{location(self.fn)} was traced again, and its program differs "
                 "from one traced before only in the numbers it embeds: numbers "
                 f"differ: shared. It joined family {family}, whose program takes "
                 "the numbers as inputs and was compiled before, so this call "
-                f"compiled nothing; nothing needs to change. {changed}"
+                "compiled nothing; nothing needs to change."
             )
-        if numbers == "generalised" and on_purpose:
-            return (
+        else:
+            head = (
                 f"{location(self.fn)} was traced again, and its program differs "
                 f"from the first of family {family} only in the numbers it "
                 "embeds: numbers differ: shared. share_numbers=True compiled the "
                 "family's program, which takes the numbers that differ as "
                 "inputs, once: later traces that differ only in those compile "
-                f"nothing; nothing needs to change. {changed}"
+                "nothing; nothing needs to change."
             )
-        note = _SHARING_NOTE.get(numbers or "", "").format(family=family)
-        return self._advice(changes, compiled) + note
+        changed = (
+            f"Compared with the closest earlier call, {_in_words(changes)} changed."
+        )
+        others = [g for g in group(changes) if not _kept(g[0])]
+        if not others:
+            return f"{head} {changed}"
+        kept = _in_words([c for c in changes if _kept(c)])
+        return "\n".join(
+            [
+                f"{head} It traced because {kept} changed, numbers that must "
+                "stay numbers. Its other causes would each cost a trace where "
+                "those stay the same, and no compile while the program is "
+                "shared:",
+                *(f"  {cause_text(g)}" for g in others),
+            ]
+        )
 
     def _advice(self, changes: list[Change], compiled: bool) -> str:
         head = f"{location(self.fn)} was traced and compiled again."
@@ -591,6 +704,20 @@ class Site:
             )
             lines.append(f"    fix: {number_fix(n.field)}.")
         warn_in_user_code(TraceReuseWarning("\n".join(lines)))
+
+
+def _number_advised(change: Change, new: Signature) -> bool:
+    """Whether the change is a Python number hashed into the cache key, whose
+    fix would make it an array (not one kept a number by `af.field(convert=
+    False)`, or static: a static field's advice is conditional already)."""
+    leaf = new.leaves.get(change.path)
+    return (
+        change.cause == "value"
+        and leaf is not None
+        and leaf.kind == "hashed"
+        and type(leaf.key) in PYTHON_NUMBERS
+        and not opted_out(change.field)
+    )
 
 
 def warn_static_retraces(

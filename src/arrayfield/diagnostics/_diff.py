@@ -150,7 +150,13 @@ def cause_of(change: Change) -> tuple:
     """What makes two changes one cause: one field (or one path, list indices
     aside, for leaves that are no field's), one kind of cause and one fix."""
     f = change.field
-    where = _INDEX.sub("[*]", change.path) if f is None else (f.declared_in, f.name)
+    # A field by its class's name, not the class object: a class made anew per
+    # call (a library's per-fit parameter Module) is one cause every time.
+    where = (
+        _INDEX.sub("[*]", change.path)
+        if f is None
+        else (f.declared_in.__module__, f.declared_in.__qualname__, f.name)
+    )
     return (where, change.cause, change.fix)
 
 

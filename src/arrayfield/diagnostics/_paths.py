@@ -83,12 +83,15 @@ def installed_package(cls: type) -> str | None:
     install, a script)."""
     module = sys.modules.get(cls.__module__)
     path = getattr(module, "__file__", None)
-    if not path:
-        return None
-    path = os.path.realpath(path)
-    if not any(path.startswith(d) for d in _install_dirs()):
+    if not path or not installed_file(path):
         return None
     return cls.__module__.partition(".")[0]
+
+
+def installed_file(path: str) -> bool:
+    """Whether `path` lies in a site-packages directory (an installed package)."""
+    path = os.path.realpath(path)
+    return any(path.startswith(d) for d in _install_dirs())
 
 
 @dataclasses.dataclass(frozen=True)

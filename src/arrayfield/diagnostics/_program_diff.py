@@ -149,16 +149,17 @@ def _difference(old: Program, new: Program, function: str) -> Difference | None:
         min(len(old.equations), len(new.equations)),
     )
     where = new.lines[at] if at < len(new.lines) else "its end"
-    if at < min(len(old.outputs), len(new.outputs)) and old.lines[at] == where:
-        before, now = old.outputs[at], new.outputs[at]
-        if before != now:  # one operation, another size: a clipped box
+    known = set(old.outputs)
+    for line, gives in list(zip(new.lines, new.outputs, strict=False))[at:]:
+        if gives not in known:  # one operation, another size: a clipped box
             return Difference(
                 "computation",
                 (
-                    f"  its computation differs from there on: {where} gives "
-                    f"{now}, where the closest program's gave {before}: a slice "
-                    "or block of another size (a box clipped at an edge, a "
-                    "window that shrank), which no number can stand for",
+                    f"  its computation differs from {where} on: "
+                    f"{'it' if line == where else line} gives {gives}, a shape "
+                    "no operation of the closest program gives: "
+                    "a slice or block of another size (a box clipped at an edge, "
+                    "a window that shrank), which no number can stand for",
                     "    fix: expected where sizes differ; if a few sizes recur "
                     "often, pad to them (a clipped box kept at full size, its "
                     "outside masked out), as for shapes: one family per size",

@@ -44,7 +44,7 @@ from ._hints import (
     opted_out,
     traced_only,
 )
-from ._paths import bind_arguments, relative_path
+from ._paths import bind_arguments, installed_file, relative_path
 from ._program_diff import (
     LITERAL_FIX,
     Program,
@@ -666,7 +666,23 @@ class Site:
             changes = [dataclasses.replace(c, why=traced_only(c.why)) for c in changes]
         lines = summary(changes)
         lines[0] = f"{head} Compared with the closest earlier call, {lines[0]}"
-        return "\n".join(lines)
+        return "\n".join([*lines, *self._whose()])
+
+    def _whose(self) -> list[str]:
+        """Where the jitted function is an installed package's: whose fixes
+        the fixes above are (the package builds much of what it passes)."""
+        target = underlying(self.fn)
+        code = getattr(target, "__code__", None)
+        if code is None or not installed_file(code.co_filename):
+            return []
+        package = getattr(target, "__module__", "") or ""
+        package = package.partition(".")[0] or "an installed package"
+        return [
+            f"{target.__name__} is defined in the installed package {package}: "
+            f"what {package} makes anew on each call (its own objects, "
+            "closures and names) is for its maintainers to fix; yours is what "
+            f"you pass to {package}, and the jit you call it under."
+        ]
 
     def check_hit(self, args: tuple, kwargs: dict) -> None:
         """This call hit the cache: did it reuse a trace made for other types?"""
@@ -720,6 +736,13 @@ def _number_advised(change: Change, new: Signature) -> bool:
     )
 
 
+def _appended(change: Change, text: str) -> Change:
+    """`change` with `text` added to its fix, before the field it names."""
+    named = change.field.named if change.field is not None else ""
+    fix = change.fix.removesuffix(named) if named else change.fix
+    return dataclasses.replace(change, fix=fix + text + named)
+
+
 def warn_static_retraces(
     fn: Any, old: tuple, new: tuple, retraces: int, shares_numbers: bool = False
 ) -> None:
@@ -733,6 +756,23 @@ def warn_static_retraces(
         for args, kwargs in (old, new)
     )
     changes = diff(old_sig, new_sig, FILTER_JIT)
+    # Untried advice (trying it would trace the function once more, which an
+    # unasked warning must not): an array where a number is needed raises.
+    name = getattr(underlying(fn), "__name__", "the function")
+    share = (
+        "share_numbers=True already shares the program over its values"
+        if shares_numbers
+        else "share the program over its values with af.filter_jit(..., "
+        "share_numbers=True)"
+    )
+    untried = (
+        f"; but where {name} uses it as a Python value (a slice start, a size, "
+        f"max() or an if), an array raises there: keep it a number and {share} "
+        "(af.explain_retraces() tries the array before advising it)"
+    )
+    changes = [
+        _appended(c, untried) if _number_advised(c, new_sig) else c for c in changes
+    ]
     cost = (
         "a new trace; with share_numbers=True, programs that differ only in "
         "such numbers run one shared program after the first, so a family "

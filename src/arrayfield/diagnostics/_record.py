@@ -213,7 +213,7 @@ _SHARING_NOTE = {
     "could share": (
         "\nIts program differs from one traced before only in the numbers it "
         "embeds: af.filter_jit(..., share_numbers=True) would compile one program "
-        "for every such trace (the advice above saves the trace too)."
+        "for every such trace{saves}."
     ),
     "new family": (
         "\nIts program starts family {family}: share_numbers=True compiled it "
@@ -231,7 +231,7 @@ _SHARING_NOTE = {
     "shared": (
         "\nIts program differs from one traced before only in the numbers it "
         "embeds, so it ran the program share_numbers=True compiled for its "
-        "family (family {family}; the advice above saves the trace too)."
+        "family (family {family}{saves})."
     ),
 }
 
@@ -597,7 +597,15 @@ class Site:
             )
         if _category(changes, numbers) is RetraceNote:
             return self._note(changes, numbers, family)
-        note = _SHARING_NOTE.get(numbers or "", "").format(family=family)
+        # The advice saves the trace too, unless it keeps numbers numbers.
+        saves = (
+            ""
+            if any(_kept(c) for c in changes)
+            else "; the advice above saves the trace too"
+        )
+        if numbers == "could share" and not saves:
+            saves = ", with no change to the code"
+        note = _SHARING_NOTE.get(numbers or "", "").format(family=family, saves=saves)
         return self._advice(changes, compiled) + note
 
     def _note(self, changes: list[Change], numbers: str | None, family: int) -> str:

@@ -284,3 +284,17 @@ def test_a_jitted_function_of_an_installed_package_says_whose_fixes_they_are(
         "packaged is defined in the installed package test_advice_path: what "
         "test_advice_path makes anew on each call"
     ) in text
+
+
+def test_audit_with_the_step_keeps_the_origin_a_number():
+    # audit(tree, other, fn=...) tries the array advice as explain_retraces does.
+    data = jnp.zeros((FRAME, FRAME))
+    findings = af.audit(build_scene(0), build_scene(1), fn=lambda s: loss(s, data))
+    origin = [f for f in findings if ".origin[" in f.path]
+    assert origin
+    for f in origin:
+        assert f.hint.startswith("keep it a Python number"), f.hint
+        assert "TracerBoolConversionError" in f.hint
+        assert "af.filter_jit(..., share_numbers=True)" in f.hint
+    report = str(findings)
+    assert "Int[Array" not in report and "keep it a Python number" in report

@@ -37,6 +37,7 @@ from ._hints import (
     WEAK_FIX,
     article,
     bypassed_init,
+    kept_number_fix,
     normalize_fix,
     number_fix,
     opted_out,
@@ -44,6 +45,7 @@ from ._hints import (
 from ._paths import FieldRef, Leaf, StaticField, is_array, path_to_str, walk
 from ._programs import leaves_the_program_reads, numbers_only
 from ._signature import leaf_text, signature
+from ._trial import in_call, python_function
 
 
 def _shared_objects() -> set[int]:
@@ -526,6 +528,7 @@ def _by_program(findings: Findings, fn: Callable[[Any], Any], tree, other) -> Fi
     # Programs that differ only in numbers: a static field (held on purpose, no
     # leaf of the tree) needs no rewrite; other leaves keep their advice.
     shared = differ and numbers_only(fn, tree, other)
+    kept = _kept_numbers(fn, other, findings, by_path, shared)
     exact = []
     for f in findings:
         # A new program: another structure, a static field (not tried alone),
@@ -534,7 +537,9 @@ def _by_program(findings: Findings, fn: Callable[[Any], Any], tree, other) -> Fi
         new_program = differ and (not alone or by_path[f.path] in read)
         jits = (EQX, AF) if f.kind == "structure" or new_program else (EQX,)
         hint = f.hint
-        if shared and f.kind != "structure":
+        if f.path in kept:
+            hint = kept[f.path]
+        elif shared and f.kind != "structure":
             hint = _NUMBERS_HINT if f.path not in by_path else hint + _NUMBERS_NOTE
         exact.append(dataclasses.replace(f, recompiles=jits, hint=hint))
     causes = {}
@@ -542,8 +547,37 @@ def _by_program(findings: Findings, fn: Callable[[Any], Any], tree, other) -> Fi
         number, line = findings._causes[id(old)]
         if new.hint is _NUMBERS_HINT:  # the cause's own fix does not apply
             line = f"{line.split('; fix: ')[0]}; {_NUMBERS_CAUSE}"
+        elif new.path in kept:
+            line = f"{line.split('; fix: ')[0]}; fix: {new.hint}"
         causes[id(new)] = (number, line)
     return Findings(exact, findings.name, causes, two_trees=True, programs_read=True)
+
+
+def _kept_numbers(
+    fn: Callable[[Any], Any],
+    other: Any,
+    findings: Findings,
+    by_path: dict[str, int],
+    shared: bool,
+) -> dict[str, str]:
+    """By path, the hint for Python numbers of `other` that `fn` cannot take as
+    arrays (a trial trace with them as arrays raised, `_trial`), tried once per
+    field: keep them numbers. Numbers that trace as arrays keep their hints."""
+    fields: dict[str, list[str]] = {}
+    for f in findings:
+        if f.kind == "value" and f.path in by_path and type(f.other) in PYTHON_NUMBERS:
+            fields.setdefault(f.field or f.path, []).append(f.path)
+    name = findings.name
+    function = getattr(python_function(fn), "__name__", "<lambda>")
+    function = "fn" if function == "<lambda>" else function
+    hints: dict[str, str] = {}
+    for paths in fields.values():
+        refused = in_call(lambda a: fn(a[name]), {name: other}, frozenset(paths))
+        if refused is not None:
+            numbers = "could share" if shared else None
+            fix = kept_number_fix(str(refused), function, FILTER_JIT, numbers)
+            hints.update(dict.fromkeys(paths, fix))
+    return hints
 
 
 def assert_clean(

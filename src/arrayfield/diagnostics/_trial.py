@@ -85,21 +85,34 @@ def as_arrays(
         )
     except (TypeError, ValueError):
         bound = None
+
+    def call(arguments: dict[str, Any]) -> Any:
+        if bound is None:
+            return target(*arguments["args"], **arguments["kwargs"])
+        bound.arguments.update(arguments)
+        return target(*bound.args, **bound.kwargs)
+
     arguments = (
         dict(bound.arguments) if bound is not None else {"args": args, "kwargs": kwargs}
     )
+    return in_call(call, arguments, paths)
+
+
+def in_call(
+    call: Callable[[dict[str, Any]], Any],
+    arguments: dict[str, Any],
+    paths: frozenset[str],
+) -> Refusal | None:
+    """`call(arguments)`, traced abstractly with the Python numbers at `paths`
+    in `arguments` (by name, as `_paths.walk` names leaves) passed as arrays."""
     numbers = {p: _array_of(v) for p, v in _numbers_at(arguments, paths).items()}
     if not numbers:
         return None  # nothing to try: say nothing new
 
     def trial(numbers: dict[str, Any], arguments: dict[str, Any]) -> Any:
-        replaced = {
-            name: _replace(value, name, numbers) for name, value in arguments.items()
-        }
-        if bound is None:
-            return target(*replaced["args"], **replaced["kwargs"])
-        bound.arguments.update(replaced)
-        return target(*bound.args, **bound.kwargs)
+        return call(
+            {name: _replace(value, name, numbers) for name, value in arguments.items()}
+        )
 
     # Flattened as eqx.filter_jit flattens (leaf by leaf, arrays traced): a
     # prefix-tree partition fails on pytrees whose flattening is their own.

@@ -54,6 +54,7 @@ DIAGNOSTICS = tuple(
         "_hints",
         "_diff",
         "_program_diff",
+        "_trial",
         "_record",
         "_retrace",
         "_programs",

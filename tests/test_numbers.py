@@ -762,40 +762,30 @@ def test_explain_retraces_names_the_option_where_static_numbers_alone_differ():
     assert "share_numbers=True" in text and "ordinary array field" not in text
 
 
-def test_a_number_argument_used_as_a_slice_start_is_not_advised_an_array():
-    # `x[k : k + 2]` needs a Python int: traced with k as an array it raises,
-    # so explain_retraces keeps it a number and names the option instead.
-    @af.filter_jit
-    def scaled_window(x, k):
-        return x[k : k + 2] * k
-
+def _retrace_text(step: Callable[..., Any]) -> str:
+    """The one RetraceWarning of `step` called with k = 1, then 2."""
     jax.clear_caches()
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         with af.explain_retraces():
             for k in (1, 2):
-                scaled_window(jnp.arange(8.0), k)
+                step(jnp.arange(8.0), k)
     (text,) = [
         str(w.message) for w in caught if isinstance(w.message, af.RetraceWarning)
     ]
+    return text
+
+
+def test_a_number_argument_used_as_a_slice_start_is_not_advised_an_array():
+    # `x[k : k + 2]` needs a Python int: traced with k as an array it raises,
+    # so explain_retraces keeps it a number and names the option instead.
+    text = _retrace_text(af.filter_jit(lambda x, k: x[k : k + 2] * k))
     assert "share_numbers=True) would compile one program" in text
     assert "jnp.asarray" not in text and "pass an array" not in text
 
 
 def test_a_number_argument_that_arithmetic_reads_keeps_its_array_advice():
-    @af.filter_jit
-    def scaled(x, k):
-        return x[1:3] * k
-
-    jax.clear_caches()
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        with af.explain_retraces():
-            for k in (1, 2):
-                scaled(jnp.arange(8.0), k)
-    (text,) = [
-        str(w.message) for w in caught if isinstance(w.message, af.RetraceWarning)
-    ]
+    text = _retrace_text(af.filter_jit(lambda x, k: x[1:3] * k))
     assert "pass an array, jnp.asarray(x, dtype=...)" in text  # saves the trace
     assert "share_numbers=True) would compile one program" in text
 

@@ -8,10 +8,10 @@ the Python that read the number ran before anything was recorded. So before
 `explain_retraces` advises making a number an array, it traces the function
 once more with those numbers as strongly typed arrays, abstractly
 (`jax.eval_shape`: nothing compiles or runs on a device), and gives the
-advice only where that trace succeeds. The trial runs the function's Python
-body, as any trace does; it is made once per function and field, only under
-`explain_retraces`, and never through the jit wrapper, whose caches it leaves
-alone.
+advice only where that trace succeeds (`af.audit(tree, other, fn=step)` does
+the same). The trial runs the function's Python body, as any trace does; it is
+made once per function and field, only where a diagnostic was asked for, and
+never through the jit wrapper, whose caches it leaves alone.
 """
 
 from __future__ import annotations

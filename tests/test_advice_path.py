@@ -298,3 +298,23 @@ def test_audit_with_the_step_keeps_the_origin_a_number():
         assert "af.filter_jit(..., share_numbers=True)" in f.hint
     report = str(findings)
     assert "Int[Array" not in report and "keep it a Python number" in report
+
+
+def test_a_count_over_several_trees_names_them():
+    # An optimizer state holding copies of a field's numbers: the count of
+    # leaves says which arguments it covers.
+    class Knob(eqx.Module):
+        k: float
+
+    @eqx.filter_jit
+    def scaled(x, knob, state):
+        return x * knob.k + state[0].k
+
+    jax.clear_caches()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        with af.explain_retraces():
+            for k in (1.0, 2.0):
+                scaled(jnp.ones(2), Knob(k), (Knob(k),))
+    (text,) = [str(w.message) for w in caught if w.category is af.RetraceWarning]
+    assert "knob.k and 1 more, in state (" in text, text

@@ -101,6 +101,8 @@ def diff(
 
 # A list index in a path; its group is the index alone (`pattern` splits on it).
 _INDEX = re.compile(r"\[(\d+)\]")
+# Where the argument a path starts from ends: `opt_state` of `opt_state[0].mu`.
+_ROOT = re.compile(r"[.\[]")
 
 
 def _structure_fix(path: str, other: Signature) -> str:
@@ -180,8 +182,9 @@ def pattern(paths: list[str]) -> str:
     if len(set(paths)) == 1:
         return paths[0]
     shapes = {_INDEX.sub("[*]", p) for p in paths}
-    if len(shapes) != 1:
-        return f"{paths[0]} and {len(paths) - 1} more"
+    if len(shapes) != 1:  # say which trees the count covers (an optax state?)
+        roots = dict.fromkeys(_ROOT.split(p, maxsplit=1)[0] for p in paths[1:])
+        return f"{paths[0]} and {len(paths) - 1} more, in {', '.join(roots)}"
     pieces = [_INDEX.split(p) for p in paths]  # text, index, text, index, ...
     merged = []
     for i, part in enumerate(pieces[0]):

@@ -667,6 +667,7 @@ def test_explain_retraces_says_numbers_differ_shared_and_which_family():
         af.RetraceNote,
     ]
     assert "from the first of family 1 only in the numbers it embeds" in texts[0]
+    assert "(A family: the programs of a function that differ only" in texts[0]
     assert "numbers differ: shared. share_numbers=True compiled" in texts[0]
     assert "numbers differ: shared. It joined family 1," in texts[1]
     assert "compiled nothing" in texts[1]

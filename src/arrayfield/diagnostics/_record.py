@@ -627,7 +627,9 @@ class Site:
                 "embeds: numbers differ: shared. share_numbers=True compiled the "
                 "family's program, which takes the numbers that differ as "
                 "inputs, once: later traces that differ only in those compile "
-                "nothing; nothing needs to change."
+                "nothing; nothing needs to change. (A family: the programs of a "
+                "function that differ only in the numbers they embed, which "
+                "share_numbers=True runs as one program after its first.)"
             )
         changed = (
             f"Compared with the closest earlier call, {_in_words(changes)} changed."

@@ -240,14 +240,14 @@ def test_the_trial_trace_runs_once_per_field_and_leaves_the_cache_alone():
 
 
 def test_the_unasked_warning_says_when_the_origin_must_stay_a_number():
-    # af.filter_jit's own warning (after 8 retraces) cannot try the advice (a
+    # af.filter_jit's own warning (at the 8th field) cannot try the advice (a
     # trial would trace the user's function once more, unasked), so its array
     # advice says where it would raise, and what to do then.
     jax.clear_caches()
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        compiles = survey(af.filter_jit, fields=10)
-    assert compiles == [1] * 10
+        compiles = survey(af.filter_jit, fields=8)  # warned by the 8th field
+    assert compiles == [1] * 8
     (text,) = [str(w.message) for w in caught if w.category is af.RetraceWarning]
     for fix in fixes_for_origin(text):
         assert "but where step uses it as a Python value" in fix

@@ -9,7 +9,9 @@ EXPLAIN_RETRACES = "ARRAYFIELD_EXPLAIN_RETRACES"
 # How many times one af.filter_jit function may trace again because a Python
 # number among its arguments changed before it warns; 0 turns the warning off.
 RETRACE_LIMIT = "ARRAYFIELD_RETRACE_LIMIT"
-DEFAULT_RETRACE_LIMIT = 8
+# Retraces for new Python numbers before af.filter_jit warns unasked: an
+# 8-field survey (one trace per field, 7 retraces) is told before it ends.
+DEFAULT_RETRACE_LIMIT = 7
 
 _OFF = ("", "0", "false", "no", "off")
 

@@ -26,7 +26,10 @@ from arrayfield import _jax_private
 from helpers import compiles_of, run_code
 
 THREADS = 8
-TIMEOUT = 120
+# Seconds a thread may take before it counts as hung: the busiest test here
+# (clear_caches beside six threads making new keys) takes about 60 s alone on
+# 2 cores, and more beside another test worker.
+TIMEOUT = 300
 # Where compiles are not shared (JAX before 0.5) every trace compiles, and that
 # JAX's own clear_caches beside compiles on other threads can crash the process.
 needs_sharing = pytest.mark.skipif(

@@ -55,7 +55,9 @@ DIAGNOSTICS = tuple(
         "_diff",
         "_program_diff",
         "_trial",
+        "_repeats",
         "_record",
+        "_unasked",
         "_retrace",
         "_programs",
         "_findings",
@@ -275,6 +277,19 @@ def layer_violations(root: Path) -> list[str]:
 
 def test_every_import_points_down_a_floor():
     assert layer_violations(SOURCE) == []
+
+
+# A module a maintainer can read in one sitting: past this, split it by job.
+MOST_LINES = 700
+
+
+def test_no_module_is_longer_than_a_maintainer_reads_in_one_sitting():
+    long = {
+        str(path.relative_to(SOURCE)): n
+        for path in SOURCE.rglob("*.py")
+        if (n := len(path.read_text().splitlines())) > MOST_LINES
+    }
+    assert long == {}
 
 
 def _copy_of_source(tmp_path: Path) -> Path:

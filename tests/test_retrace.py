@@ -15,7 +15,7 @@ from jaxtyping import Array, Float, Int
 
 import arrayfield as af
 from arrayfield import _eqx_private, _jax_private, _tracing
-from arrayfield.diagnostics import _record, _retrace
+from arrayfield.diagnostics import _repeats, _retrace
 from helpers import python
 
 # What af.filter_jit shares, where it shares callables at all (equinox >= 0.13 and
@@ -54,7 +54,7 @@ def caught():
     with warnings.catch_warnings(record=True) as record:
         warnings.simplefilter("always")
         yield record
-        _record.tell_all_repeats()  # here, not at the exit of the test run
+        _repeats.tell_all_repeats()  # here, not at the exit of the test run
 
 
 class Plain(eqx.Module):
@@ -151,7 +151,7 @@ def test_seed_scalar_in_array_field_of_plain_module_names_path_and_says_subclass
     assert "hashes its value into the cache key" in message
     assert "Plain.x is annotated np.array" in message
     assert "subclass af.ArrayModule" in message
-    _record.tell_all_repeats()
+    _repeats.tell_all_repeats()
     assert "compiled again 1 more time for the causes" in _messages(caught)[1]
 
 
@@ -874,7 +874,7 @@ def test_retraces_that_compiled_nothing_are_counted_as_such(caught):
         step(_scene(1.0))  # new lambdas and helpers each time: the same program
     (message,) = _messages(caught)
     assert "was traced again, but compiled nothing" in message
-    _record.tell_all_repeats()
+    _repeats.tell_all_repeats()
     assert (
         " was traced again 2 more times for the causes of its warning above"
         in (_messages(caught)[-1])

@@ -85,7 +85,7 @@ def _explain_static_retraces(
     fn: Any, old: tuple, new: tuple, retraces: int, shares_numbers: bool
 ) -> None:
     # af.filter_jit's unasked warning (`_hooks`): the diagnostics load only here.
-    from .diagnostics._record import warn_static_retraces
+    from .diagnostics._unasked import warn_static_retraces
 
     warn_static_retraces(fn, old, new, retraces, shares_numbers)
 

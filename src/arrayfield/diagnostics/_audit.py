@@ -42,10 +42,18 @@ from ._hints import (
     number_fix,
     opted_out,
 )
-from ._paths import FieldRef, Leaf, StaticField, is_array, path_to_str, walk
+from ._paths import (
+    FieldRef,
+    Leaf,
+    StaticField,
+    function_name,
+    is_array,
+    path_to_str,
+    walk,
+)
 from ._programs import leaves_the_program_reads, numbers_only
 from ._signature import leaf_text, signature
-from ._trial import in_call, python_function
+from ._trial import in_call
 
 
 def _shared_objects() -> set[int]:
@@ -568,7 +576,7 @@ def _kept_numbers(
         if f.kind == "value" and f.path in by_path and type(f.other) in PYTHON_NUMBERS:
             fields.setdefault(f.field or f.path, []).append(f.path)
     name = findings.name
-    function = getattr(python_function(fn), "__name__", "<lambda>")
+    function = function_name(fn)
     function = "fn" if function == "<lambda>" else function
     hints: dict[str, str] = {}
     for paths in fields.values():

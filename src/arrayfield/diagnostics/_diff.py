@@ -197,6 +197,13 @@ def pattern(paths: list[str]) -> str:
     return "".join(merged)
 
 
+def in_words(changes: list[Change]) -> str:
+    """The causes of a retrace in a few words: the paths of their leaves."""
+    if not changes:
+        return "outside the arguments"
+    return ", ".join(pattern([c.path for c in g]) for g in group(changes))
+
+
 def cause_text(changes: list[Change]) -> str:
     """One line for one cause: `path (Class.field at file:line): old -> new;
     fix: ...`, with the leaf count when several leaves share it."""

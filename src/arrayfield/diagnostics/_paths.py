@@ -180,6 +180,34 @@ def relative_path(filename: str) -> str:
 
 
 @functools.lru_cache(maxsize=1024)
+def underlying(fn: Any) -> Any:
+    """The Python function behind a (jitted, partial) callable."""
+    target = fn
+    for _ in range(10):
+        if isinstance(target, functools.partial):
+            target = target.func
+        elif hasattr(target, "__wrapped__"):
+            target = target.__wrapped__
+        else:
+            break
+    return target
+
+
+def function_name(fn: Any) -> str:
+    """The name of the Python function behind a (jitted, partial) callable."""
+    return getattr(underlying(fn), "__name__", "the function")
+
+
+def location(fn: Any) -> str:
+    """`qualname (file:line)` of the Python function behind a (jitted) callable."""
+    target = underlying(fn)
+    name = getattr(target, "__qualname__", None) or type(target).__qualname__
+    code = getattr(target, "__code__", None)
+    if code is None:
+        return name
+    return f"{name} ({relative_path(code.co_filename)}:{code.co_firstlineno})"
+
+
 def _declaration(cls: type, name: str) -> str | None:
     """`file.py:line` of `name: ...` in the body of `cls`, if its source is on disk."""
     try:

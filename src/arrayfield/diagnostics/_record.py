@@ -3,14 +3,10 @@ compared on each new trace, and the check for silently reused traces."""
 
 from __future__ import annotations
 
-import atexit
-import contextlib
 import dataclasses
-import functools
 import sys
 import threading
 import weakref
-from collections.abc import Callable
 from typing import Any
 
 import jax.tree_util as jtu
@@ -33,6 +29,7 @@ from ._diff import (
     causes,
     diff,
     group,
+    in_words,
     pattern,
     summary,
 )
@@ -44,7 +41,13 @@ from ._hints import (
     opted_out,
     traced_only,
 )
-from ._paths import bind_arguments, installed_file, relative_path
+from ._paths import (
+    bind_arguments,
+    function_name,
+    installed_file,
+    location,
+    underlying,
+)
 from ._program_diff import (
     LITERAL_FIX,
     Program,
@@ -52,6 +55,7 @@ from ._program_diff import (
     summarize,
     what_is_new,
 )
+from ._repeats import Repeats, counted, tell
 from ._signature import Signature, signature
 
 # How many earlier signatures per function a new trace is compared against.
@@ -62,29 +66,6 @@ PROGRAMS = 8
 FUNCTION_LEAF = "<function>"
 
 
-def underlying(fn: Any) -> Any:
-    """The Python function behind a (jitted, partial) callable."""
-    target = fn
-    for _ in range(10):
-        if isinstance(target, functools.partial):
-            target = target.func
-        elif hasattr(target, "__wrapped__"):
-            target = target.__wrapped__
-        else:
-            break
-    return target
-
-
-def location(fn: Any) -> str:
-    """`qualname (file:line)` of the Python function behind a (jitted) callable."""
-    target = underlying(fn)
-    name = getattr(target, "__qualname__", None) or type(target).__qualname__
-    code = getattr(target, "__code__", None)
-    if code is None:
-        return name
-    return f"{name} ({relative_path(code.co_filename)}:{code.co_firstlineno})"
-
-
 def calling_jit() -> str | None:
     """Which jit is tracing the plain function whose wrapper called this."""
     caller = sys._getframe(2).f_code.co_filename  # the wrapper's caller
@@ -93,88 +74,6 @@ def calling_jit() -> str | None:
     if caller.startswith(JAX_DIR):
         return JAX_JIT
     return None  # called from the user's own jitted function: any jit
-
-
-@dataclasses.dataclass(eq=False)
-class _Repeats:
-    """Retraces of one function that had the causes of its last full warning:
-    counted, and told in one line at its next other warning or at exit."""
-
-    where: str  # `qualname (file:line)` of the function
-    causes: tuple  # as `_diff.causes` gives them, with `compiled` and `numbers`
-    what: str  # the causes, in words, for the one line
-    compiled: bool
-    numbers: str | None
-    category: type[UserWarning] = RetraceWarning  # the full warning's, and the line's
-    count: int = 0
-
-    def line(self) -> str:
-        times = "time" if self.count == 1 else "times"
-        done = "traced and compiled again" if self.compiled else "traced again"
-        then = {
-            "shared": "numbers differ: shared",
-            "new family": "a new family of programs",
-            "could share": "numbers differ: share_numbers=True would share them",
-        }.get(self.numbers or "", "the same fix applies")
-        return (
-            f"{self.where} was {done} {self.count} more {times} for the causes "
-            f"of its warning above ({self.what}): {then}."
-        )
-
-
-def _in_words(changes: list[Change]) -> str:
-    """The causes of a retrace in a few words: the paths of their leaves."""
-    if not changes:
-        return "outside the arguments"
-    return ", ".join(pattern([c.path for c in g]) for g in group(changes))
-
-
-# Counts not yet told, by id of their record: told at exit if nothing else did.
-_untold: dict[int, _Repeats] = {}
-_untold_lock = threading.Lock()
-
-
-def _tell(repeats: _Repeats | None) -> None:
-    """Warn with the one line for `repeats`, if it counted any."""
-    if repeats is None:
-        return
-    with _untold_lock:
-        if _untold.pop(id(repeats), None) is None:
-            return  # told already (or nothing counted)
-    warn_in_user_code(repeats.category(repeats.line()))
-
-
-def _counted(
-    holder: Any, lock: threading.Lock, causes: tuple, new: Callable[[], _Repeats]
-) -> bool:
-    """Count a retrace with the causes of `holder`'s last full warning, to be
-    told in one line; where its causes are others, `new()` (this retrace's,
-    whose warning follows; made only then: a repeat pays for no words) takes
-    that place, and the count before it is told first."""
-    with lock:
-        repeats = holder.repeats
-        if repeats is not None and repeats.causes == causes:
-            repeats.count += 1
-            with _untold_lock:
-                _untold[id(repeats)] = repeats
-            return True
-        holder.repeats = new()
-    _tell(repeats)
-    return False
-
-
-def tell_all_repeats() -> None:
-    """Tell every count not yet told (at exit; tests call it sooner)."""
-    for repeats in list(_untold.values()):
-        _tell(repeats)
-
-
-@atexit.register
-def _tell_at_exit() -> None:
-    # Under `-W error::arrayfield.RetraceWarning` the first warning raised
-    # already; a traceback from the interpreter's exit would add nothing.
-    with contextlib.suppress(RetraceWarning, RetraceNote):
-        tell_all_repeats()
 
 
 def _kept(change: Change) -> bool:
@@ -249,7 +148,7 @@ def _new_in_program(
     trace that starts a family of its own (`share_numbers`): the changes name
     a static field, but what keeps it apart is where its computation differs
     (a slice of another size: a box clipped at the frame's edge)."""
-    found = what_is_new(earlier, summary, getattr(target, "__name__", "the function"))
+    found = what_is_new(earlier, summary, function_name(target))
     if found is None or found.kind == "inputs":
         return ""
     lines = list(found.lines)
@@ -307,7 +206,7 @@ class _CodeRecord:
         self.functions: weakref.WeakSet[Any] = weakref.WeakSet()
         self.signatures: list[Signature] = []
         self.programs: list[Program] = []
-        self.repeats: _Repeats | None = None  # of the new-wrapper warnings
+        self.repeats: Repeats | None = None  # of the new-wrapper warnings
         # Whether a cause's numbers traced as arrays: its `_trial.Refusal`, or
         # None where they did; by cause (`_diff.cause_of`), once per function.
         self.trials: dict[tuple, _trial.Refusal | None] = {}
@@ -333,7 +232,7 @@ class Scope:
     def tell_repeats(self) -> None:
         """Say now how often new function objects repeated their warning."""
         for record in list(self.by_code.values()):
-            _tell(record.repeats)
+            tell(record.repeats)
 
     def record(self, fn: Any, jit: type) -> _CodeRecord | None:
         """The record of the Python function `fn`'s code under jits of type
@@ -370,7 +269,7 @@ class Site:
         self.shared = False  # also used by the `with` block's hook (see _wrap_jitted)
         self.last_trace = -1  # for a plain function: the top-level trace it was in
         # The causes of the last full warning, and the retraces since with those.
-        self.repeats: _Repeats | None = None
+        self.repeats: Repeats | None = None
 
     def traced(
         self,
@@ -450,11 +349,11 @@ class Site:
         key = (causes(changes), compiled, numbers, family)
         category = _category(changes, numbers)
 
-        def repeats() -> _Repeats:
-            where, what = location(self.fn), _in_words(changes)
-            return _Repeats(where, key, what, compiled, numbers, category)
+        def repeats() -> Repeats:
+            where, what = location(self.fn), in_words(changes)
+            return Repeats(where, key, what, compiled, numbers, category)
 
-        if _counted(self, self.lock, key, repeats):
+        if counted(self, self.lock, key, repeats):
             return True
         message = self._message(changes, compiled, numbers, family)
         # A note (numbers shared on purpose) says all there is: the program's
@@ -474,7 +373,7 @@ class Site:
         """The first trace of this wrapper compiled, where another wrapper of
         the same function traced before: what made the program new."""
         where = location(self.fn)
-        name = getattr(target, "__name__", "the function")
+        name = function_name(target)
         jit = "af.filter_jit" if summary is not None else "jit"
         head = (
             f"{where} was traced and compiled by a new {jit} wrapper; another "
@@ -518,8 +417,8 @@ class Site:
             causes_key = ("new function", tuple(arrays))
             what = "a new function object"
         key = (causes_key, True, None)
-        if _counted(
-            record, self.scope.lock, key, lambda: _Repeats(where, key, what, True, None)
+        if counted(
+            record, self.scope.lock, key, lambda: Repeats(where, key, what, True, None)
         ):
             return True
         warn_in_user_code(RetraceWarning("\n".join(lines)))
@@ -538,10 +437,10 @@ class Site:
         """`changes`, with the fix of Python numbers that cannot be arrays (a
         trial trace with them as arrays raised) replaced by keeping them
         numbers: advice is given only where it works when followed."""
-        name = getattr(underlying(self.fn), "__name__", "the function")
+        name = function_name(self.fn)
         kept: dict[str, str] = {}  # path -> the fix that keeps it a number
         for g in group(changes):
-            paths = frozenset(c.path for c in g if _number_advised(c, new))
+            paths = frozenset(c.path for c in g if number_advised(c, new))
             if not paths:
                 continue
             cause = cause_of(g[0])[:2]  # the field (or path) and kind of cause
@@ -570,13 +469,13 @@ class Site:
 
     def tell_repeats(self) -> None:
         """Say now how often the causes of the last full warning repeated."""
-        _tell(self.repeats)
+        tell(self.repeats)
 
     def _message(
         self, changes: list[Change], compiled: bool, numbers: str | None, family: int
     ) -> str:
         changed = (
-            f"Compared with the closest earlier call, {_in_words(changes)} changed."
+            f"Compared with the closest earlier call, {in_words(changes)} changed."
         )
         # A number kept a number on purpose (a static origin, or one a trial
         # trace showed cannot be an array): where only such numbers changed,
@@ -632,12 +531,12 @@ class Site:
                 "share_numbers=True runs as one program after its first.)"
             )
         changed = (
-            f"Compared with the closest earlier call, {_in_words(changes)} changed."
+            f"Compared with the closest earlier call, {in_words(changes)} changed."
         )
         others = [g for g in group(changes) if not _kept(g[0])]
         if not others:
             return f"{head} {changed}"
-        kept = _in_words([c for c in changes if _kept(c)])
+        kept = in_words([c for c in changes if _kept(c)])
         return "\n".join(
             [
                 f"{head} It traced because {kept} changed, numbers that must "
@@ -732,7 +631,7 @@ class Site:
         warn_in_user_code(TraceReuseWarning("\n".join(lines)))
 
 
-def _number_advised(change: Change, new: Signature) -> bool:
+def number_advised(change: Change, new: Signature) -> bool:
     """Whether the change is a Python number hashed into the cache key, whose
     fix would make it an array (not one kept a number by `af.field(convert=
     False)`, or static: a static field's advice is conditional already)."""
@@ -744,68 +643,3 @@ def _number_advised(change: Change, new: Signature) -> bool:
         and type(leaf.key) in PYTHON_NUMBERS
         and not opted_out(change.field)
     )
-
-
-def _appended(change: Change, text: str) -> Change:
-    """`change` with `text` added to its fix, before the field it names."""
-    named = change.field.named if change.field is not None else ""
-    fix = change.fix.removesuffix(named) if named else change.fix
-    return dataclasses.replace(change, fix=fix + text + named)
-
-
-def warn_static_retraces(
-    fn: Any, old: tuple, new: tuple, retraces: int, shares_numbers: bool = False
-) -> None:
-    """af.filter_jit's warning, unasked and once per function, when `fn` has
-    traced `retraces` times because Python numbers among its arguments took new
-    values: what changed between the last two such calls (`(args, kwargs)`
-    each), why and the fix. Where `fn` shares programs that differ only in
-    numbers (`share_numbers=True`), a new value costs a trace, not a compile."""
-    old_sig, new_sig = (
-        signature(bind_arguments(fn, args, kwargs), args, kwargs, False)
-        for args, kwargs in (old, new)
-    )
-    changes = diff(old_sig, new_sig, FILTER_JIT)
-    # Untried advice (trying it would trace the function once more, which an
-    # unasked warning must not): an array where a number is needed raises.
-    name = getattr(underlying(fn), "__name__", "the function")
-    share = (
-        "share_numbers=True already shares the program over its values"
-        if shares_numbers
-        else "share the program over its values with af.filter_jit(..., "
-        "share_numbers=True)"
-    )
-    untried = (
-        f"; but where {name} uses it as a Python value (a slice start, a size, "
-        f"max() or an if), an array raises there: keep it a number and {share} "
-        "(af.explain_retraces() tries the array before advising it)"
-    )
-    changes = [
-        _appended(c, untried) if _number_advised(c, new_sig) else c for c in changes
-    ]
-    cost = (
-        "a new trace; with share_numbers=True, programs that differ only in "
-        "such numbers run one shared program after the first, so a family "
-        "compiles twice, however many values it meets (a third time only "
-        "where a value differs in a number its first two shared)."
-        if shares_numbers
-        else "a new trace and, as the value is part of the program, a new XLA compile."
-    )
-    head = (
-        f"{location(fn)} was traced again {retraces} times by af.filter_jit because "
-        "Python numbers among its arguments took new values: a number is not an "
-        f"array, so each new value is a new cache key, {cost}"
-    )
-    if changes:
-        lines = summary(changes)
-        lines[0] = f"{head} Compared with the call before, {lines[0]}"
-    else:
-        lines = [
-            f"{head} This call's arguments have another structure than earlier "
-            "ones (a field that became None, a list that grew, ...)."
-        ]
-    lines.append(
-        "af.explain_retraces() explains every retrace as it happens; "
-        "ARRAYFIELD_RETRACE_LIMIT=0 turns this warning off."
-    )
-    warn_in_user_code(RetraceWarning("\n".join(lines)))

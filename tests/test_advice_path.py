@@ -191,6 +191,32 @@ def test_under_the_option_retraces_that_share_are_notes():
         assert "fix:" not in str(w.message)
 
 
+class Handle:
+    """A per-call object with no value equality (a library's closure, say)."""
+
+
+def tagged_step(scene: Scene, opt_state, data: jax.Array, handle: Handle):
+    return step(scene, opt_state, data)
+
+
+def test_a_note_lists_its_other_causes_once():
+    # scarlet2 makes ten such objects per fit: each note listed all ten again.
+    jax.clear_caches()
+    jitted = af.filter_jit(tagged_step, share_numbers=True)
+    data = jnp.ones((FRAME, FRAME))
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        with af.explain_retraces():
+            for field in range(3):  # a field, its family's program, one sharing it
+                scene = build_scene(field)
+                opt_state = optim.init(eqx.filter(scene, eqx.is_inexact_array))
+                jitted(scene, opt_state, data, Handle())
+    first, second = [str(w.message) for w in caught if w.category is af.RetraceNote]
+    assert "\n  handle: <" in first and "fix: give Handle value equality" in first
+    assert "Its other causes are those a note above listed (handle)" in second
+    assert "\n" not in second
+
+
 def test_the_docs_error_filter_passes_where_every_retrace_shares():
     jax.clear_caches()
     with warnings.catch_warnings(record=True):

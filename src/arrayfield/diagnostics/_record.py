@@ -270,6 +270,9 @@ class Site:
         self.last_trace = -1  # for a plain function: the top-level trace it was in
         # The causes of the last full warning, and the retraces since with those.
         self.repeats: Repeats | None = None
+        # The other causes its notes listed one line each: a later note with
+        # the same ones names them (a library's per-call objects, every field).
+        self.noted: set[tuple] = set()
 
     def traced(
         self,
@@ -537,12 +540,22 @@ class Site:
         if not others:
             return f"{head} {changed}"
         kept = in_words([c for c in changes if _kept(c)])
+        head += f" It traced because {kept} changed, numbers that must stay numbers."
+        listed = causes([c for g in others for c in g])
+        with self.lock:
+            told = listed in self.noted
+            self.noted.add(listed)
+        if told:
+            other = in_words([c for g in others for c in g])
+            return (
+                f"{head} Its other causes are those a note above listed ({other}): "
+                "each would cost a trace where those stay the same, and no compile "
+                "while the program is shared."
+            )
         return "\n".join(
             [
-                f"{head} It traced because {kept} changed, numbers that must "
-                "stay numbers. Its other causes would each cost a trace where "
-                "those stay the same, and no compile while the program is "
-                "shared:",
+                f"{head} Its other causes would each cost a trace where those stay "
+                "the same, and no compile while the program is shared:",
                 *(f"  {cause_text(g)}" for g in others),
             ]
         )

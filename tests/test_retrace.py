@@ -985,3 +985,21 @@ def test_a_list_that_grows_is_advised_padding_not_a_none_switch():
     assert "scene.sources has another length" in text
     assert "Pad it to a few common lengths" in text
     assert "switching between None" not in text
+
+
+class _Scale(eqx.Module):
+    w: jax.Array
+
+    def __call__(self, x):
+        return self.w * x
+
+
+def test_a_jitted_module_with_arrays_is_explained_not_hashed(caught):
+    # A Module holding arrays cannot be hashed: naming the function it jits
+    # must not try to (a cache keyed on the callable once did, and raised).
+    step = af.explain_retraces(eqx.filter_jit(_Scale(jnp.ones(()))))
+    step(jnp.ones(2))
+    step(jnp.ones(3))
+    (message,) = _messages(caught)
+    assert message.startswith("_Scale was traced and compiled again.")
+    assert "x: f32[2] -> f32[3]" in message

@@ -179,7 +179,6 @@ def relative_path(filename: str) -> str:
     return filename if relative.startswith("..") else relative
 
 
-@functools.lru_cache(maxsize=1024)
 def underlying(fn: Any) -> Any:
     """The Python function behind a (jitted, partial) callable."""
     target = fn
@@ -208,6 +207,7 @@ def location(fn: Any) -> str:
     return f"{name} ({relative_path(code.co_filename)}:{code.co_firstlineno})"
 
 
+@functools.lru_cache(maxsize=1024)
 def _declaration(cls: type, name: str) -> str | None:
     """`file.py:line` of `name: ...` in the body of `cls`, if its source is on disk."""
     try:

@@ -6,7 +6,8 @@ import dataclasses
 import re
 
 from .._errors import short_repr
-from ._hints import STRUCTURE_FIX, leaf_reason
+from .._facts import PYTHON_NUMBERS
+from ._hints import STRUCTURE_FIX, leaf_reason, opted_out
 from ._paths import FieldRef
 from ._signature import LeafSig, Signature, equal
 
@@ -103,6 +104,20 @@ def diff(
 _INDEX = re.compile(r"\[(\d+)\]")
 # Where the argument a path starts from ends: `opt_state` of `opt_state[0].mu`.
 _ROOT = re.compile(r"[.\[]")
+
+
+def number_advised(change: Change, new: Signature) -> bool:
+    """Whether the change is a Python number hashed into the cache key, whose
+    fix would make it an array (not one kept a number by `af.field(convert=
+    False)`, or static: a static field's advice is conditional already)."""
+    leaf = new.leaves.get(change.path)
+    return (
+        change.cause == "value"
+        and leaf is not None
+        and leaf.kind == "hashed"
+        and type(leaf.key) in PYTHON_NUMBERS
+        and not opted_out(change.field)
+    )
 
 
 def _structure_fix(path: str, other: Signature) -> str:

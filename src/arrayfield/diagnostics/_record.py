@@ -20,7 +20,6 @@ from .._errors import (
     TraceReuseWarning,
     warn_in_user_code,
 )
-from .._facts import PYTHON_NUMBERS
 from . import _trial
 from ._diff import (
     Change,
@@ -30,6 +29,7 @@ from ._diff import (
     diff,
     group,
     in_words,
+    number_advised,
     pattern,
     summary,
 )
@@ -38,7 +38,6 @@ from ._hints import (
     JAX_JIT,
     kept_number_fix,
     number_fix,
-    opted_out,
     traced_only,
 )
 from ._paths import (
@@ -541,12 +540,13 @@ class Site:
             return f"{head} {changed}"
         kept = in_words([c for c in changes if _kept(c)])
         head += f" It traced because {kept} changed, numbers that must stay numbers."
-        listed = causes([c for g in others for c in g])
+        other_changes = [c for g in others for c in g]
+        listed = causes(other_changes)
         with self.lock:
             told = listed in self.noted
             self.noted.add(listed)
         if told:
-            other = in_words([c for g in others for c in g])
+            other = in_words(other_changes)
             return (
                 f"{head} Its other causes are those a note above listed ({other}): "
                 "each would cost a trace where those stay the same, and no compile "
@@ -642,17 +642,3 @@ class Site:
             )
             lines.append(f"    fix: {number_fix(n.field)}.")
         warn_in_user_code(TraceReuseWarning("\n".join(lines)))
-
-
-def number_advised(change: Change, new: Signature) -> bool:
-    """Whether the change is a Python number hashed into the cache key, whose
-    fix would make it an array (not one kept a number by `af.field(convert=
-    False)`, or static: a static field's advice is conditional already)."""
-    leaf = new.leaves.get(change.path)
-    return (
-        change.cause == "value"
-        and leaf is not None
-        and leaf.kind == "hashed"
-        and type(leaf.key) in PYTHON_NUMBERS
-        and not opted_out(change.field)
-    )

@@ -8,10 +8,9 @@ import dataclasses
 from typing import Any
 
 from .._errors import RetraceWarning, warn_in_user_code
-from ._diff import Change, diff, summary
+from ._diff import Change, diff, number_advised, summary
 from ._hints import FILTER_JIT
 from ._paths import bind_arguments, function_name, location
-from ._record import number_advised
 from ._signature import signature
 
 
